@@ -61,7 +61,7 @@ impl<G: PrimeGroup> KeyPair<G> {
 }
 
 /// A batched DLEQ proof `(c, s)` (RFC 9497 §2.2.1).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 pub struct Proof<G: PrimeGroup> {
     /// Challenge.
     pub c: G::Scalar,
@@ -351,5 +351,15 @@ impl<G: PrimeGroup> Oprf<G> {
         } else {
             Err(Error::ProofInvalid("DLEQ"))
         }
+    }
+}
+
+impl<G: PrimeGroup> core::fmt::Debug for Proof<G> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Proof(")?;
+        for b in self.to_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, ")")
     }
 }

@@ -20,7 +20,7 @@ use crate::{Error, Result};
 use rand_core::CryptoRngCore;
 
 /// A proof `(c, s)`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 pub struct DlogProof<G: PrimeGroup> {
     /// Challenge.
     pub c: G::Scalar,
@@ -98,6 +98,16 @@ impl<G: PrimeGroup> DlogProof<G> {
             c: G::decode_scalar(&bytes[..G::SCALAR_LEN])?,
             s: G::decode_scalar(&bytes[G::SCALAR_LEN..])?,
         })
+    }
+}
+
+impl<G: PrimeGroup> core::fmt::Debug for DlogProof<G> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "DlogProof(")?;
+        for b in self.to_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, ")")
     }
 }
 

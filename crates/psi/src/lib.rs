@@ -1,0 +1,68 @@
+//! Sans-I/O private set intersection engines.
+//!
+//! Two Diffie–Hellman PSI protocols on the RFC 9497 (V)OPRF of `tacit-crypto`:
+//!
+//! * [`Security::Malicious`] — the protocol of Jarecki and Liu as PrivateDrop uses it
+//!   (PrivateDrop §4.3, Fig. 3). The receiver sends blinded hashes `yᵢ = αᵢ·H(xᵢ)` of
+//!   its elements; the sender answers `zᵢ = k·yᵢ` with **one** batched DLEQ proof that
+//!   every `zᵢ` was computed with the key behind its public key `k·G`, together with its
+//!   precomputed evaluations `uⱼ = Hash(cⱼ, k·H(cⱼ))` of its own set, truncated to
+//!   `l = λ + 2·⌈log₂ n⌉` bits and in random order; the receiver verifies, unblinds
+//!   (`αᵢ⁻¹·zᵢ = k·H(xᵢ)`), hashes and compares.
+//! * [`Security::SemiHonest`] — the same with the plain OPRF (no proof).
+//!
+//! Both sides pad to fixed bounds (`m` receiver elements, `n` sender elements) with
+//! dummies that are indistinguishable on the wire, so every message's size depends
+//! only on the bounds. The engines never touch a socket, a clock or a file: bytes
+//! in, bytes out, randomness passed in.
+//!
+//! ```
+//! use tacit_crypto::{Ristretto255, rng::SecureRng};
+//! use tacit_psi::{PsiParams, Security, Receiver, ReceiverPrecomputation, Sender, SenderKey,
+//!                 SenderPrecomputation, Reuse};
+//!
+//! let mut rng = SecureRng::from_seed([0; 32]);
+//! let params = PsiParams::new(Security::Malicious).with_bounds(4, 100);
+//! let key = SenderKey::<Ristretto255>::generate(&mut rng, 1);
+//! let book = ["alice@example.com", "15551230000", "bob@example.com"];
+//! let pre = SenderPrecomputation::compute(&params, &key, &book, Reuse::FreshPerSession, &mut rng).unwrap();
+//! let sender = Sender::new(&params, key, pre).unwrap();
+//!
+//! let ids = ["15559990000", "bob@example.com"];
+//! let recv_pre = ReceiverPrecomputation::<Ristretto255>::compute(&params, &ids, &mut rng).unwrap();
+//! let (waiting, request) = Receiver::start(&recv_pre);
+//! let response = sender.respond(&request, &mut rng).unwrap();
+//! let found = waiting.on_response(&response).unwrap();
+//! assert_eq!(found.items(), &[b"bob@example.com".to_vec()]);
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod error;
+mod messages;
+mod params;
+mod receiver;
+mod sender;
+pub mod two_way;
+
+pub use error::Error;
+pub use messages::{Request, Response};
+pub use params::{MAX_RECEIVER_BOUND, MAX_SENDER_BOUND, PsiParams, Security};
+pub use receiver::{Intersection, Receiver, ReceiverAwaitingResponse, ReceiverPrecomputation};
+pub use sender::{Reuse, Sender, SenderKey, SenderPrecomputation};
+
+/// Result alias of this crate.
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// Deduplicates `items`, keeping the first occurrence, in input order.
+pub(crate) fn dedupe<T: AsRef<[u8]>>(items: &[T]) -> Vec<Vec<u8>> {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        let b = it.as_ref();
+        if seen.insert(b) {
+            out.push(b.to_vec());
+        }
+    }
+    out
+}

@@ -1,0 +1,361 @@
+//! The PSI receiver: blinded elements (precomputable), then unblinding and matching.
+
+use crate::messages::{Request, Response};
+use crate::params::PsiParams;
+use crate::{Error, Result, Security, dedupe};
+use rand_core::CryptoRngCore;
+use std::collections::HashMap;
+use tacit_crypto::oprf::Oprf;
+use tacit_crypto::rng::shuffle;
+use tacit_crypto::{PrimeGroup, SecretScalar};
+use tacit_wire::{Reader, Writer, tags};
+
+/// One of the `m` request slots: a real element or a dummy.
+#[derive(Debug, Clone)]
+struct Slot<G: PrimeGroup> {
+    /// Index into the receiver's (deduplicated) inputs, or `None` for a dummy.
+    input: Option<u32>,
+    /// `αᵢ⁻¹`, for unblinding.
+    inverse_blind: SecretScalar<G>,
+    /// `yᵢ = αᵢ·H(xᵢ)`.
+    blinded: G::Element,
+}
+
+/// The receiver's precomputed blinded elements and blinding scalars (PrivateDrop §4.4:
+/// "the PSI receiver can precompute the values yᵢ, which change seldomly").
+///
+/// Exactly `m` slots in random order; dummy slots hold `α·H(r)` for a random `r`, so
+/// they are distributed exactly like real ones. Reusing one precomputation across
+/// sessions sends the same `yᵢ` each time (PrivateDrop certifies them and reuses them
+/// by design); a peer can then link the sessions, which the account UUID already
+/// allows in PrivateDrop.
+#[derive(Debug, Clone)]
+pub struct ReceiverPrecomputation<G: PrimeGroup> {
+    params: PsiParams,
+    inputs: Vec<Vec<u8>>,
+    slots: Vec<Slot<G>>,
+}
+
+impl<G: PrimeGroup> ReceiverPrecomputation<G> {
+    /// Blinds `set` (duplicates removed) and pads it to `m` slots.
+    pub fn compute<T: AsRef<[u8]>>(
+        params: &PsiParams,
+        set: &[T],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Self> {
+        let inputs = dedupe(set);
+        let blinds: Vec<SecretScalar<G>> = (0..params.max_receiver)
+            .map(|_| SecretScalar::random(rng))
+            .collect();
+        Self::with_blinds(params, inputs, blinds, rng)
+    }
+
+    /// Like [`ReceiverPrecomputation::compute`] with given blinding scalars `αᵢ` (for
+    /// example the ones a CA certified `yᵢ = αᵢ·H(IDᵢ)` for); `blinds` must hold `m`
+    /// non-zero scalars, the first `|set|` used for the real elements in order.
+    pub fn with_blinds(
+        params: &PsiParams,
+        inputs: Vec<Vec<u8>>,
+        blinds: Vec<SecretScalar<G>>,
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Self> {
+        params.validate()?;
+        if params.group != G::ID {
+            return Err(Error::GroupMismatch {
+                ours: G::ID,
+                theirs: params.group.to_string(),
+            });
+        }
+        let m = params.max_receiver as usize;
+        if inputs.len() > m {
+            return Err(Error::SetTooLarge {
+                what: "receiver set",
+                len: inputs.len(),
+                max: m,
+            });
+        }
+        if blinds.len() != m {
+            return Err(Error::InvalidParams(format!(
+                "{} blinding scalars for m = {m} slots",
+                blinds.len()
+            )));
+        }
+        let oprf = Oprf::<G>::new(params.security.mode());
+        let mut slots = Vec::with_capacity(m);
+        for (i, alpha) in blinds.into_iter().enumerate() {
+            let (input, point) = if i < inputs.len() {
+                (Some(i as u32), oprf.hash_to_group(&inputs[i])?)
+            } else {
+                let mut r = [0u8; 32];
+                rng.fill_bytes(&mut r);
+                (None, oprf.hash_to_group(&r)?)
+            };
+            if G::scalar_is_zero(alpha.expose()) {
+                return Err(Error::InvalidParams("a blinding scalar is zero".into()));
+            }
+            slots.push(Slot {
+                input,
+                inverse_blind: SecretScalar::new(G::scalar_invert(alpha.expose())),
+                blinded: G::mul(&point, alpha.expose()),
+            });
+        }
+        shuffle(rng, &mut slots);
+        Ok(ReceiverPrecomputation {
+            params: *params,
+            inputs,
+            slots,
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &PsiParams {
+        &self.params
+    }
+
+    /// The deduplicated inputs, in input order.
+    pub fn inputs(&self) -> &[Vec<u8>] {
+        &self.inputs
+    }
+
+    /// The blinded element of each real input, in input order (what a CA certifies).
+    pub fn blinded_inputs(&self) -> Vec<G::Element> {
+        let mut out = vec![G::identity(); self.inputs.len()];
+        for s in &self.slots {
+            if let Some(i) = s.input {
+                out[i as usize] = s.blinded;
+            }
+        }
+        out
+    }
+
+    /// The `m` blinded elements in request order.
+    pub fn request_elements(&self) -> Vec<G::Element> {
+        self.slots.iter().map(|s| s.blinded).collect()
+    }
+
+    /// Encoding for storage (contains the blinding scalars: keep it in the store only).
+    pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        let mut w = Writer::new();
+        w.put_envelope(tags::PSI_RECEIVER_PRECOMPUTATION);
+        self.params.encode(&mut w);
+        w.put_count(self.inputs.len());
+        for i in &self.inputs {
+            w.put_var_bytes(i);
+        }
+        w.put_count(self.slots.len());
+        for s in &self.slots {
+            match s.input {
+                Some(i) => {
+                    w.put_u8(1);
+                    w.put_u32(i);
+                }
+                None => w.put_u8(0),
+            }
+            w.put_fixed(&s.inverse_blind.to_bytes());
+            w.put_fixed(G::element_bytes(&s.blinded).as_ref());
+        }
+        zeroize::Zeroizing::new(w.into_bytes())
+    }
+
+    /// Decodes a stored precomputation.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(bytes);
+        r.envelope(
+            tags::PSI_RECEIVER_PRECOMPUTATION,
+            "PSI receiver precomputation",
+        )?;
+        let params = PsiParams::decode(&mut r)?;
+        if params.group != G::ID {
+            return Err(Error::PrecomputationMismatch("stored for another group"));
+        }
+        let m = params.max_receiver as usize;
+        let n_inputs = r.count("inputs", m, 4)?;
+        let mut inputs = Vec::with_capacity(n_inputs);
+        for _ in 0..n_inputs {
+            inputs.push(r.var_bytes("input", 1 << 16)?.to_vec());
+        }
+        let n_slots = r.count("slots", m, 1 + G::SCALAR_LEN + G::ELEMENT_LEN)?;
+        if n_slots != m {
+            return Err(Error::PrecomputationMismatch("wrong number of slots"));
+        }
+        let mut slots = Vec::with_capacity(m);
+        let mut seen = vec![false; n_inputs];
+        for _ in 0..m {
+            let input = match r.u8()? {
+                0 => None,
+                1 => {
+                    let i = r.u32()?;
+                    match seen.get_mut(i as usize) {
+                        Some(s) if !*s => *s = true,
+                        _ => {
+                            return Err(Error::PrecomputationMismatch(
+                                "slot names an unknown or repeated input",
+                            ));
+                        }
+                    }
+                    Some(i)
+                }
+                x => {
+                    return Err(
+                        tacit_wire::Error::invalid("slot", format!("unknown tag {x}")).into(),
+                    );
+                }
+            };
+            let inverse_blind =
+                SecretScalar::from_bytes(r.fixed("blinding scalar", G::SCALAR_LEN)?)?;
+            let blinded = G::decode_element(r.fixed("blinded element", G::ELEMENT_LEN)?)?;
+            slots.push(Slot {
+                input,
+                inverse_blind,
+                blinded,
+            });
+        }
+        r.finish()?;
+        if seen.iter().any(|s| !s) {
+            return Err(Error::PrecomputationMismatch("an input has no slot"));
+        }
+        Ok(ReceiverPrecomputation {
+            params,
+            inputs,
+            slots,
+        })
+    }
+}
+
+/// The PSI receiver's entry point.
+#[derive(Debug)]
+pub struct Receiver;
+
+impl Receiver {
+    /// Starts a run: returns the state awaiting the response and the encoded request.
+    pub fn start<G: PrimeGroup>(
+        pre: &ReceiverPrecomputation<G>,
+    ) -> (ReceiverAwaitingResponse<G>, Vec<u8>) {
+        let (state, req) = Self::start_typed(pre);
+        (state, req.to_bytes())
+    }
+
+    /// Like [`Receiver::start`] with the typed request.
+    pub fn start_typed<G: PrimeGroup>(
+        pre: &ReceiverPrecomputation<G>,
+    ) -> (ReceiverAwaitingResponse<G>, Request<G>) {
+        let request = Request {
+            params: pre.params,
+            blinded: pre.request_elements(),
+        };
+        (
+            ReceiverAwaitingResponse {
+                pre: pre.clone(),
+                blinded: request.blinded.clone(),
+            },
+            request,
+        )
+    }
+}
+
+/// The receiver after sending its request.
+#[derive(Debug)]
+pub struct ReceiverAwaitingResponse<G: PrimeGroup> {
+    pre: ReceiverPrecomputation<G>,
+    blinded: Vec<G::Element>,
+}
+
+/// What the receiver learned: the elements of its set that the sender also holds, in
+/// the receiver's input order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Intersection {
+    indices: Vec<usize>,
+    items: Vec<Vec<u8>>,
+}
+
+impl Intersection {
+    /// Indices into the receiver's deduplicated input list.
+    pub fn indices(&self) -> &[usize] {
+        &self.indices
+    }
+
+    /// The common elements.
+    pub fn items(&self) -> &[Vec<u8>] {
+        &self.items
+    }
+
+    /// Whether the sets are disjoint.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Number of common elements.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+}
+
+impl<G: PrimeGroup> ReceiverAwaitingResponse<G> {
+    /// Processes the encoded response.
+    pub fn on_response(self, bytes: &[u8]) -> Result<Intersection> {
+        let resp = Response::<G>::from_bytes(bytes, &self.pre.params)?;
+        self.on_response_typed(&resp)
+    }
+
+    /// Processes a decoded response: verify the proof, unblind, hash, compare.
+    pub fn on_response_typed(self, resp: &Response<G>) -> Result<Intersection> {
+        let params = &self.pre.params;
+        params.expect_equal(&resp.params)?;
+        let m = params.max_receiver as usize;
+        if resp.evaluated.len() != m {
+            return Err(Error::WrongCount {
+                who: "sender",
+                what: "evaluated elements",
+                count: resp.evaluated.len(),
+                expected: m,
+            });
+        }
+        let lb = params.truncation_bytes();
+        if resp.truncated.len() != params.max_sender as usize * lb {
+            return Err(Error::WrongCount {
+                who: "sender",
+                what: "bytes of truncated set elements",
+                count: resp.truncated.len(),
+                expected: params.max_sender as usize * lb,
+            });
+        }
+        let oprf = Oprf::<G>::new(params.security.mode());
+        if params.security == Security::Malicious {
+            let proof = resp.proof.as_ref().ok_or(Error::ProofFailed)?;
+            oprf.verify_proof(&resp.public_key, &self.blinded, &resp.evaluated, proof)
+                .map_err(|_| Error::ProofFailed)?;
+        }
+        // Unblind and hash the real slots: u = Hash(x, αᵢ⁻¹·zᵢ)[..l].
+        let mut wanted: HashMap<&[u8], Vec<usize>> = HashMap::with_capacity(m);
+        let mut outputs = Vec::with_capacity(self.pre.inputs.len());
+        for (slot, z) in self.pre.slots.iter().zip(&resp.evaluated) {
+            if let Some(i) = slot.input {
+                let input = &self.pre.inputs[i as usize];
+                let unblinded = G::mul(z, slot.inverse_blind.expose());
+                let out = oprf.finalize_unblinded(input, &unblinded);
+                outputs.push((i as usize, out[..lb].to_vec()));
+            }
+        }
+        for (i, out) in &outputs {
+            wanted.entry(out.as_slice()).or_default().push(*i);
+        }
+        let mut hit = vec![false; self.pre.inputs.len()];
+        if !wanted.is_empty() {
+            for u in resp.truncated.chunks_exact(lb) {
+                if let Some(is) = wanted.get(u) {
+                    for &i in is {
+                        hit[i] = true;
+                    }
+                }
+            }
+        }
+        let mut result = Intersection::default();
+        for (i, h) in hit.iter().enumerate() {
+            if *h {
+                result.indices.push(i);
+                result.items.push(self.pre.inputs[i].clone());
+            }
+        }
+        Ok(result)
+    }
+}

@@ -1,0 +1,146 @@
+//! Two PSI runs with swapped roles in three messages (PrivateDrop §4.4, "Round
+//! Complexity", and Fig. 4: DO2 → DO3).
+//!
+//! ```text
+//! Responder (AirDrop receiver)                 Initiator (AirDrop sender)
+//!   PSI receiver of run 1, sender of run 2       PSI sender of run 1, receiver of run 2
+//!
+//!   M1 = Request₁ (its blinded IDs)      ───▶
+//!                                        ◀───  M2 = Response₁ (answers + its address book)
+//!                                                   ‖ Request₂ (its blinded IDs)
+//!   learns run 1's result
+//!   M3 = Response₂ (answers + its book)  ───▶
+//!                                               learns run 2's result
+//! ```
+//!
+//! The initiator answers run 1 before it reveals anything of run 2, so a peer cannot
+//! make it work without first doing its own share (the paper's argument against a
+//! fully symmetric four-message variant). Both runs use the same [`PsiParams`].
+
+use crate::messages::{Request, Response, check_refusal};
+use crate::receiver::{Intersection, Receiver, ReceiverAwaitingResponse, ReceiverPrecomputation};
+use crate::sender::Sender;
+use crate::{Error, PsiParams, Result};
+use rand_core::CryptoRngCore;
+use tacit_crypto::PrimeGroup;
+use tacit_wire::{Reader, Writer, tags};
+
+/// M2: the response of run 1 bundled with the request of run 2.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bundle<G: PrimeGroup> {
+    /// Run 1's response.
+    pub response: Response<G>,
+    /// Run 2's request.
+    pub request: Request<G>,
+}
+
+impl<G: PrimeGroup> Bundle<G> {
+    /// `Envelope(0x0103) || Response || Request`.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let p = &self.response.params;
+        let mut w =
+            Writer::with_capacity(3 + Response::<G>::encoded_len(p) + Request::<G>::encoded_len(p));
+        w.put_envelope(tags::PSI_BUNDLE);
+        self.response.encode(&mut w);
+        self.request.encode(&mut w);
+        w.into_bytes()
+    }
+
+    /// Decodes a bundle for a party running `ours`.
+    pub fn from_bytes(bytes: &[u8], ours: &PsiParams) -> Result<Self> {
+        check_refusal(bytes)?;
+        let mut r = Reader::new(bytes);
+        r.envelope(tags::PSI_BUNDLE, "PSI bundle")?;
+        let response = Response::decode(&mut r, ours)?;
+        let request = Request::decode(&mut r, ours)?;
+        r.finish()?;
+        Ok(Bundle { response, request })
+    }
+}
+
+/// The party that answers first (AirDrop sender): PSI sender of run 1.
+#[derive(Debug)]
+pub struct Initiator<G: PrimeGroup> {
+    sender: Sender<G>,
+    own: ReceiverPrecomputation<G>,
+}
+
+/// The initiator after sending M2.
+#[derive(Debug)]
+pub struct InitiatorAwaitingM3<G: PrimeGroup> {
+    receiver: ReceiverAwaitingResponse<G>,
+}
+
+impl<G: PrimeGroup> Initiator<G> {
+    /// An initiator with its sender state (address book) and its own blinded elements.
+    pub fn new(sender: Sender<G>, own: ReceiverPrecomputation<G>) -> Result<Self> {
+        if sender.params() != own.params() {
+            return Err(Error::PrecomputationMismatch(
+                "the two runs must use the same parameters",
+            ));
+        }
+        Ok(Initiator { sender, own })
+    }
+
+    /// Handles M1 and produces M2.
+    pub fn on_m1(
+        self,
+        m1: &[u8],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<(InitiatorAwaitingM3<G>, Vec<u8>)> {
+        let request = Request::<G>::from_bytes(m1, self.sender.params())?;
+        let response = self.sender.respond_to(&request, rng)?;
+        let (receiver, request2) = Receiver::start_typed(&self.own);
+        let m2 = Bundle {
+            response,
+            request: request2,
+        }
+        .to_bytes();
+        Ok((InitiatorAwaitingM3 { receiver }, m2))
+    }
+}
+
+impl<G: PrimeGroup> InitiatorAwaitingM3<G> {
+    /// Handles M3: the result of run 2 (which of our elements the responder holds).
+    pub fn on_m3(self, m3: &[u8]) -> Result<Intersection> {
+        self.receiver.on_response(m3)
+    }
+}
+
+/// The party that starts (AirDrop receiver): PSI receiver of run 1.
+#[derive(Debug)]
+pub struct Responder;
+
+/// The responder after sending M1.
+#[derive(Debug)]
+pub struct ResponderAwaitingM2<G: PrimeGroup> {
+    sender: Sender<G>,
+    receiver: ReceiverAwaitingResponse<G>,
+}
+
+impl Responder {
+    /// Starts: returns the waiting state and M1.
+    pub fn start<G: PrimeGroup>(
+        sender: Sender<G>,
+        own: &ReceiverPrecomputation<G>,
+    ) -> Result<(ResponderAwaitingM2<G>, Vec<u8>)> {
+        if sender.params() != own.params() {
+            return Err(Error::PrecomputationMismatch(
+                "the two runs must use the same parameters",
+            ));
+        }
+        let (receiver, m1) = Receiver::start(own);
+        Ok((ResponderAwaitingM2 { sender, receiver }, m1))
+    }
+}
+
+impl<G: PrimeGroup> ResponderAwaitingM2<G> {
+    /// Handles M2: returns the result of run 1 (which of our elements the initiator
+    /// holds) and M3. If run 1 fails (a bad proof, a malformed message), no M3 is made.
+    pub fn on_m2(self, m2: &[u8], rng: &mut impl CryptoRngCore) -> Result<(Intersection, Vec<u8>)> {
+        let bundle = Bundle::<G>::from_bytes(m2, self.sender.params())?;
+        let learned = self.receiver.on_response_typed(&bundle.response)?;
+        let m3 = self.sender.respond_to(&bundle.request, rng)?.to_bytes();
+        Ok((learned, m3))
+    }
+}
