@@ -1,0 +1,67 @@
+//! `tacit`: privacy-preserving discovery, authentication and matching.
+//!
+//! Every subcommand has `--help` with an example; errors end the program with a
+//! one-line reason and a non-zero exit code.
+
+mod bench;
+mod contacts;
+mod demo;
+mod psi;
+mod util;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// tacit — private discovery, authentication and matching between devices that do
+/// not trust each other.
+#[derive(Debug, Parser)]
+#[command(name = "tacit", version, about, long_about = None, after_help = "\
+Examples:
+  tacit demo                                  two local parties intersect privately
+  tacit contacts import examples/contacts.vcf
+  tacit psi serve --set book.txt --listen 127.0.0.1:7878
+  tacit psi query --set ids.txt --connect 127.0.0.1:7878
+  tacit bench psi --ids 10 --contacts 10000")]
+struct Cli {
+    /// The SQLite store (default: $TACIT_STORE, else $XDG_DATA_HOME/tacit/tacit.sqlite3,
+    /// else ~/.local/share/tacit/tacit.sqlite3).
+    #[arg(long, global = true, value_name = "PATH")]
+    store: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run two local parties end to end on loopback and show what each learned.
+    #[command(after_help = "Example:\n  tacit demo\n  tacit demo --group p256 --contacts 2000")]
+    Demo(demo::DemoArgs),
+    /// Import and list the address book (vCard 3.0 / 4.0).
+    #[command(subcommand)]
+    Contacts(contacts::ContactsCommand),
+    /// Private set intersection between two processes.
+    #[command(subcommand)]
+    Psi(psi::PsiCommand),
+    /// Measure the protocols on this machine.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => demo::run(a),
+        Command::Contacts(c) => contacts::run(c, cli.store.as_deref()),
+        Command::Psi(c) => psi::run(c),
+        Command::Bench(c) => bench::run(c),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tacit: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

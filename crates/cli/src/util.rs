@@ -1,0 +1,89 @@
+//! Helpers shared by the subcommands.
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+
+/// The longest element accepted in a set file.
+pub const MAX_ELEMENT_LEN: usize = 1024;
+/// The largest set file accepted.
+pub const MAX_SET_FILE: u64 = 256 << 20;
+
+/// Reads a set file: one element per line (UTF-8), surrounding whitespace trimmed,
+/// empty lines skipped. Order is kept (duplicates are removed by the engines).
+pub fn read_set(path: &Path) -> Result<Vec<String>> {
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("cannot read set file {}", path.display()))?;
+    if meta.len() > MAX_SET_FILE {
+        bail!(
+            "set file {} is {} bytes; the limit is {MAX_SET_FILE}",
+            path.display(),
+            meta.len()
+        );
+    }
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read set file {}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "set file {} is not UTF-8 (first bad byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if t.len() > MAX_ELEMENT_LEN {
+            bail!(
+                "{}:{}: element is {} bytes; the limit is {MAX_ELEMENT_LEN}",
+                path.display(),
+                i + 1,
+                t.len()
+            );
+        }
+        out.push(t.to_string());
+    }
+    Ok(out)
+}
+
+/// The store path: `--store`, else `$TACIT_STORE`, else the user's data directory.
+pub fn store_path(arg: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = arg {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os("TACIT_STORE") {
+        return Ok(PathBuf::from(p));
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
+        return Ok(PathBuf::from(d).join("tacit").join("tacit.sqlite3"));
+    }
+    match std::env::var_os("HOME") {
+        Some(h) => Ok(PathBuf::from(h).join(".local/share/tacit/tacit.sqlite3")),
+        None => bail!("no --store given and neither TACIT_STORE, XDG_DATA_HOME nor HOME is set"),
+    }
+}
+
+/// A progress bar on stderr for `len` items (hidden when stderr is not a terminal or
+/// the work is small).
+pub fn progress(len: u64, msg: &'static str) -> ProgressBar {
+    let pb = if len < 2000 {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(len)
+    };
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}/{len} ({eta})")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    pb.set_message(msg);
+    pb
+}
+
+/// Milliseconds with two decimals.
+pub fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e5).round() / 100.0
+}
