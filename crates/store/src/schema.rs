@@ -1,0 +1,104 @@
+//! Schema and migrations.
+//!
+//! The schema version lives in SQLite's `PRAGMA user_version`. Version `n`
+//! means the first `n` entries of [`MIGRATIONS`] have been applied. Opening a
+//! database applies the missing ones, all in one `IMMEDIATE` transaction
+//! together with the new `user_version`, so a failed step leaves the file as
+//! it was. A file whose version is above `MIGRATIONS.len()` was written by a
+//! newer tacit and is refused ([`Error::SchemaTooNew`]). Migrations are only
+//! ever appended, never edited.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+/// Version 1: own identifiers, contacts, keys, precomputations, counters.
+const V1: &str = "
+CREATE TABLE own_identifiers (
+    id    INTEGER PRIMARY KEY,
+    kind  TEXT NOT NULL CHECK (kind IN ('phone', 'email')),
+    value TEXT NOT NULL UNIQUE
+) STRICT;
+
+CREATE TABLE contacts (
+    id           INTEGER PRIMARY KEY,
+    display_name TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE contact_identifiers (
+    id         INTEGER PRIMARY KEY,
+    contact_id INTEGER NOT NULL REFERENCES contacts (id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL CHECK (kind IN ('phone', 'email')),
+    value      TEXT NOT NULL,
+    types      TEXT NOT NULL DEFAULT '',
+    UNIQUE (contact_id, value)
+) STRICT;
+CREATE INDEX contact_identifiers_by_value ON contact_identifiers (value);
+
+CREATE TABLE keys (
+    purpose      TEXT NOT NULL,
+    epoch        INTEGER NOT NULL CHECK (epoch >= 0),
+    secret       BLOB NOT NULL,
+    created_unix INTEGER NOT NULL CHECK (created_unix >= 0),
+    PRIMARY KEY (purpose, epoch)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE counters (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL CHECK (value >= 0)
+) STRICT, WITHOUT ROWID;
+INSERT INTO counters (name, value) VALUES ('contacts_version', 0);
+
+CREATE TABLE precomputations (
+    kind             TEXT NOT NULL,
+    key_epoch        INTEGER NOT NULL CHECK (key_epoch >= 0),
+    contacts_version INTEGER NOT NULL CHECK (contacts_version >= 0),
+    blob             BLOB NOT NULL,
+    PRIMARY KEY (kind, key_epoch, contacts_version)
+) STRICT, WITHOUT ROWID;
+";
+
+/// The migration steps; entry `i` takes the schema from version `i` to `i + 1`.
+pub(crate) const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build creates and understands.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// Reads `PRAGMA user_version`.
+pub(crate) fn user_version(conn: &Connection) -> Result<u32> {
+    let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    u32::try_from(v).map_err(|_| Error::Corrupt(format!("schema version {v} is negative")))
+}
+
+/// Brings the database up to `migrations.len()`; returns how many steps were
+/// applied (0 when it was already current).
+pub(crate) fn migrate(conn: &mut Connection, migrations: &[&str]) -> Result<u32> {
+    let supported = u32::try_from(migrations.len())
+        .map_err(|_| Error::Corrupt("too many migrations".to_owned()))?;
+    let check = |found: u32| {
+        if found > supported {
+            Err(Error::SchemaTooNew { found, supported })
+        } else {
+            Ok(found)
+        }
+    };
+    if check(user_version(conn)?)? == supported {
+        return Ok(0);
+    }
+    // Take the write lock, then look again: another process may have
+    // migrated in between.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found = check(user_version(&tx)?)?;
+    for (i, step) in migrations.iter().enumerate().skip(found as usize) {
+        let version = i as u32 + 1;
+        tx.execute_batch(step)
+            .map_err(|source| Error::Migration { version, source })?;
+    }
+    tx.pragma_update(None, "user_version", supported)
+        .map_err(|source| Error::Migration {
+            version: supported,
+            source,
+        })?;
+    tx.commit()?;
+    Ok(supported - found)
+}
