@@ -11,8 +11,7 @@ use tacit_crypto::oprf::Oprf;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_psi::{
-    PsiParams, Receiver, ReceiverPrecomputation, Reuse, Security, Sender, SenderKey,
-    SenderPrecomputation,
+    PsiParams, Receiver, ReceiverPrecomputation, Reuse, Security, Sender, SenderKey, SenderPrecomputation,
 };
 
 /// Benchmarks.
@@ -73,12 +72,7 @@ fn per(d: Duration, n: usize) -> f64 {
 
 /// Raw primitives of one sender element: hash to the group, multiply by the key,
 /// encode. `parallel` spreads them over all cores like the precomputation does.
-fn primitives<G: PrimeGroup>(
-    oprf: &Oprf<G>,
-    k: &G::Scalar,
-    set: &[String],
-    parallel: bool,
-) -> Duration {
+fn primitives<G: PrimeGroup>(oprf: &Oprf<G>, k: &G::Scalar, set: &[String], parallel: bool) -> Duration {
     let one = |x: &String| {
         let p = oprf
             .hash_to_group(x.as_bytes())
@@ -137,13 +131,7 @@ fn bench_psi<G: PrimeGroup>(a: &PsiBenchArgs) -> Result<()> {
         prim_one.push(primitives(&oprf, &k, &sender_set, false));
         prim_par.push(primitives(&oprf, &k, &sender_set, true));
         let t = Instant::now();
-        let p = SenderPrecomputation::compute(
-            &params,
-            &key,
-            &sender_set,
-            Reuse::WithinEpoch,
-            &mut rng,
-        )?;
+        let p = SenderPrecomputation::compute(&params, &key, &sender_set, Reuse::WithinEpoch, &mut rng)?;
         pre_t.push(t.elapsed());
         pre = Some(p);
     }
@@ -156,9 +144,7 @@ fn bench_psi<G: PrimeGroup>(a: &PsiBenchArgs) -> Result<()> {
     let receiver_pre_t = t.elapsed();
     let (mut s_t, mut r_t, mut smul_t) = (Vec::new(), Vec::new(), Vec::new());
     let (mut req_len, mut resp_len, mut found) = (0, 0, 0);
-    let points: Vec<G::Element> = (0..6 * m)
-        .map(|_| G::mul_base(&G::random_scalar(&mut rng)))
-        .collect();
+    let points: Vec<G::Element> = (0..6 * m).map(|_| G::mul_base(&G::random_scalar(&mut rng))).collect();
     let scalars: Vec<G::Scalar> = (0..6 * m).map(|_| G::random_scalar(&mut rng)).collect();
     for _ in 0..a.runs {
         let (waiting, req) = Receiver::start(&rpre);
@@ -214,9 +200,7 @@ fn bench_psi<G: PrimeGroup>(a: &PsiBenchArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!(
-        "tacit bench psi — {params}, {threads} threads (medians; baselines measured in the same run)"
-    );
+    println!("tacit bench psi — {params}, {threads} threads (medians; baselines measured in the same run)");
     println!();
     println!(
         "  sender precomputation        {:>10.2} ms  = {:>7.2} µs/element",
@@ -243,18 +227,9 @@ fn bench_psi<G: PrimeGroup>(a: &PsiBenchArgs) -> Result<()> {
         "  receiver precomputation      {:>10.3} ms",
         receiver_pre_t.as_secs_f64() * 1e3
     );
-    println!(
-        "  online sender                {:>10.3} ms",
-        s_t.as_secs_f64() * 1e3
-    );
-    println!(
-        "  online receiver              {:>10.3} ms",
-        r_t.as_secs_f64() * 1e3
-    );
-    println!(
-        "  online total                 {:>10.3} ms",
-        online.as_secs_f64() * 1e3
-    );
+    println!("  online sender                {:>10.3} ms", s_t.as_secs_f64() * 1e3);
+    println!("  online receiver              {:>10.3} ms", r_t.as_secs_f64() * 1e3);
+    println!("  online total                 {:>10.3} ms", online.as_secs_f64() * 1e3);
     println!(
         "  6·M = {:<4} scalar mults      {:>10.3} ms",
         6 * m,

@@ -38,20 +38,17 @@ Example:
 
 pub fn run(cmd: ContactsCommand, store: Option<&Path>) -> Result<()> {
     let path = store_path(store)?;
-    let mut st =
-        Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
     match cmd {
         ContactsCommand::Import { file, region, json } => {
-            let meta = std::fs::metadata(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
+            let meta = std::fs::metadata(&file).with_context(|| format!("cannot read {}", file.display()))?;
             anyhow::ensure!(
                 meta.len() <= 64 << 20,
                 "{} is {} bytes; the limit is 64 MiB",
                 file.display(),
                 meta.len()
             );
-            let bytes =
-                std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let text = String::from_utf8_lossy(&bytes);
             let opts = match &region {
                 Some(r) => NormalizeOptions::with_default_region(r)?,
@@ -67,11 +64,7 @@ pub fn run(cmd: ContactsCommand, store: Option<&Path>) -> Result<()> {
                         file.display(),
                         p.line,
                         p.reason,
-                        if p.skipped_card {
-                            " (card skipped)"
-                        } else {
-                            ""
-                        }
+                        if p.skipped_card { " (card skipped)" } else { "" }
                     );
                 }
                 println!(

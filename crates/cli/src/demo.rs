@@ -126,17 +126,12 @@ async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
         "                 and nothing about Bob's other contacts (she saw {} truncated",
         params.max_sender
     );
-    println!(
-        "                 PRF values under Bob's key, in random order, real and dummy alike)."
-    );
+    println!("                 PRF values under Bob's key, in random order, real and dummy alike).");
     println!(
         "  Bob learned:   nothing — {} blinded group elements, the same for any set of",
         params.max_receiver
     );
-    println!(
-        "                 at most {} identifiers.",
-        params.max_receiver
-    );
+    println!("                 at most {} identifiers.", params.max_receiver);
     println!(
         "  online compute: Bob {:.2} ms (evaluate + batched proof), Alice {:.2} ms (verify + unblind + match)",
         ms(bob_online),
@@ -156,19 +151,12 @@ async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     // refuses the whole response.
     println!();
     let key = tacit_psi::SenderKey::<G>::generate(&mut rng, 2);
-    let honest_pre = tacit_psi::SenderPrecomputation::compute(
-        &params,
-        &key,
-        &book,
-        Reuse::FreshPerSession,
-        &mut rng,
-    )?;
+    let honest_pre = tacit_psi::SenderPrecomputation::compute(&params, &key, &book, Reuse::FreshPerSession, &mut rng)?;
     let honest = tacit_psi::Sender::new(&params, key, honest_pre)?;
     let (waiting, req) = Receiver::start_typed(&pre);
     let mut cheat: Response<G> = honest.respond_to(&req, &mut rng)?;
     let other = KeyPair::<G>::from_secret(SecretScalar::random(&mut rng));
-    cheat.evaluated[0] =
-        Oprf::<G>::new(params.security.mode()).blind_evaluate(&other, &req.blinded[0]);
+    cheat.evaluated[0] = Oprf::<G>::new(params.security.mode()).blind_evaluate(&other, &req.blinded[0]);
     match waiting.on_response_typed(&cheat) {
         Err(e) => println!("  A cheating Bob (second key for one element) is caught by Alice: {e}"),
         Ok(_) => anyhow::bail!("the cheating sender was not caught"),

@@ -9,8 +9,7 @@ use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_psi::{
-    PsiParams, Receiver, ReceiverPrecomputation, Reuse, Security, Sender, SenderKey,
-    SenderPrecomputation,
+    PsiParams, Receiver, ReceiverPrecomputation, Reuse, Security, Sender, SenderKey, SenderPrecomputation,
 };
 use tacit_wire::{Encode, ErrorMessage};
 
@@ -113,9 +112,7 @@ Example:
 }
 
 pub fn run(cmd: PsiCommand) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     match cmd {
         PsiCommand::Serve {
             set,
@@ -127,12 +124,8 @@ pub fn run(cmd: PsiCommand) -> Result<()> {
             let params = proto.params()?;
             let elements = read_set(&set)?;
             match params.group {
-                GroupId::Ristretto255 => rt.block_on(serve::<Ristretto255>(
-                    params, elements, &listen, sessions, reuse,
-                )),
-                GroupId::P256 => {
-                    rt.block_on(serve::<P256>(params, elements, &listen, sessions, reuse))
-                }
+                GroupId::Ristretto255 => rt.block_on(serve::<Ristretto255>(params, elements, &listen, sessions, reuse)),
+                GroupId::P256 => rt.block_on(serve::<P256>(params, elements, &listen, sessions, reuse)),
             }
         }
         PsiCommand::Query {
@@ -144,9 +137,7 @@ pub fn run(cmd: PsiCommand) -> Result<()> {
             let params = proto.params()?;
             let elements = read_set(&set)?;
             match params.group {
-                GroupId::Ristretto255 => {
-                    rt.block_on(query::<Ristretto255>(params, elements, &connect, json))
-                }
+                GroupId::Ristretto255 => rt.block_on(query::<Ristretto255>(params, elements, &connect, json)),
                 GroupId::P256 => rt.block_on(query::<P256>(params, elements, &connect, json)),
             }
         }
@@ -163,9 +154,7 @@ pub fn make_sender<G: PrimeGroup>(
 ) -> Result<Sender<G>> {
     let key = SenderKey::<G>::generate(rng, epoch);
     let pb = progress(set.len() as u64, "precomputing");
-    let pre = SenderPrecomputation::compute_with_progress(params, &key, set, reuse, rng, &|k| {
-        pb.inc(k as u64)
-    })?;
+    let pre = SenderPrecomputation::compute_with_progress(params, &key, set, reuse, rng, &|k| pb.inc(k as u64))?;
     pb.finish_and_clear();
     Ok(Sender::new(params, key, pre)?)
 }
@@ -215,10 +204,7 @@ async fn serve<G: PrimeGroup>(
                 continue;
             }
         };
-        let peer = conn
-            .peer_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_else(|_| "?".into());
+        let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
         served += 1;
         let request = match conn.recv().await {
             Ok(r) => r,
@@ -248,12 +234,7 @@ async fn serve<G: PrimeGroup>(
     Ok(())
 }
 
-async fn query<G: PrimeGroup>(
-    params: PsiParams,
-    set: Vec<String>,
-    connect: &str,
-    json: bool,
-) -> Result<()> {
+async fn query<G: PrimeGroup>(params: PsiParams, set: Vec<String>, connect: &str, json: bool) -> Result<()> {
     let mut rng = SecureRng::from_os();
     let pre = ReceiverPrecomputation::<G>::compute(&params, &set, &mut rng)?;
     let mut conn = FramedConn::connect(connect, &NetConfig::default())

@@ -12,8 +12,7 @@ pub const MAX_SET_FILE: u64 = 256 << 20;
 /// Reads a set file: one element per line (UTF-8), surrounding whitespace trimmed,
 /// empty lines skipped. Order is kept (duplicates are removed by the engines).
 pub fn read_set(path: &Path) -> Result<Vec<String>> {
-    let meta = std::fs::metadata(path)
-        .with_context(|| format!("cannot read set file {}", path.display()))?;
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot read set file {}", path.display()))?;
     if meta.len() > MAX_SET_FILE {
         bail!(
             "set file {} is {} bytes; the limit is {MAX_SET_FILE}",
@@ -21,8 +20,7 @@ pub fn read_set(path: &Path) -> Result<Vec<String>> {
             meta.len()
         );
     }
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read set file {}", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read set file {}", path.display()))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "set file {} is not UTF-8 (first bad byte at offset {})",

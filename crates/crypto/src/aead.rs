@@ -26,26 +26,14 @@ impl AeadKey {
     /// under one key.
     pub fn seal(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
         ChaCha20Poly1305::new((&self.0).into())
-            .encrypt(
-                nonce.into(),
-                Payload {
-                    msg: plaintext,
-                    aad,
-                },
-            )
+            .encrypt(nonce.into(), Payload { msg: plaintext, aad })
             .expect("ChaCha20-Poly1305 encryption of an in-memory buffer cannot fail")
     }
 
     /// Decrypts and authenticates.
     pub fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], ciphertext: &[u8]) -> Result<Vec<u8>> {
         ChaCha20Poly1305::new((&self.0).into())
-            .decrypt(
-                nonce.into(),
-                Payload {
-                    msg: ciphertext,
-                    aad,
-                },
-            )
+            .decrypt(nonce.into(), Payload { msg: ciphertext, aad })
             .map_err(|_| Error::Decrypt)
     }
 }
@@ -71,10 +59,7 @@ mod tests {
         let mut bad = ct.clone();
         bad[0] ^= 1;
         assert_eq!(k.open(&n, b"ad", &bad), Err(Error::Decrypt));
-        assert_eq!(
-            AeadKey::new([8; 32]).open(&n, b"ad", &ct),
-            Err(Error::Decrypt)
-        );
+        assert_eq!(AeadKey::new([8; 32]).open(&n, b"ad", &ct), Err(Error::Decrypt));
         assert_eq!(format!("{k:?}"), "AeadKey(<redacted>)");
     }
 }

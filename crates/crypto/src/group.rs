@@ -64,9 +64,7 @@ impl core::str::FromStr for GroupId {
         match s.to_ascii_lowercase().as_str() {
             "ristretto255" | "ristretto" => Ok(GroupId::Ristretto255),
             "p256" | "p-256" | "secp256r1" => Ok(GroupId::P256),
-            other => Err(format!(
-                "unknown group {other:?}; choose ristretto255 or p256"
-            )),
+            other => Err(format!("unknown group {other:?}; choose ristretto255 or p256")),
         }
     }
 }
@@ -130,11 +128,7 @@ pub trait PrimeGroup: 'static + Send + Sync + Copy + Clone + fmt::Debug + Defaul
     /// `Σ sᵢ · eᵢ` in variable time: only for public scalars and elements.
     fn vartime_lincomb(scalars: &[Self::Scalar], elements: &[Self::Element]) -> Self::Element;
     /// `a · A + b · G` in variable time: only for public values (proof verification).
-    fn vartime_double_base(
-        a: &Self::Scalar,
-        big_a: &Self::Element,
-        b: &Self::Scalar,
-    ) -> Self::Element;
+    fn vartime_double_base(a: &Self::Scalar, big_a: &Self::Element, b: &Self::Scalar) -> Self::Element;
     /// The canonical encoding of `e`; the identity encodes as all zeros, which
     /// [`PrimeGroup::decode_element`] refuses.
     fn element_bytes(e: &Self::Element) -> Self::ElementBytes;
@@ -575,10 +569,7 @@ mod tests {
     #[test]
     fn group_id_parse() {
         assert_eq!("p256".parse::<GroupId>().unwrap(), GroupId::P256);
-        assert_eq!(
-            "ristretto255".parse::<GroupId>().unwrap(),
-            GroupId::Ristretto255
-        );
+        assert_eq!("ristretto255".parse::<GroupId>().unwrap(), GroupId::Ristretto255);
         assert!("curve448".parse::<GroupId>().is_err());
         for g in [GroupId::P256, GroupId::Ristretto255] {
             assert_eq!(GroupId::from_code(g.code()), Some(g));

@@ -144,10 +144,7 @@ impl<G: PrimeGroup> Oprf<G> {
         }
         let info_len = i2osp2(info.len());
         for counter in 0u8..=255 {
-            let sk = G::hash_to_scalar(
-                &[seed, &info_len, info, &[counter]],
-                &[b"DeriveKeyPair", &self.context],
-            )?;
+            let sk = G::hash_to_scalar(&[seed, &info_len, info, &[counter]], &[b"DeriveKeyPair", &self.context])?;
             if !G::scalar_is_zero(&sk) {
                 return Ok(KeyPair::from_secret(SecretScalar::new(sk)));
             }
@@ -192,12 +189,7 @@ impl<G: PrimeGroup> Oprf<G> {
     }
 
     /// `Finalize(input, blind, evaluatedElement)`: unblinds with `blind⁻¹` and hashes.
-    pub fn finalize(
-        &self,
-        input: &[u8],
-        blind: &G::Scalar,
-        evaluated: &G::Element,
-    ) -> Output<G::Hash> {
+    pub fn finalize(&self, input: &[u8], blind: &G::Scalar, evaluated: &G::Element) -> Output<G::Hash> {
         let unblinded = G::mul(evaluated, &G::scalar_invert(blind));
         self.finalize_unblinded(input, &unblinded)
     }
@@ -220,12 +212,7 @@ impl<G: PrimeGroup> Oprf<G> {
         h.finalize()
     }
 
-    fn composite_scalars(
-        &self,
-        pk: &G::Element,
-        c: &[G::Element],
-        d: &[G::Element],
-    ) -> Result<Vec<G::Scalar>> {
+    fn composite_scalars(&self, pk: &G::Element, c: &[G::Element], d: &[G::Element]) -> Result<Vec<G::Scalar>> {
         let seed = self.composite_seed(pk);
         let seed_len = i2osp2(seed.len());
         c.iter()
@@ -300,10 +287,7 @@ impl<G: PrimeGroup> Oprf<G> {
         evaluated: &[G::Element],
         r: &G::Scalar,
     ) -> Result<Proof<G>> {
-        if blinded.len() != evaluated.len()
-            || blinded.is_empty()
-            || blinded.len() > u16::MAX as usize
-        {
+        if blinded.len() != evaluated.len() || blinded.is_empty() || blinded.len() > u16::MAX as usize {
             return Err(Error::LengthMismatch(
                 "proof batch must be 1..=65535 equal-length lists",
             ));
@@ -332,10 +316,7 @@ impl<G: PrimeGroup> Oprf<G> {
         evaluated: &[G::Element],
         proof: &Proof<G>,
     ) -> Result<()> {
-        if blinded.len() != evaluated.len()
-            || blinded.is_empty()
-            || blinded.len() > u16::MAX as usize
-        {
+        if blinded.len() != evaluated.len() || blinded.is_empty() || blinded.len() > u16::MAX as usize {
             return Err(Error::ProofInvalid("DLEQ"));
         }
         // ComputeComposites: M = Σ dᵢ·Cᵢ, Z = Σ dᵢ·Dᵢ.

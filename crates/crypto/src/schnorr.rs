@@ -120,9 +120,7 @@ mod tests {
 
     fn suite<G: PrimeGroup>() {
         let mut rng = SecureRng::from_seed([3; 32]);
-        let base = Oprf::<G>::new(Mode::Voprf)
-            .hash_to_group(b"alice@example.com")
-            .unwrap();
+        let base = Oprf::<G>::new(Mode::Voprf).hash_to_group(b"alice@example.com").unwrap();
         let alpha = SecretScalar::<G>::random(&mut rng);
         let y = G::mul(&base, alpha.expose());
         let proof = DlogProof::<G>::prove(&base, &alpha, b"uuid-1", &mut rng).unwrap();
@@ -131,19 +129,13 @@ mod tests {
         back.verify(&base, &y, b"uuid-1").unwrap();
         // another context, another base, another public value: refused
         assert!(proof.verify(&base, &y, b"uuid-2").is_err());
-        let other = Oprf::<G>::new(Mode::Voprf)
-            .hash_to_group(b"bob@example.com")
-            .unwrap();
+        let other = Oprf::<G>::new(Mode::Voprf).hash_to_group(b"bob@example.com").unwrap();
         assert!(
             proof
                 .verify(&other, &G::mul(&other, alpha.expose()), b"uuid-1")
                 .is_err()
         );
-        assert!(
-            proof
-                .verify(&base, &G::add(&y, &G::generator()), b"uuid-1")
-                .is_err()
-        );
+        assert!(proof.verify(&base, &G::add(&y, &G::generator()), b"uuid-1").is_err());
         // tampered response refused
         let bad = DlogProof::<G> {
             c: proof.c,

@@ -46,11 +46,7 @@ impl SigningKey {
 
 impl core::fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "SigningKey(<redacted>, public {:?})",
-            self.verifying_key()
-        )
+        write!(f, "SigningKey(<redacted>, public {:?})", self.verifying_key())
     }
 }
 
@@ -78,9 +74,7 @@ impl VerifyingKey {
     pub fn verify(&self, msg: &[u8], sig: &[u8]) -> Result<()> {
         let arr: [u8; SIGNATURE_LEN] = sig.try_into().map_err(|_| Error::BadSignature)?;
         let sig = ed25519_dalek::Signature::from_bytes(&arr);
-        self.0
-            .verify_strict(msg, &sig)
-            .map_err(|_| Error::BadSignature)
+        self.0.verify_strict(msg, &sig).map_err(|_| Error::BadSignature)
     }
 }
 

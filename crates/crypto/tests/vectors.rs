@@ -26,11 +26,7 @@ fn xmd_file<H: sha2::Digest + sha2::digest::core_api::BlockSizeUser>(name: &str)
     let mut n = 0;
     for t in v["tests"].as_array().unwrap() {
         let msg = t["msg"].as_str().unwrap().as_bytes();
-        let len = usize::from_str_radix(
-            t["len_in_bytes"].as_str().unwrap().trim_start_matches("0x"),
-            16,
-        )
-        .unwrap();
+        let len = usize::from_str_radix(t["len_in_bytes"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
         let mut out = vec![0u8; len];
         expand_message_xmd::<H>(&[msg], &[dst], &mut out).unwrap();
         assert_eq!(
@@ -51,18 +47,12 @@ fn xmd_file<H: sha2::Digest + sha2::digest::core_api::BlockSizeUser>(name: &str)
 
 #[test]
 fn rfc9380_expand_message_xmd_sha256() {
-    assert_eq!(
-        xmd_file::<Sha256>("rfc9380_expand_message_xmd_SHA256_38.json"),
-        10
-    );
+    assert_eq!(xmd_file::<Sha256>("rfc9380_expand_message_xmd_SHA256_38.json"), 10);
 }
 
 #[test]
 fn rfc9380_expand_message_xmd_sha512() {
-    assert_eq!(
-        xmd_file::<Sha512>("rfc9380_expand_message_xmd_SHA512_38.json"),
-        10
-    );
+    assert_eq!(xmd_file::<Sha512>("rfc9380_expand_message_xmd_SHA512_38.json"), 10);
 }
 
 #[test]
@@ -90,12 +80,7 @@ fn rfc9380_p256_xmd_sha256_sswu_ro() {
         let y = unhex(t["P"]["y"].as_str().unwrap());
         assert_eq!(&enc[1..], &x[..], "x for msg {:?}", t["msg"]);
         let y_odd = y[31] & 1 == 1;
-        assert_eq!(
-            enc[0],
-            if y_odd { 3 } else { 2 },
-            "y parity for msg {:?}",
-            t["msg"]
-        );
+        assert_eq!(enc[0], if y_odd { 3 } else { 2 }, "y parity for msg {:?}", t["msg"]);
     }
 }
 
@@ -152,33 +137,20 @@ fn oprf_suite<G: PrimeGroup>(mode: Mode) -> usize {
             assert_eq!(G::element_bytes(&e).as_ref(), &evaluated_exp[i][..]);
             let out = oprf.finalize(&inputs[i], &blind, &e);
             assert_eq!(out.as_slice(), &outputs[i][..]);
-            assert_eq!(
-                oprf.evaluate(&key, &inputs[i]).unwrap().as_slice(),
-                &outputs[i][..]
-            );
+            assert_eq!(oprf.evaluate(&key, &inputs[i]).unwrap().as_slice(), &outputs[i][..]);
             blinded.push(b);
             evaluated.push(e);
         }
         if mode == Mode::Voprf {
             let r = G::decode_scalar(&unhex(v["Proof"]["r"].as_str().unwrap())).unwrap();
-            let proof = oprf
-                .generate_proof_with_nonce(&key, &blinded, &evaluated, &r)
-                .unwrap();
-            assert_eq!(
-                hex::encode(proof.to_bytes()),
-                v["Proof"]["proof"].as_str().unwrap()
-            );
-            let decoded =
-                Proof::<G>::from_bytes(&unhex(v["Proof"]["proof"].as_str().unwrap())).unwrap();
-            oprf.verify_proof(key.public(), &blinded, &evaluated, &decoded)
-                .unwrap();
+            let proof = oprf.generate_proof_with_nonce(&key, &blinded, &evaluated, &r).unwrap();
+            assert_eq!(hex::encode(proof.to_bytes()), v["Proof"]["proof"].as_str().unwrap());
+            let decoded = Proof::<G>::from_bytes(&unhex(v["Proof"]["proof"].as_str().unwrap())).unwrap();
+            oprf.verify_proof(key.public(), &blinded, &evaluated, &decoded).unwrap();
             // a proof for other values does not verify
             let mut swapped = evaluated.clone();
             swapped[0] = G::add(&swapped[0], &G::generator());
-            assert!(
-                oprf.verify_proof(key.public(), &blinded, &swapped, &decoded)
-                    .is_err()
-            );
+            assert!(oprf.verify_proof(key.public(), &blinded, &swapped, &decoded).is_err());
         }
         checked += 1;
     }

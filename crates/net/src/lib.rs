@@ -85,10 +85,7 @@ pub struct FramedConn {
 
 impl FramedConn {
     /// Connects with the configured timeout.
-    pub async fn connect(
-        addr: impl ToSocketAddrs + std::fmt::Display,
-        cfg: &NetConfig,
-    ) -> Result<Self, Error> {
+    pub async fn connect(addr: impl ToSocketAddrs + std::fmt::Display, cfg: &NetConfig) -> Result<Self, Error> {
         let name = addr.to_string();
         let stream = tokio::time::timeout(cfg.connect_timeout, TcpStream::connect(addr))
             .await
@@ -221,9 +218,7 @@ mod tests {
         let server = tokio::spawn(async move {
             let mut c = l.accept().await.unwrap();
             let m = c.recv().await.unwrap();
-            c.send(&m.iter().rev().cloned().collect::<Vec<_>>())
-                .await
-                .unwrap();
+            c.send(&m.iter().rev().cloned().collect::<Vec<_>>()).await.unwrap();
             c.send(b"").await.unwrap();
         });
         let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
@@ -244,10 +239,7 @@ mod tests {
             c.recv().await
         });
         let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
-        assert!(matches!(
-            c.send(&[0; 65]).await,
-            Err(Error::FrameTooLarge { .. })
-        ));
+        assert!(matches!(c.send(&[0; 65]).await, Err(Error::FrameTooLarge { .. })));
         // a raw header announcing a huge frame
         c.stream.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
         assert!(

@@ -54,9 +54,7 @@ pub enum Error {
     },
     /// The sender's batched proof did not verify: its answers were not all computed
     /// with the key behind its public key.
-    #[error(
-        "the sender's proof does not verify: its answers were not all computed with one key; no result is given"
-    )]
+    #[error("the sender's proof does not verify: its answers were not all computed with one key; no result is given")]
     ProofFailed,
     /// A precomputation made for one session was offered for a second one.
     #[error(

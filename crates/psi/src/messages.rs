@@ -59,9 +59,7 @@ fn check_group<G: PrimeGroup>(params: &PsiParams) -> Result<()> {
 fn read_elements<G: PrimeGroup>(r: &mut Reader<'_>, count: usize) -> Result<Vec<G::Element>> {
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
-        out.push(G::decode_element(
-            r.fixed("group element", G::ELEMENT_LEN)?,
-        )?);
+        out.push(G::decode_element(r.fixed("group element", G::ELEMENT_LEN)?)?);
     }
     Ok(out)
 }
@@ -217,31 +215,20 @@ impl<G: PrimeGroup> Response<G> {
         let evaluated = read_elements::<G>(r, count)?;
         let has_proof = r.bool("proof flag")?;
         let proof = match (has_proof, ours.security) {
-            (true, Security::Malicious) => {
-                Some(Proof::<G>::from_bytes(r.fixed("proof", Proof::<G>::LEN)?)?)
-            }
+            (true, Security::Malicious) => Some(Proof::<G>::from_bytes(r.fixed("proof", Proof::<G>::LEN)?)?),
             (false, Security::SemiHonest) => None,
             (false, Security::Malicious) => {
-                return Err(tacit_wire::Error::invalid(
-                    "proof",
-                    "missing in a malicious-secure run",
-                )
-                .into());
+                return Err(tacit_wire::Error::invalid("proof", "missing in a malicious-secure run").into());
             }
             (true, Security::SemiHonest) => {
-                return Err(
-                    tacit_wire::Error::invalid("proof", "unexpected in a semi-honest run").into(),
-                );
+                return Err(tacit_wire::Error::invalid("proof", "unexpected in a semi-honest run").into());
             }
         };
         let lb = r.u8()? as usize;
         if lb != ours.truncation_bytes() {
             return Err(tacit_wire::Error::invalid(
                 "truncation length",
-                format!(
-                    "{lb} bytes; the parameters require {}",
-                    ours.truncation_bytes()
-                ),
+                format!("{lb} bytes; the parameters require {}", ours.truncation_bytes()),
             )
             .into());
         }
@@ -255,9 +242,7 @@ impl<G: PrimeGroup> Response<G> {
             });
         }
         let truncated = r.fixed("sender elements", n * lb)?.to_vec();
-        Ok(Response::new(
-            params, public_key, evaluated, proof, truncated,
-        ))
+        Ok(Response::new(params, public_key, evaluated, proof, truncated))
     }
 
     /// Decodes a complete response message (or surfaces the peer's refusal).

@@ -139,10 +139,7 @@ impl PsiParams {
             )));
         }
         if !(16..=128).contains(&self.lambda) {
-            return Err(Error::InvalidParams(format!(
-                "λ must be 16..=128, not {}",
-                self.lambda
-            )));
+            return Err(Error::InvalidParams(format!("λ must be 16..=128, not {}", self.lambda)));
         }
         // l ≤ 128 + 2·20 = 168 bits = 21 bytes ≤ 32-byte hash outputs.
         Ok(())
@@ -158,16 +155,13 @@ impl PsiParams {
 
     pub(crate) fn decode(r: &mut Reader<'_>) -> Result<Self, Error> {
         let g = r.u8()?;
-        let group = GroupId::from_code(g).ok_or_else(|| {
-            tacit_wire::Error::invalid("group", format!("unknown group code {g}"))
-        })?;
+        let group = GroupId::from_code(g)
+            .ok_or_else(|| tacit_wire::Error::invalid("group", format!("unknown group code {g}")))?;
         let security = match r.u8()? {
             0 => Security::SemiHonest,
             1 => Security::Malicious,
             s => {
-                return Err(
-                    tacit_wire::Error::invalid("security", format!("unknown code {s}")).into(),
-                );
+                return Err(tacit_wire::Error::invalid("security", format!("unknown code {s}")).into());
             }
         };
         let p = PsiParams {

@@ -38,15 +38,9 @@ pub struct ReceiverPrecomputation<G: PrimeGroup> {
 
 impl<G: PrimeGroup> ReceiverPrecomputation<G> {
     /// Blinds `set` (duplicates removed) and pads it to `m` slots.
-    pub fn compute<T: AsRef<[u8]>>(
-        params: &PsiParams,
-        set: &[T],
-        rng: &mut impl CryptoRngCore,
-    ) -> Result<Self> {
+    pub fn compute<T: AsRef<[u8]>>(params: &PsiParams, set: &[T], rng: &mut impl CryptoRngCore) -> Result<Self> {
         let inputs = dedupe(set);
-        let blinds: Vec<SecretScalar<G>> = (0..params.max_receiver)
-            .map(|_| SecretScalar::random(rng))
-            .collect();
+        let blinds: Vec<SecretScalar<G>> = (0..params.max_receiver).map(|_| SecretScalar::random(rng)).collect();
         Self::with_blinds(params, inputs, blinds, rng)
     }
 
@@ -160,10 +154,7 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
     /// Decodes a stored precomputation.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes);
-        r.envelope(
-            tags::PSI_RECEIVER_PRECOMPUTATION,
-            "PSI receiver precomputation",
-        )?;
+        r.envelope(tags::PSI_RECEIVER_PRECOMPUTATION, "PSI receiver precomputation")?;
         let params = PsiParams::decode(&mut r)?;
         if params.group != G::ID {
             return Err(Error::PrecomputationMismatch("stored for another group"));
@@ -188,21 +179,16 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
                     match seen.get_mut(i as usize) {
                         Some(s) if !*s => *s = true,
                         _ => {
-                            return Err(Error::PrecomputationMismatch(
-                                "slot names an unknown or repeated input",
-                            ));
+                            return Err(Error::PrecomputationMismatch("slot names an unknown or repeated input"));
                         }
                     }
                     Some(i)
                 }
                 x => {
-                    return Err(
-                        tacit_wire::Error::invalid("slot", format!("unknown tag {x}")).into(),
-                    );
+                    return Err(tacit_wire::Error::invalid("slot", format!("unknown tag {x}")).into());
                 }
             };
-            let inverse_blind =
-                SecretScalar::from_bytes(r.fixed("blinding scalar", G::SCALAR_LEN)?)?;
+            let inverse_blind = SecretScalar::from_bytes(r.fixed("blinding scalar", G::SCALAR_LEN)?)?;
             let blinded = G::decode_element(r.fixed("blinded element", G::ELEMENT_LEN)?)?;
             slots.push(Slot {
                 input,
@@ -214,11 +200,7 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
         if seen.iter().any(|s| !s) {
             return Err(Error::PrecomputationMismatch("an input has no slot"));
         }
-        Ok(ReceiverPrecomputation {
-            params,
-            inputs,
-            slots,
-        })
+        Ok(ReceiverPrecomputation { params, inputs, slots })
     }
 }
 
@@ -228,17 +210,13 @@ pub struct Receiver;
 
 impl Receiver {
     /// Starts a run: returns the state awaiting the response and the encoded request.
-    pub fn start<G: PrimeGroup>(
-        pre: &ReceiverPrecomputation<G>,
-    ) -> (ReceiverAwaitingResponse<G>, Vec<u8>) {
+    pub fn start<G: PrimeGroup>(pre: &ReceiverPrecomputation<G>) -> (ReceiverAwaitingResponse<G>, Vec<u8>) {
         let (state, req) = Self::start_typed(pre);
         (state, req.to_bytes())
     }
 
     /// Like [`Receiver::start`] with the typed request.
-    pub fn start_typed<G: PrimeGroup>(
-        pre: &ReceiverPrecomputation<G>,
-    ) -> (ReceiverAwaitingResponse<G>, Request<G>) {
+    pub fn start_typed<G: PrimeGroup>(pre: &ReceiverPrecomputation<G>) -> (ReceiverAwaitingResponse<G>, Request<G>) {
         let request = Request {
             params: pre.params,
             blinded: pre.request_elements(),

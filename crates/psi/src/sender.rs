@@ -82,9 +82,7 @@ impl<G: PrimeGroup> SenderKey<G> {
         let mut r = Reader::new(bytes);
         r.envelope(tags::PSI_SENDER_KEY, "PSI sender key")?;
         if r.u8()? != G::ID.code() {
-            return Err(Error::PrecomputationMismatch(
-                "stored key belongs to another group",
-            ));
+            return Err(Error::PrecomputationMismatch("stored key belongs to another group"));
         }
         let epoch = r.u64()?;
         let secret = SecretScalar::<G>::from_bytes(r.fixed("secret key", G::SCALAR_LEN)?)?;
@@ -240,9 +238,7 @@ impl<G: PrimeGroup> SenderPrecomputation<G> {
         let truncated = r.var_bytes("precomputed evaluations", expected)?.to_vec();
         r.finish()?;
         if truncated.len() != expected || real > params.max_sender as usize {
-            return Err(Error::PrecomputationMismatch(
-                "stored evaluations have the wrong size",
-            ));
+            return Err(Error::PrecomputationMismatch("stored evaluations have the wrong size"));
         }
         Ok(SenderPrecomputation {
             params,
@@ -267,11 +263,7 @@ pub struct Sender<G: PrimeGroup> {
 
 impl<G: PrimeGroup> Sender<G> {
     /// A sender; the precomputation must have been made with `key` for `params`.
-    pub fn new(
-        params: &PsiParams,
-        key: SenderKey<G>,
-        precomputation: SenderPrecomputation<G>,
-    ) -> Result<Self> {
+    pub fn new(params: &PsiParams, key: SenderKey<G>, precomputation: SenderPrecomputation<G>) -> Result<Self> {
         params.validate()?;
         if precomputation.params != *params {
             return Err(Error::PrecomputationMismatch("made for other parameters"));
@@ -309,11 +301,7 @@ impl<G: PrimeGroup> Sender<G> {
     }
 
     /// Answers a decoded request.
-    pub fn respond_to(
-        &self,
-        req: &Request<G>,
-        rng: &mut impl CryptoRngCore,
-    ) -> Result<Response<G>> {
+    pub fn respond_to(&self, req: &Request<G>, rng: &mut impl CryptoRngCore) -> Result<Response<G>> {
         self.params.expect_equal(&req.params)?;
         if req.blinded.len() != self.params.max_receiver as usize {
             return Err(Error::WrongCount {
@@ -323,9 +311,7 @@ impl<G: PrimeGroup> Sender<G> {
                 expected: self.params.max_receiver as usize,
             });
         }
-        if self.precomputation.reuse == Reuse::FreshPerSession
-            && self.used.swap(true, Ordering::SeqCst)
-        {
+        if self.precomputation.reuse == Reuse::FreshPerSession && self.used.swap(true, Ordering::SeqCst) {
             return Err(Error::PrecomputationReused);
         }
         self.used.store(true, Ordering::SeqCst);
@@ -335,12 +321,10 @@ impl<G: PrimeGroup> Sender<G> {
             .map(|b| self.oprf.blind_evaluate(self.key.key_pair(), b))
             .collect();
         let proof = match self.params.security {
-            Security::Malicious => {
-                Some(
-                    self.oprf
-                        .generate_proof(self.key.key_pair(), &req.blinded, &evaluated, rng),
-                )
-            }
+            Security::Malicious => Some(
+                self.oprf
+                    .generate_proof(self.key.key_pair(), &req.blinded, &evaluated, rng),
+            ),
             Security::SemiHonest => None,
         };
         Ok(Response::new(

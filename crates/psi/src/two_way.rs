@@ -38,8 +38,7 @@ impl<G: PrimeGroup> Bundle<G> {
     /// `Envelope(0x0103) || Response || Request`.
     pub fn to_bytes(&self) -> Vec<u8> {
         let p = &self.response.params;
-        let mut w =
-            Writer::with_capacity(3 + Response::<G>::encoded_len(p) + Request::<G>::encoded_len(p));
+        let mut w = Writer::with_capacity(3 + Response::<G>::encoded_len(p) + Request::<G>::encoded_len(p));
         w.put_envelope(tags::PSI_BUNDLE);
         self.response.encode(&mut w);
         self.request.encode(&mut w);
@@ -83,11 +82,7 @@ impl<G: PrimeGroup> Initiator<G> {
     }
 
     /// Handles M1 and produces M2.
-    pub fn on_m1(
-        self,
-        m1: &[u8],
-        rng: &mut impl CryptoRngCore,
-    ) -> Result<(InitiatorAwaitingM3<G>, Vec<u8>)> {
+    pub fn on_m1(self, m1: &[u8], rng: &mut impl CryptoRngCore) -> Result<(InitiatorAwaitingM3<G>, Vec<u8>)> {
         let request = Request::<G>::from_bytes(m1, self.sender.params())?;
         let response = self.sender.respond_to(&request, rng)?;
         let (receiver, request2) = Receiver::start_typed(&self.own);

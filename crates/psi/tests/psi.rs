@@ -8,8 +8,8 @@ use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{P256, PrimeGroup, Ristretto255, SecretScalar};
 use tacit_psi::two_way::{Initiator, Responder};
 use tacit_psi::{
-    Error, PsiParams, Receiver, ReceiverPrecomputation, Request, Response, Reuse, Security, Sender,
-    SenderKey, SenderPrecomputation,
+    Error, PsiParams, Receiver, ReceiverPrecomputation, Request, Response, Reuse, Security, Sender, SenderKey,
+    SenderPrecomputation,
 };
 
 fn rng(seed: u8) -> SecureRng {
@@ -20,12 +20,7 @@ fn params<G: PrimeGroup>(security: Security, m: u32, n: u32) -> PsiParams {
     PsiParams::new(security).with_group(G::ID).with_bounds(m, n)
 }
 
-fn sender<G: PrimeGroup>(
-    p: &PsiParams,
-    set: &[Vec<u8>],
-    reuse: Reuse,
-    rng: &mut SecureRng,
-) -> Sender<G> {
+fn sender<G: PrimeGroup>(p: &PsiParams, set: &[Vec<u8>], reuse: Reuse, rng: &mut SecureRng) -> Sender<G> {
     let key = SenderKey::<G>::generate(rng, 1);
     let pre = SenderPrecomputation::compute(p, &key, set, reuse, rng).unwrap();
     Sender::new(p, key, pre).unwrap()
@@ -103,10 +98,7 @@ fn empty_full_and_duplicate_sets() {
     // duplicates count once and do not use up the bounds
     let dup_r = items(&["b", "b", "a", "b", "a", "z"]);
     let dup_s = items(&["a", "a", "a", "a", "a", "a", "a", "b", "q"]);
-    assert_eq!(
-        run::<Ristretto255>(&p, &dup_r, &dup_s, 5),
-        items(&["b", "a"])
-    );
+    assert_eq!(run::<Ristretto255>(&p, &dup_r, &dup_s, 5), items(&["b", "a"]));
 }
 
 #[test]
@@ -114,21 +106,11 @@ fn sets_over_the_bounds_are_refused_locally() {
     let p = params::<Ristretto255>(Security::Malicious, 2, 3);
     let mut r = rng(9);
     let key = SenderKey::<Ristretto255>::generate(&mut r, 1);
-    let err = SenderPrecomputation::compute(
-        &p,
-        &key,
-        &items(&["a", "b", "c", "d"]),
-        Reuse::FreshPerSession,
-        &mut r,
-    )
-    .unwrap_err();
-    assert_eq!(err.to_string(), "sender set has 4 entries; the limit is 3");
-    let err = ReceiverPrecomputation::<Ristretto255>::compute(&p, &items(&["a", "b", "c"]), &mut r)
+    let err = SenderPrecomputation::compute(&p, &key, &items(&["a", "b", "c", "d"]), Reuse::FreshPerSession, &mut r)
         .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "receiver set has 3 entries; the limit is 2"
-    );
+    assert_eq!(err.to_string(), "sender set has 4 entries; the limit is 3");
+    let err = ReceiverPrecomputation::<Ristretto255>::compute(&p, &items(&["a", "b", "c"]), &mut r).unwrap_err();
+    assert_eq!(err.to_string(), "receiver set has 3 entries; the limit is 2");
 }
 
 #[test]
@@ -161,10 +143,7 @@ fn fresh_precomputation_serves_one_session_epoch_many() {
     let fresh = sender::<Ristretto255>(&p, &set, Reuse::FreshPerSession, &mut r);
     let (_, req) = Receiver::start(&pre);
     fresh.respond(&req, &mut r).unwrap();
-    assert_eq!(
-        fresh.respond(&req, &mut r).unwrap_err(),
-        Error::PrecomputationReused
-    );
+    assert_eq!(fresh.respond(&req, &mut r).unwrap_err(), Error::PrecomputationReused);
 
     let epoch = sender::<Ristretto255>(&p, &set, Reuse::WithinEpoch, &mut r);
     for _ in 0..3 {
@@ -181,24 +160,14 @@ fn stored_precomputations_give_the_same_results() {
     let key = SenderKey::<P256>::generate(&mut r, 7);
     let key2 = SenderKey::<P256>::from_bytes(&key.to_bytes()).unwrap();
     assert_eq!(key2.epoch(), 7);
-    let pre = SenderPrecomputation::compute(
-        &p,
-        &key,
-        &items(&["x", "y", "z"]),
-        Reuse::WithinEpoch,
-        &mut r,
-    )
-    .unwrap();
+    let pre = SenderPrecomputation::compute(&p, &key, &items(&["x", "y", "z"]), Reuse::WithinEpoch, &mut r).unwrap();
     let pre2 = SenderPrecomputation::<P256>::from_bytes(&pre.to_bytes()).unwrap();
     let s = Sender::new(&p, key2, pre2).unwrap();
     let rp = ReceiverPrecomputation::<P256>::compute(&p, &items(&["q", "z", "x"]), &mut r).unwrap();
     let rp2 = ReceiverPrecomputation::<P256>::from_bytes(&rp.to_bytes()).unwrap();
     let (w, req) = Receiver::start(&rp2);
     let resp = s.respond(&req, &mut r).unwrap();
-    assert_eq!(
-        w.on_response(&resp).unwrap().items(),
-        &items(&["z", "x"])[..]
-    );
+    assert_eq!(w.on_response(&resp).unwrap().items(), &items(&["z", "x"])[..]);
     // a precomputation cannot be used with another key
     let other = SenderKey::<P256>::generate(&mut r, 7);
     assert!(matches!(
@@ -243,10 +212,7 @@ fn two_way_tampered_m2_is_caught() {
     let b = sender::<Ristretto255>(&p, &items(&["a"]), Reuse::FreshPerSession, &mut r);
     let b_own = ReceiverPrecomputation::compute(&p, &items(&["b"]), &mut r).unwrap();
     let (bob, m1) = Responder::start(b, &b_own).unwrap();
-    let (_, mut m2) = Initiator::new(a, a_own)
-        .unwrap()
-        .on_m1(&m1, &mut r)
-        .unwrap();
+    let (_, mut m2) = Initiator::new(a, a_own).unwrap().on_m1(&m1, &mut r).unwrap();
     // flip a bit inside the first evaluated element of the response
     let off = 3 + 3 + 12 + 32 + 4 + 5;
     m2[off] ^= 1;
@@ -268,12 +234,9 @@ fn honest_run(security: Security) -> Honest {
     let p = params::<Ristretto255>(security, 3, 6);
     let mut r = rng(50);
     let key = SenderKey::<Ristretto255>::generate(&mut r, 1);
-    let pre =
-        SenderPrecomputation::compute(&p, &key, &items(&["a", "b"]), Reuse::WithinEpoch, &mut r)
-            .unwrap();
+    let pre = SenderPrecomputation::compute(&p, &key, &items(&["a", "b"]), Reuse::WithinEpoch, &mut r).unwrap();
     let s = Sender::new(&p, key.clone(), pre).unwrap();
-    let rp =
-        ReceiverPrecomputation::<Ristretto255>::compute(&p, &items(&["a", "c"]), &mut r).unwrap();
+    let rp = ReceiverPrecomputation::<Ristretto255>::compute(&p, &items(&["a", "c"]), &mut r).unwrap();
     let (waiting, req_bytes) = Receiver::start(&rp);
     let req = Request::<Ristretto255>::from_bytes(&req_bytes, &p).unwrap();
     let resp = s.respond_to(&req, &mut r).unwrap();
@@ -315,14 +278,8 @@ fn sender_proof_made_with_another_key_is_caught() {
     // All answers and the proof under k', but the public key of k.
     let other = KeyPair::<Ristretto255>::from_secret(SecretScalar::random(&mut rng(52)));
     let oprf = Oprf::<Ristretto255>::new(Mode::Voprf);
-    h.resp.evaluated = h
-        .req
-        .blinded
-        .iter()
-        .map(|b| oprf.blind_evaluate(&other, b))
-        .collect();
-    h.resp.proof =
-        Some(oprf.generate_proof(&other, &h.req.blinded, &h.resp.evaluated, &mut rng(53)));
+    h.resp.evaluated = h.req.blinded.iter().map(|b| oprf.blind_evaluate(&other, b)).collect();
+    h.resp.proof = Some(oprf.generate_proof(&other, &h.req.blinded, &h.resp.evaluated, &mut rng(53)));
     let bytes = h.resp.to_bytes();
     assert_eq!(h.deliver(&bytes).unwrap_err(), Error::ProofFailed);
 }
@@ -421,10 +378,7 @@ fn non_canonical_and_identity_points_from_the_sender_are_caught() {
     enc[31] = 0x7f;
     noncanon[eval_offset(0)..eval_offset(1)].copy_from_slice(&enc);
     let mut h1 = honest_run(Security::Malicious);
-    assert!(matches!(
-        h1.deliver(&noncanon).unwrap_err(),
-        Error::Crypto(_)
-    ));
+    assert!(matches!(h1.deliver(&noncanon).unwrap_err(), Error::Crypto(_)));
     // the identity element
     let mut ident = bytes.clone();
     ident[eval_offset(2)..eval_offset(3)].fill(0);
@@ -450,20 +404,14 @@ fn sender_with_other_parameters_is_refused() {
     let mut h = honest_run(Security::Malicious);
     h.resp.params.max_sender = 7;
     let bytes = h.resp.to_bytes();
-    assert!(matches!(
-        h.deliver(&bytes).unwrap_err(),
-        Error::ParamsMismatch { .. }
-    ));
+    assert!(matches!(h.deliver(&bytes).unwrap_err(), Error::ParamsMismatch { .. }));
 }
 
 #[test]
 fn peer_refusal_is_surfaced() {
     let mut h = honest_run(Security::Malicious);
     let refusal = tacit_wire::Encode::to_wire(&tacit_wire::ErrorMessage::new("not today"));
-    assert_eq!(
-        h.deliver(&refusal).unwrap_err(),
-        Error::PeerRefused("not today".into())
-    );
+    assert_eq!(h.deliver(&refusal).unwrap_err(), Error::PeerRefused("not today".into()));
 }
 
 // ---------------------------------------------------------------------------
@@ -511,10 +459,7 @@ fn receiver_sending_bad_points_or_bad_lengths_is_refused() {
     let first = 3 + 12 + 4;
     let mut ident = req.clone();
     ident[first..first + 32].fill(0);
-    assert!(matches!(
-        s.respond(&ident, &mut r).unwrap_err(),
-        Error::Crypto(_)
-    ));
+    assert!(matches!(s.respond(&ident, &mut r).unwrap_err(), Error::Crypto(_)));
     let mut noncanon = req.clone();
     noncanon[first] = 1; // odd, hence non-canonical
     assert!(s.respond(&noncanon, &mut r).is_err());
@@ -524,10 +469,7 @@ fn receiver_sending_bad_points_or_bad_lengths_is_refused() {
     ));
     let mut longer = req.clone();
     longer.extend_from_slice(&[0; 32]);
-    assert!(matches!(
-        s.respond(&longer, &mut r).unwrap_err(),
-        Error::Wire(_)
-    ));
+    assert!(matches!(s.respond(&longer, &mut r).unwrap_err(), Error::Wire(_)));
     // a P-256 request to a ristretto255 sender
     let p256 = params::<P256>(Security::Malicious, 3, 6);
     let rp = ReceiverPrecomputation::<P256>::compute(&p256, &items(&["a"]), &mut r).unwrap();

@@ -37,9 +37,7 @@ pub enum Error {
     },
 
     /// A schema migration step failed; the database was left at its previous version.
-    #[error(
-        "upgrading the database to schema version {version} failed (nothing was changed): {source}"
-    )]
+    #[error("upgrading the database to schema version {version} failed (nothing was changed): {source}")]
     Migration {
         /// The schema version the failed step would have produced.
         version: u32,

@@ -191,8 +191,7 @@ fn shorten(raw: &str) -> String {
 /// ASCII-case-insensitive `strip_prefix`.
 fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &s[prefix.len()..])
+    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
 }
 
 /// Normalises a phone number to E.164 digits without the `+`.
@@ -271,15 +270,9 @@ pub fn normalize_phone(raw: &str, opts: &NormalizeOptions) -> Result<String> {
         return Err(fail("it has too many digits"));
     }
     if !international && opts.default_region.is_none() {
-        return Err(fail(
-            "it has no country code (+…) and no default region was given",
-        ));
+        return Err(fail("it has no country code (+…) and no default region was given"));
     }
-    let region = if international {
-        None
-    } else {
-        opts.default_region
-    };
+    let region = if international { None } else { opts.default_region };
 
     // The input is now '+'? followed by 3–20 ASCII digits. phonenumber has had
     // panics on odd inputs (whisperfish/rust-phonenumber#43); the cleaning
@@ -290,9 +283,7 @@ pub fn normalize_phone(raw: &str, opts: &NormalizeOptions) -> Result<String> {
         .map_err(|_| fail("the phone-number parser failed on it"))?
         .map_err(|e| fail(&e.to_string()))?;
     if !phonenumber::is_valid(&parsed) {
-        return Err(fail(
-            "it is not a valid number in its country's numbering plan",
-        ));
+        return Err(fail("it is not a valid number in its country's numbering plan"));
     }
     let e164 = parsed.format().mode(phonenumber::Mode::E164).to_string();
     let value = e164.trim_start_matches('+');
@@ -364,10 +355,7 @@ mod tests {
         let err = normalize_phone(raw, opts).unwrap_err();
         assert!(matches!(err, Error::InvalidPhoneNumber { .. }), "{err:?}");
         let msg = err.to_string();
-        assert!(
-            msg.contains(&format!("{raw:?}")),
-            "{msg} lacks the raw value"
-        );
+        assert!(msg.contains(&format!("{raw:?}")), "{msg} lacks the raw value");
         msg
     }
 
@@ -375,10 +363,7 @@ mod tests {
     fn privatedrop_example_number() {
         // The PrivateDrop paper hashes "+1 (234) 567-8901" as "12345678901".
         let none = NormalizeOptions::new();
-        assert_eq!(
-            normalize_phone("+1 (234) 567-8901", &none).unwrap(),
-            "12345678901"
-        );
+        assert_eq!(normalize_phone("+1 (234) 567-8901", &none).unwrap(), "12345678901");
     }
 
     #[test]
@@ -401,10 +386,7 @@ mod tests {
             assert_eq!(normalize_phone(raw, &us).unwrap(), "14155550100", "{raw}");
         }
         // The international dialling prefix from the US.
-        assert_eq!(
-            normalize_phone("011 49 30 1234567", &us).unwrap(),
-            "49301234567"
-        );
+        assert_eq!(normalize_phone("011 49 30 1234567", &us).unwrap(), "49301234567");
     }
 
     #[test]
@@ -422,20 +404,11 @@ mod tests {
         ] {
             assert_eq!(normalize_phone(raw, opts).unwrap(), "49301234567", "{raw}");
         }
-        assert_eq!(
-            normalize_phone("0151 23456789", &de).unwrap(),
-            "4915123456789"
-        );
+        assert_eq!(normalize_phone("0151 23456789", &de).unwrap(), "4915123456789");
         // The same national digits mean a different number in another region.
-        assert_eq!(
-            normalize_phone("(212) 555-0147", &region("us")).unwrap(),
-            "12125550147"
-        );
+        assert_eq!(normalize_phone("(212) 555-0147", &region("us")).unwrap(), "12125550147");
         // …in Germany 0212 is Solingen.
-        assert_eq!(
-            normalize_phone("(212) 555-0147", &de).unwrap(),
-            "492125550147"
-        );
+        assert_eq!(normalize_phone("(212) 555-0147", &de).unwrap(), "492125550147");
     }
 
     #[test]
@@ -460,9 +433,7 @@ mod tests {
         assert!(phone_err("+1 415 555 0100 ☎", &us).contains("character"));
         phone_err("+999 1234 5678", &none);
         phone_err("123", &us);
-        let long = normalize_phone(&"1".repeat(5000), &us)
-            .unwrap_err()
-            .to_string();
+        let long = normalize_phone(&"1".repeat(5000), &us).unwrap_err().to_string();
         assert!(long.len() < 200 && long.contains("1111…"), "{long}");
     }
 
@@ -480,10 +451,7 @@ mod tests {
 
     #[test]
     fn emails() {
-        assert_eq!(
-            normalize_email("  Alice@Example.ORG\t").unwrap(),
-            "alice@example.org"
-        );
+        assert_eq!(normalize_email("  Alice@Example.ORG\t").unwrap(), "alice@example.org");
         assert_eq!(
             normalize_email("MAILTO:Bob@Example.com?subject=hi").unwrap(),
             "bob@example.com"
@@ -512,10 +480,7 @@ mod tests {
     fn identifier_parse_decides_the_kind() {
         let us = region("US");
         let p = Identifier::parse("(415) 555-0100", &us).unwrap();
-        assert_eq!(
-            (p.kind, p.to_string().as_str()),
-            (IdentifierKind::Phone, "14155550100")
-        );
+        assert_eq!((p.kind, p.to_string().as_str()), (IdentifierKind::Phone, "14155550100"));
         let t = Identifier::parse("tel:+1-415-555-0100", &us).unwrap();
         assert_eq!(t, p);
         let e = Identifier::parse("Alice@Example.org", &us).unwrap();
@@ -539,10 +504,7 @@ mod tests {
     #[test]
     fn kinds_serialise_in_lower_case() {
         assert_eq!(IdentifierKind::Phone.to_string(), "phone");
-        assert_eq!(
-            IdentifierKind::from_db("email").unwrap(),
-            IdentifierKind::Email
-        );
+        assert_eq!(IdentifierKind::from_db("email").unwrap(), IdentifierKind::Email);
         assert!(IdentifierKind::from_db("fax").is_err());
     }
 
@@ -561,10 +523,7 @@ mod tests {
     fn check_phone(raw: &str, opts: &NormalizeOptions) {
         match normalize_phone(raw, opts) {
             Ok(v) => {
-                assert!(
-                    !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()),
-                    "{v}"
-                );
+                assert!(!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()), "{v}");
                 let again = normalize_phone(&format!("+{v}"), &NormalizeOptions::new());
                 assert_eq!(again.unwrap(), v, "from {raw:?}");
                 let same_region = normalize_phone(&format!("+{v}"), opts);

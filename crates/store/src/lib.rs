@@ -51,9 +51,7 @@ pub mod vcard;
 
 pub use contact::{Contact, ContactIdentifier};
 pub use error::{Error, Result};
-pub use identifier::{
-    Identifier, IdentifierKind, NormalizeOptions, normalize_email, normalize_phone,
-};
+pub use identifier::{Identifier, IdentifierKind, NormalizeOptions, normalize_email, normalize_phone};
 pub use schema::SCHEMA_VERSION;
 pub use store::{ImportReport, Store, StoredKey};
 pub use vcard::{Card, Problem, VcardParse};

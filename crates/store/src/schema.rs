@@ -73,8 +73,7 @@ pub(crate) fn user_version(conn: &Connection) -> Result<u32> {
 /// Brings the database up to `migrations.len()`; returns how many steps were
 /// applied (0 when it was already current).
 pub(crate) fn migrate(conn: &mut Connection, migrations: &[&str]) -> Result<u32> {
-    let supported = u32::try_from(migrations.len())
-        .map_err(|_| Error::Corrupt("too many migrations".to_owned()))?;
+    let supported = u32::try_from(migrations.len()).map_err(|_| Error::Corrupt("too many migrations".to_owned()))?;
     let check = |found: u32| {
         if found > supported {
             Err(Error::SchemaTooNew { found, supported })

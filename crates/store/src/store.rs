@@ -124,8 +124,7 @@ impl Store {
         // secure_delete: freed pages (old keys) are overwritten with zeros.
         conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;")?;
         // In-memory databases answer "memory"; files switch to WAL.
-        let _mode: String =
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        let _mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
         schema::migrate(&mut conn, schema::MIGRATIONS)?;
         Ok(Store { conn })
     }
@@ -213,17 +212,14 @@ impl Store {
                  WHERE c.display_name = ?1 AND i.value = ?2
                  ORDER BY c.id LIMIT 1",
             )?;
-            let mut insert_contact =
-                tx.prepare_cached("INSERT INTO contacts (display_name) VALUES (?1)")?;
-            let mut find_identifier = tx.prepare_cached(
-                "SELECT id, types FROM contact_identifiers WHERE contact_id = ?1 AND value = ?2",
-            )?;
+            let mut insert_contact = tx.prepare_cached("INSERT INTO contacts (display_name) VALUES (?1)")?;
+            let mut find_identifier =
+                tx.prepare_cached("SELECT id, types FROM contact_identifiers WHERE contact_id = ?1 AND value = ?2")?;
             let mut insert_identifier = tx.prepare_cached(
                 "INSERT INTO contact_identifiers (contact_id, kind, value, types)
                  VALUES (?1, ?2, ?3, ?4)",
             )?;
-            let mut update_types =
-                tx.prepare_cached("UPDATE contact_identifiers SET types = ?2 WHERE id = ?1")?;
+            let mut update_types = tx.prepare_cached("UPDATE contact_identifiers SET types = ?2 WHERE id = ?1")?;
 
             for card in cards {
                 let mut contact_id: Option<i64> = None;
@@ -247,9 +243,7 @@ impl Store {
                 };
                 for ident in &card.identifiers {
                     let existing: Option<(i64, String)> = find_identifier
-                        .query_row(params![contact_id, ident.value], |r| {
-                            Ok((r.get(0)?, r.get(1)?))
-                        })
+                        .query_row(params![contact_id, ident.value], |r| Ok((r.get(0)?, r.get(1)?)))
                         .optional()?;
                     match existing {
                         None => {
@@ -365,13 +359,7 @@ impl Store {
     /// Stores a secret key for `purpose` at `epoch`, made at `created_unix`
     /// (Unix seconds, from the caller's clock). Keys are never overwritten:
     /// an existing (purpose, epoch) is [`Error::KeyExists`].
-    pub fn put_key(
-        &mut self,
-        purpose: &str,
-        epoch: u64,
-        secret: &[u8],
-        created_unix: u64,
-    ) -> Result<()> {
+    pub fn put_key(&mut self, purpose: &str, epoch: u64, secret: &[u8], created_unix: u64) -> Result<()> {
         let epoch_db = to_i64("key epoch", epoch)?;
         let created_db = to_i64("key creation time", created_unix)?;
         let n = self.conn.execute(
@@ -438,13 +426,7 @@ impl Store {
     ///
     /// Fails with [`Error::StalePrecomputation`] if the address book has
     /// changed since `contacts_version`: such a blob could never be returned.
-    pub fn put_precomputation(
-        &mut self,
-        kind: &str,
-        key_epoch: u64,
-        contacts_version: u64,
-        blob: &[u8],
-    ) -> Result<()> {
+    pub fn put_precomputation(&mut self, kind: &str, key_epoch: u64, contacts_version: u64, blob: &[u8]) -> Result<()> {
         let epoch_db = to_i64("key epoch", key_epoch)?;
         let version_db = to_i64("contacts version", contacts_version)?;
         let tx = self.conn.transaction()?;
@@ -469,15 +451,8 @@ impl Store {
     /// `contacts_version`, but only if `contacts_version` is the current
     /// version: a blob made over an older address book is never returned
     /// (and was deleted when the address book changed).
-    pub fn get_precomputation(
-        &self,
-        kind: &str,
-        key_epoch: u64,
-        contacts_version: u64,
-    ) -> Result<Option<Vec<u8>>> {
-        let (Ok(epoch_db), Ok(version_db)) =
-            (i64::try_from(key_epoch), i64::try_from(contacts_version))
-        else {
+    pub fn get_precomputation(&self, kind: &str, key_epoch: u64, contacts_version: u64) -> Result<Option<Vec<u8>>> {
+        let (Ok(epoch_db), Ok(version_db)) = (i64::try_from(key_epoch), i64::try_from(contacts_version)) else {
             return Ok(None);
         };
         Ok(self
@@ -505,11 +480,9 @@ impl Store {
 
 fn read_contacts_version(conn: &Connection) -> Result<u64> {
     let v: Option<i64> = conn
-        .query_row(
-            "SELECT value FROM counters WHERE name = 'contacts_version'",
-            [],
-            |r| r.get(0),
-        )
+        .query_row("SELECT value FROM counters WHERE name = 'contacts_version'", [], |r| {
+            r.get(0)
+        })
         .optional()?;
     match v {
         Some(v) => to_u64("contacts version", v),
@@ -539,11 +512,7 @@ fn join_types(types: &[String]) -> String {
 }
 
 fn split_types(stored: &str) -> Vec<String> {
-    stored
-        .split(',')
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .collect()
+    stored.split(',').filter(|t| !t.is_empty()).map(str::to_owned).collect()
 }
 
 #[cfg(test)]
@@ -655,23 +624,15 @@ mod tests {
     #[test]
     fn a_failed_migration_changes_nothing() {
         let mut conn = Connection::open_in_memory().unwrap();
-        let steps = [
-            "CREATE TABLE a (x INTEGER)",
-            "CREATE TABLE b (y INTEGER); NOT SQL",
-        ];
+        let steps = ["CREATE TABLE a (x INTEGER)", "CREATE TABLE b (y INTEGER); NOT SQL"];
         let err = schema::migrate(&mut conn, &steps).unwrap_err();
-        assert!(
-            matches!(err, Error::Migration { version: 2, .. }),
-            "{err:?}"
-        );
+        assert!(matches!(err, Error::Migration { version: 2, .. }), "{err:?}");
         assert!(err.to_string().contains("nothing was changed"));
         assert_eq!(schema::user_version(&conn).unwrap(), 0);
         let tables: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-                [],
-                |r| r.get(0),
-            )
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| {
+                r.get(0)
+            })
             .unwrap();
         assert_eq!(tables, 0);
     }
@@ -683,8 +644,7 @@ mod tests {
         drop(Store::open(&path).unwrap());
         {
             let conn = Connection::open(&path).unwrap();
-            conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
-                .unwrap();
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
         }
         let err = Store::open(&path).unwrap_err();
         assert!(
@@ -732,10 +692,7 @@ mod tests {
 
         let contacts = store.contacts().unwrap();
         let names: Vec<&str> = contacts.iter().map(|c| c.display_name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["Johnny Appleseed", "Dr. Anna Maria Müller", "Pizza Napoli"]
-        );
+        assert_eq!(names, ["Johnny Appleseed", "Dr. Anna Maria Müller", "Pizza Napoli"]);
         assert_eq!(
             contacts[0].identifiers[2],
             ContactIdentifier {
@@ -774,11 +731,7 @@ mod tests {
             (3, 0, 0, 10)
         );
         assert_eq!(store.contacts().unwrap(), before);
-        assert_eq!(
-            store.contacts_version().unwrap(),
-            version,
-            "nothing changed"
-        );
+        assert_eq!(store.contacts_version().unwrap(), version, "nothing changed");
     }
 
     #[test]
@@ -790,11 +743,7 @@ mod tests {
         store.import_vcard(v1, &us()).unwrap();
         let report = store.import_vcard(v2, &us()).unwrap();
         assert_eq!(
-            (
-                report.contacts_created,
-                report.identifiers_added,
-                report.duplicates
-            ),
+            (report.contacts_created, report.identifiers_added, report.duplicates),
             (0, 1, 1)
         );
         let contacts = store.contacts().unwrap();
@@ -862,11 +811,7 @@ mod tests {
     fn contacts_version_counts_changes_only() {
         let mut store = Store::open_in_memory().unwrap();
         assert_eq!(store.clear_contacts().unwrap(), 0);
-        assert_eq!(
-            store.contacts_version().unwrap(),
-            0,
-            "clearing nothing changes nothing"
-        );
+        assert_eq!(store.contacts_version().unwrap(), 0, "clearing nothing changes nothing");
         store.import_vcard(GOOGLE, &us()).unwrap();
         assert_eq!(store.contacts_version().unwrap(), 1);
         store.import_vcard(GOOGLE, &us()).unwrap();
@@ -876,11 +821,7 @@ mod tests {
         assert!(!store.delete_contact(id).unwrap());
         assert_eq!(store.contacts_version().unwrap(), 2);
         assert_eq!(store.contacts().unwrap().len(), 2);
-        assert_eq!(
-            count(&store, "contact_identifiers"),
-            5,
-            "identifiers cascade"
-        );
+        assert_eq!(count(&store, "contact_identifiers"), 5, "identifiers cascade");
         assert_eq!(store.clear_contacts().unwrap(), 2);
         assert_eq!(store.contacts_version().unwrap(), 3);
         assert!(store.address_book().unwrap().is_empty());
@@ -907,9 +848,7 @@ mod tests {
         assert_eq!(store.get_precomputation("ab-enc", 7, v + 1).unwrap(), None);
 
         // Replacing is allowed.
-        store
-            .put_precomputation("ab-enc", 7, v, b"blob-7b")
-            .unwrap();
+        store.put_precomputation("ab-enc", 7, v, b"blob-7b").unwrap();
         assert_eq!(
             store.get_precomputation("ab-enc", 7, v).unwrap().as_deref(),
             Some(&b"blob-7b"[..])
@@ -926,29 +865,17 @@ mod tests {
         assert_eq!(w, v + 1);
         assert_eq!(store.get_precomputation("ab-enc", 7, v).unwrap(), None);
         assert_eq!(store.get_precomputation("ab-enc", 7, w).unwrap(), None);
-        assert_eq!(
-            count(&store, "precomputations"),
-            0,
-            "stale rows are deleted"
-        );
+        assert_eq!(count(&store, "precomputations"), 0, "stale rows are deleted");
 
         // Storing one for an old version is refused.
-        let err = store
-            .put_precomputation("ab-enc", 7, v, b"late")
-            .unwrap_err();
-        assert!(
-            matches!(err, Error::StalePrecomputation { given, current } if given == v && current == w)
-        );
+        let err = store.put_precomputation("ab-enc", 7, v, b"late").unwrap_err();
+        assert!(matches!(err, Error::StalePrecomputation { given, current } if given == v && current == w));
         assert!(err.to_string().contains("recompute"));
 
         store.put_precomputation("ab-enc", 7, w, b"fresh").unwrap();
         let id = store.contacts().unwrap()[0].id;
         store.delete_contact(id).unwrap();
-        assert_eq!(
-            count(&store, "precomputations"),
-            0,
-            "deleting a contact invalidates"
-        );
+        assert_eq!(count(&store, "precomputations"), 0, "deleting a contact invalidates");
         let x = store.contacts_version().unwrap();
         store.put_precomputation("ab-enc", 7, x, b"fresh").unwrap();
         store.clear_contacts().unwrap();
@@ -1004,10 +931,7 @@ mod tests {
         assert!(!debug.contains("TOPSECRET"), "{debug}");
         // Nor as a list of bytes ('T' = 84, 'O' = 79).
         assert!(!debug.contains("84, 79"), "{debug}");
-        assert!(
-            debug.contains("redacted") && debug.contains("epoch: 1"),
-            "{debug}"
-        );
+        assert!(debug.contains("redacted") && debug.contains("epoch: 1"), "{debug}");
     }
 
     #[test]

@@ -199,9 +199,7 @@ impl Logical {
         }
         match find_colon(&self.text) {
             Some(i) => {
-                let qp = self.text[..i]
-                    .to_ascii_uppercase()
-                    .contains("QUOTED-PRINTABLE");
+                let qp = self.text[..i].to_ascii_uppercase().contains("QUOTED-PRINTABLE");
                 self.quoted_printable = Some(qp);
                 qp
             }
@@ -471,8 +469,7 @@ impl CardBuilder {
             }
             None => {
                 self.index.insert(value.clone(), self.identifiers.len());
-                self.identifiers
-                    .push(ContactIdentifier { kind, value, types });
+                self.identifiers.push(ContactIdentifier { kind, value, types });
             }
         }
     }
@@ -684,8 +681,7 @@ impl<'o> Parser<'o> {
                     "the card for {n:?} has no usable phone number or e-mail address; it was \
                      skipped"
                 ),
-                None => "the card has no usable phone number or e-mail address; it was skipped"
-                    .to_owned(),
+                None => "the card has no usable phone number or e-mail address; it was skipped".to_owned(),
             };
             self.problem(line, reason, true);
             return;
@@ -757,12 +753,7 @@ mod tests {
     fn idents(card: &Card) -> Vec<(&str, Vec<&str>)> {
         card.identifiers
             .iter()
-            .map(|i| {
-                (
-                    i.value.as_str(),
-                    i.types.iter().map(String::as_str).collect(),
-                )
-            })
+            .map(|i| (i.value.as_str(), i.types.iter().map(String::as_str).collect()))
             .collect()
     }
 
@@ -797,30 +788,20 @@ mod tests {
             vec![
                 ("4915123456789", vec!["cell", "voice", "pref"]),
                 ("493045050", vec!["work", "voice"]),
-                (
-                    "anna.mueller@charite.example",
-                    vec!["internet", "work", "pref"]
-                ),
+                ("anna.mueller@charite.example", vec!["internet", "work", "pref"]),
                 ("anna.m@posteo.example", vec!["internet"]),
             ]
         );
 
         let pizza = &parse.cards[2];
         assert_eq!(pizza.display_name, "Pizza Napoli");
-        assert_eq!(
-            idents(pizza),
-            vec![("12125550147", vec!["work", "voice", "pref"])]
-        );
+        assert_eq!(idents(pizza), vec![("12125550147", vec!["work", "voice", "pref"])]);
     }
 
     #[test]
     fn national_numbers_need_a_default_region() {
         let parse = parse(APPLE);
-        let got: Vec<(usize, bool)> = parse
-            .problems
-            .iter()
-            .map(|p| (p.line, p.skipped_card))
-            .collect();
+        let got: Vec<(usize, bool)> = parse.problems.iter().map(|p| (p.line, p.skipped_card)).collect();
         assert_eq!(
             got,
             vec![
@@ -840,11 +821,7 @@ mod tests {
     fn google_contacts_export_with_lf_endings() {
         let parse = parse(GOOGLE);
         assert_eq!(parse.problems, vec![]);
-        let names: Vec<&str> = parse
-            .cards
-            .iter()
-            .map(|c| c.display_name.as_str())
-            .collect();
+        let names: Vec<&str> = parse.cards.iter().map(|c| c.display_name.as_str()).collect();
         // Ngozi's FN is empty: the name comes from N.
         assert_eq!(names, ["Carlos Gómez", "Ngozi Okafor", "Priya Raman"]);
         assert_eq!(
@@ -887,10 +864,7 @@ mod tests {
             idents(simon),
             vec![
                 ("14186569254", vec!["work", "voice", "pref"]),
-                (
-                    "14182626501",
-                    vec!["work", "cell", "voice", "video", "text"]
-                ),
+                ("14182626501", vec!["work", "cell", "voice", "video", "text"]),
                 ("simon.perreault@viagenie.example", vec!["work"]),
             ]
         );
@@ -922,20 +896,13 @@ mod tests {
             ]
         );
         assert_eq!(parse.cards[1].display_name, "Bob Smith");
-        assert_eq!(
-            idents(&parse.cards[1]),
-            vec![("13125550188", vec!["cell", "voice"])]
-        );
+        assert_eq!(idents(&parse.cards[1]), vec![("13125550188", vec!["cell", "voice"])]);
     }
 
     #[test]
     fn malformed_cards_are_reported_by_line_and_the_rest_imported() {
         let parse = parse(MALFORMED);
-        let names: Vec<&str> = parse
-            .cards
-            .iter()
-            .map(|c| c.display_name.as_str())
-            .collect();
+        let names: Vec<&str> = parse.cards.iter().map(|c| c.display_name.as_str()).collect();
         assert_eq!(names, ["Good Before", "Half Valid", "Good After"]);
         assert_eq!(
             idents(&parse.cards[1]),
@@ -946,11 +913,7 @@ mod tests {
         );
         assert_eq!(parse.cards[2].line, line_of(MALFORMED, "FN:Good After") - 1);
 
-        let got: Vec<(usize, bool)> = parse
-            .problems
-            .iter()
-            .map(|p| (p.line, p.skipped_card))
-            .collect();
+        let got: Vec<(usize, bool)> = parse.problems.iter().map(|p| (p.line, p.skipped_card)).collect();
         let m = |needle| line_of(MALFORMED, needle);
         let expected = vec![
             (1, false),                           // two lines of preamble
@@ -974,26 +937,15 @@ mod tests {
         assert!(reasons[2].contains("\"not a number\""), "{}", reasons[2]);
         assert!(reasons[2].contains("rest of the card was kept"));
         assert!(reasons[4].contains("more than one '@'"), "{}", reasons[4]);
-        assert!(
-            reasons[7].contains("No Usable Identifier"),
-            "{}",
-            reasons[7]
-        );
-        assert!(
-            reasons[8].contains("END:VCARD is missing"),
-            "{}",
-            reasons[8]
-        );
+        assert!(reasons[7].contains("No Usable Identifier"), "{}", reasons[7]);
+        assert!(reasons[8].contains("END:VCARD is missing"), "{}", reasons[8]);
         assert!(reasons[10].contains("no END:VCARD"), "{}", reasons[10]);
     }
 
     #[test]
     fn crlf_and_lf_give_the_same_cards() {
         let lf = APPLE.replace("\r\n", "\n");
-        assert_eq!(
-            parse_with(&lf, &us()).unwrap(),
-            parse_with(APPLE, &us()).unwrap()
-        );
+        assert_eq!(parse_with(&lf, &us()).unwrap(), parse_with(APPLE, &us()).unwrap());
     }
 
     #[test]
@@ -1029,10 +981,7 @@ mod tests {
             card("N:Doe;John;Quincy,Q.;Mr.;Jr.\nTEL:+1 415 555 0131"),
             "Mr. John Quincy Q. Doe Jr."
         );
-        assert_eq!(
-            card("ORG:ACME\\; Inc.;Sales\nTEL:+1 415 555 0131"),
-            "ACME; Inc."
-        );
+        assert_eq!(card("ORG:ACME\\; Inc.;Sales\nTEL:+1 415 555 0131"), "ACME; Inc.");
         assert_eq!(card("FN: \nN:;;;;\nEMAIL:X@Y.Z"), "x@y.z");
     }
 
@@ -1048,11 +997,7 @@ mod tests {
                     BEGIN:VCARD\nFN:B\nTEL:+1 415 555 0142\nnot a property: value\nEND:VCARD\n";
         let parse = parse(text);
         assert!(parse.cards.is_empty());
-        let lines: Vec<(usize, bool)> = parse
-            .problems
-            .iter()
-            .map(|p| (p.line, p.skipped_card))
-            .collect();
+        let lines: Vec<(usize, bool)> = parse.problems.iter().map(|p| (p.line, p.skipped_card)).collect();
         assert_eq!(lines, vec![(4, true), (9, true)]);
     }
 
@@ -1066,15 +1011,9 @@ mod tests {
         assert!(p.cards.is_empty());
         assert_eq!(p.problems.len(), 1);
 
-        let long_line = format!(
-            "BEGIN:VCARD\nNOTE:{}\nEND:VCARD\n",
-            "y".repeat(MAX_LINE_BYTES)
-        );
+        let long_line = format!("BEGIN:VCARD\nNOTE:{}\nEND:VCARD\n", "y".repeat(MAX_LINE_BYTES));
         let err = parse_with(&long_line, &NormalizeOptions::new()).unwrap_err();
-        assert!(
-            matches!(err, Error::VcardLineTooLong { line: 2, .. }),
-            "{err}"
-        );
+        assert!(matches!(err, Error::VcardLineTooLong { line: 2, .. }), "{err}");
         assert_eq!(parse(&long_line).problems[0].line, 2);
 
         // Folding cannot be used to get around the line limit.
@@ -1086,10 +1025,7 @@ mod tests {
         }
         folded.push_str("\nEND:VCARD\n");
         let err = parse_with(&folded, &NormalizeOptions::new()).unwrap_err();
-        assert!(
-            matches!(err, Error::VcardLineTooLong { line: 3, .. }),
-            "{err}"
-        );
+        assert!(matches!(err, Error::VcardLineTooLong { line: 3, .. }), "{err}");
 
         // Just under the limits is fine.
         let ok = format!(
@@ -1106,11 +1042,7 @@ mod tests {
         assert_eq!(parse.problems.len(), MAX_PROBLEMS + 1);
         let last = &parse.problems[MAX_PROBLEMS];
         assert_eq!(last.line, 2 * MAX_PROBLEMS + 1);
-        assert!(
-            last.reason.starts_with("5 further problems"),
-            "{}",
-            last.reason
-        );
+        assert!(last.reason.starts_with("5 further problems"), "{}", last.reason);
     }
 
     /// Inputs that would take quadratic time with a naive reader; they must
@@ -1140,10 +1072,7 @@ mod tests {
 
         // A TYPE list of 100 000 values keeps the first MAX_TYPES.
         let types: Vec<String> = (0..100_000).map(|i| format!("t{i}")).collect();
-        let text = format!(
-            "BEGIN:VCARD\nTEL;TYPE={}:+1 415 555 0191\nEND:VCARD\n",
-            types.join(",")
-        );
+        let text = format!("BEGIN:VCARD\nTEL;TYPE={}:+1 415 555 0191\nEND:VCARD\n", types.join(","));
         let parsed = parse(&text);
         assert_eq!(parsed.cards[0].identifiers[0].types.len(), MAX_TYPES);
     }
@@ -1186,8 +1115,7 @@ mod tests {
                         assert_eq!(normalize_email(&id.value).unwrap(), id.value)
                     }
                     IdentifierKind::Phone => assert_eq!(
-                        normalize_phone(&format!("+{}", id.value), &NormalizeOptions::new())
-                            .unwrap(),
+                        normalize_phone(&format!("+{}", id.value), &NormalizeOptions::new()).unwrap(),
                         id.value
                     ),
                 }

@@ -37,10 +37,7 @@ pub struct FrameDecoder {
 impl FrameDecoder {
     /// A decoder refusing frames longer than `max` bytes.
     pub fn new(max: usize) -> Self {
-        FrameDecoder {
-            max,
-            buf: Vec::new(),
-        }
+        FrameDecoder { max, buf: Vec::new() }
     }
 
     /// Appends received bytes.

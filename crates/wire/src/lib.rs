@@ -98,10 +98,7 @@ pub enum Error {
 impl Error {
     /// Shorthand for [`Error::Invalid`].
     pub fn invalid(what: &'static str, why: impl Into<String>) -> Self {
-        Error::Invalid {
-            what,
-            why: why.into(),
-        }
+        Error::Invalid { what, why: why.into() }
     }
 }
 
@@ -266,10 +263,7 @@ impl<'a> Reader<'a> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
-            v => Err(Error::invalid(
-                what,
-                format!("boolean byte {v} is neither 0 nor 1"),
-            )),
+            v => Err(Error::invalid(what, format!("boolean byte {v} is neither 0 nor 1"))),
         }
     }
 
@@ -482,10 +476,7 @@ mod tests {
         let msg = ErrorMessage::new("no").to_wire();
         let mut longer = msg.clone();
         longer.push(0);
-        assert_eq!(
-            ErrorMessage::from_wire(&longer),
-            Err(Error::TrailingBytes(1))
-        );
+        assert_eq!(ErrorMessage::from_wire(&longer), Err(Error::TrailingBytes(1)));
         assert!(ErrorMessage::from_wire(&msg[..msg.len() - 1]).is_err());
     }
 
@@ -512,10 +503,7 @@ mod tests {
     fn wrong_version_and_tag() {
         let mut b = ErrorMessage::new("x").to_wire();
         b[0] = 2;
-        assert_eq!(
-            ErrorMessage::from_wire(&b),
-            Err(Error::UnsupportedVersion(2))
-        );
+        assert_eq!(ErrorMessage::from_wire(&b), Err(Error::UnsupportedVersion(2)));
         let mut w = Writer::new();
         w.put_envelope(tags::PSI_REQUEST);
         assert!(matches!(

@@ -1,0 +1,278 @@
+//! End-to-end tests of the `tacit` binary: two processes over loopback, the store,
+//! the demo, and one-line errors for bad input.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn tacit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tacit"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "tacit-cli-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Starts `tacit psi serve` on a free port; returns the child and its address.
+fn serve(args: &[&str]) -> (Child, String) {
+    let mut child = tacit()
+        .args(["psi", "serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("server printed its address").unwrap();
+        if let Some(i) = line.find("listening on ") {
+            break line[i + "listening on ".len()..].trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+#[test]
+fn psi_between_two_processes() {
+    let book = write(
+        "book.txt",
+        "15550001111\nbob@example.com\n\n  carol@example.com  \n15550002222\n",
+    );
+    let ids = write(
+        "ids.txt",
+        "zed@example.com\ncarol@example.com\n15550001111\ncarol@example.com\n",
+    );
+    let (mut server, addr) = serve(&[
+        "--set",
+        book.to_str().unwrap(),
+        "--sessions",
+        "2",
+        "--max-receiver",
+        "5",
+        "--max-sender",
+        "100",
+    ]);
+    let q = |json: bool| {
+        let mut c = tacit();
+        c.args(["psi", "query", "--set", ids.to_str().unwrap(), "--connect", &addr]);
+        c.args(["--max-receiver", "5", "--max-sender", "100"]);
+        if json {
+            c.arg("--json");
+        }
+        c.output().unwrap()
+    };
+    let out = q(false);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // the intersection, in the receiver's input order
+    assert_eq!(stdout(&out), "carol@example.com\n15550001111\n");
+    let out = q(true);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        v["intersection"],
+        serde_json::json!(["carol@example.com", "15550001111"])
+    );
+    assert_eq!(v["security"], "malicious");
+    assert!(server.wait().unwrap().success());
+}
+
+#[test]
+fn psi_p256_semi_honest_between_two_processes() {
+    let book = write("book.txt", "a\nb\nc\n");
+    let ids = write("ids.txt", "c\nd\na\n");
+    let common = [
+        "--group",
+        "p256",
+        "--semi-honest",
+        "--max-receiver",
+        "3",
+        "--max-sender",
+        "8",
+    ];
+    let (mut server, addr) = serve(&[&["--set", book.to_str().unwrap(), "--sessions", "1"][..], &common[..]].concat());
+    let out = tacit()
+        .args(["psi", "query", "--set", ids.to_str().unwrap(), "--connect", &addr])
+        .args(common)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "c\na\n");
+    assert!(server.wait().unwrap().success());
+}
+
+#[test]
+fn mismatched_parameters_get_a_one_line_refusal() {
+    let book = write("book.txt", "a\n");
+    let ids = write("ids.txt", "a\n");
+    let (mut server, addr) = serve(&["--set", book.to_str().unwrap(), "--sessions", "1", "--max-sender", "50"]);
+    let out = tacit()
+        .args([
+            "psi",
+            "query",
+            "--set",
+            ids.to_str().unwrap(),
+            "--connect",
+            &addr,
+            "--max-sender",
+            "60",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("the peer refused: parameter mismatch"), "{err}");
+    assert!(server.wait().unwrap().success());
+}
+
+#[test]
+fn bad_inputs_fail_with_one_line() {
+    let missing = tmp("missing.txt");
+    let out = tacit()
+        .args([
+            "psi",
+            "query",
+            "--set",
+            missing.to_str().unwrap(),
+            "--connect",
+            "127.0.0.1:9",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("tacit: error: cannot read set file"));
+
+    let too_many = write("ids.txt", "1\n2\n3\n");
+    let out = tacit()
+        .args([
+            "psi",
+            "query",
+            "--set",
+            too_many.to_str().unwrap(),
+            "--connect",
+            "127.0.0.1:9",
+        ])
+        .args(["--max-receiver", "2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).trim(),
+        "tacit: error: receiver set has 3 entries; the limit is 2"
+    );
+
+    let out = tacit().args(["bench", "psi", "--group", "curve448"]).output().unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn contacts_import_and_list() {
+    let store = tmp("store.sqlite3");
+    let vcf = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/contacts.vcf");
+    let out = tacit()
+        .args([
+            "--store",
+            store.to_str().unwrap(),
+            "contacts",
+            "import",
+            vcf,
+            "--region",
+            "US",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("imported 6 cards"), "{}", stdout(&out));
+    let out = tacit()
+        .args(["--store", store.to_str().unwrap(), "contacts", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 6);
+
+    // A malformed card is reported with its line number; the others are imported.
+    let bad = write(
+        "bad.vcf",
+        "BEGIN:VCARD\nVERSION:3.0\nFN:Good One\nTEL:+1 415 555 0100\nEND:VCARD\nBEGIN:VCARD\nVERSION:3.0\nFN:Broken\nthis line has no colon\nEND:VCARD\nBEGIN:VCARD\nVERSION:4.0\nFN:Other\nEMAIL: Other@Example.COM \nEND:VCARD\n",
+    );
+    let store2 = tmp("store2.sqlite3");
+    let out = tacit()
+        .args([
+            "--store",
+            store2.to_str().unwrap(),
+            "contacts",
+            "import",
+            bad.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains(":9:"), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("imported 2 cards"), "{}", stdout(&out));
+    let out = tacit()
+        .args(["--store", store2.to_str().unwrap(), "contacts", "list"])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("other@example.com"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("14155550100"), "{}", stdout(&out));
+}
+
+#[test]
+fn demo_runs_and_reports_what_each_side_learned() {
+    let out = tacit().args(["demo", "--contacts", "300"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = stdout(&out);
+    assert!(s.contains("Alice learned: 2 of her identifiers"), "{s}");
+    assert!(s.contains("Bob learned:   nothing"), "{s}");
+    assert!(s.contains("is caught by Alice"), "{s}");
+}
+
+#[test]
+fn bench_psi_json_has_the_ratios() {
+    let out = tacit()
+        .args([
+            "bench",
+            "psi",
+            "--ids",
+            "2",
+            "--contacts",
+            "50",
+            "--runs",
+            "3",
+            "--precompute-runs",
+            "1",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(v["precompute_vs_primitives"].as_f64().unwrap() > 0.0);
+    assert!(v["online_vs_6m_scalar_mults"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["intersection_size"], 1);
+}

@@ -1,0 +1,68 @@
+//! Writes valid messages as seed corpora for the fuzz targets:
+//! `cargo +nightly run --manifest-path fuzz/Cargo.toml --bin gen_seeds`.
+use std::path::Path;
+use tacit_crypto::rng::SecureRng;
+use tacit_crypto::{P256, PrimeGroup, Ristretto255};
+use tacit_psi::two_way::{Initiator, Responder};
+use tacit_psi::{Receiver, ReceiverPrecomputation, Reuse, Sender, SenderKey, SenderPrecomputation};
+use tacit_wire::{Encode, ErrorMessage};
+
+fn write(target: &str, name: &str, bytes: &[u8]) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join(target);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(name), bytes).unwrap();
+}
+
+fn with_sel(sel: u8, b: &[u8]) -> Vec<u8> {
+    let mut v = vec![sel];
+    v.extend_from_slice(b);
+    v
+}
+
+fn psi<G: PrimeGroup>(sel: u8, rng: &mut SecureRng) {
+    let p = tacit_fuzz::params(sel);
+    let mk = |rng: &mut SecureRng, set: &[&str]| {
+        let key = SenderKey::<G>::generate(rng, 1);
+        let pre = SenderPrecomputation::compute(&p, &key, set, Reuse::WithinEpoch, rng).unwrap();
+        (key.clone(), pre.clone(), Sender::new(&p, key, pre).unwrap())
+    };
+    let (key, pre, s) = mk(rng, &["a", "b"]);
+    let rp = ReceiverPrecomputation::<G>::compute(&p, &["a"], rng).unwrap();
+    let (_, req) = Receiver::start(&rp);
+    let resp = s.respond(&req, rng).unwrap();
+    write("psi_request", &format!("req{sel}"), &with_sel(sel, &req));
+    write("psi_response", &format!("resp{sel}"), &with_sel(sel, &resp));
+    write("psi_stored", &format!("key{sel}"), &key.to_bytes());
+    write("psi_stored", &format!("spre{sel}"), &pre.to_bytes());
+    write("psi_stored", &format!("rpre{sel}"), &rp.to_bytes());
+    let (_, _, s2) = mk(rng, &["c"]);
+    let rp2 = ReceiverPrecomputation::<G>::compute(&p, &["b"], rng).unwrap();
+    let (_, m1) = Responder::start(s2, &rp2).unwrap();
+    let (_, m2) = Initiator::new(s, rp).unwrap().on_m1(&m1, rng).unwrap();
+    write("psi_bundle", &format!("m2_{sel}"), &with_sel(sel, &m2));
+    let e = G::element_bytes(&G::mul_base(&G::random_scalar(rng)));
+    write("crypto_decode", &format!("elem{sel}"), e.as_ref());
+}
+
+fn main() {
+    let mut rng = SecureRng::from_seed([42; 32]);
+    for sel in 0u8..4 {
+        if sel & 1 == 0 {
+            psi::<Ristretto255>(sel, &mut rng);
+        } else {
+            psi::<P256>(sel, &mut rng);
+        }
+    }
+    write("wire_error_message", "err", &ErrorMessage::new("refused: too many").to_wire());
+    let mut frames = vec![3u8];
+    frames.extend_from_slice(&tacit_wire::encode_frame(b"hello", 64).unwrap());
+    frames.extend_from_slice(&tacit_wire::encode_frame(b"", 64).unwrap());
+    write("wire_frame", "two", &frames);
+    let vcf = include_str!("../../examples/contacts.vcf");
+    write("vcard", "contacts", vcf.as_bytes());
+    for f in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/store/tests/data")).unwrap() {
+        let f = f.unwrap().path();
+        write("vcard", f.file_name().unwrap().to_str().unwrap(), &std::fs::read(&f).unwrap());
+    }
+    println!("seed corpora written under fuzz/corpus/");
+}
