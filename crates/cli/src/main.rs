@@ -54,7 +54,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
         Command::Contacts(c) => contacts::run(c, cli.store.as_deref()),
-        Command::Psi(c) => psi::run(c),
+        Command::Psi(c) => psi::run(c, cli.store.as_deref()),
         Command::Bench(c) => bench::run(c),
     };
     match result {

@@ -1,9 +1,9 @@
 //! `tacit psi serve | query`: the PSI sender and receiver as two processes over TCP.
 
-use crate::util::{progress, read_set};
+use crate::util::{progress, read_set, store_path};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
@@ -11,6 +11,7 @@ use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_psi::{
     PsiParams, Receiver, ReceiverPrecomputation, Reuse, Security, Sender, SenderKey, SenderPrecomputation,
 };
+use tacit_store::Store;
 use tacit_wire::{Encode, ErrorMessage};
 
 /// Protocol options shared by both roles (both sides must use the same values).
@@ -73,11 +74,22 @@ pub enum PsiCommand {
     #[command(after_help = "\
 Example:
   tacit psi serve --set book.txt --listen 127.0.0.1:7878
-  tacit psi serve --set book.txt --listen 127.0.0.1:0 --sessions 1 --reuse epoch")]
+  tacit psi serve --set book.txt --listen 127.0.0.1:0 --sessions 1 --reuse epoch
+  tacit psi serve --from-contacts --reuse epoch --listen 127.0.0.1:7878")]
     Serve {
         /// The sender's set: one element per line.
-        #[arg(long, value_name = "FILE")]
-        set: PathBuf,
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "from_contacts",
+            conflicts_with = "from_contacts"
+        )]
+        set: Option<PathBuf>,
+        /// Use the address book in the store (`tacit contacts import`) as the set. With
+        /// `--reuse epoch` the key and precomputation are kept in the store and reused
+        /// until the address book changes.
+        #[arg(long)]
+        from_contacts: bool,
         /// Address to listen on (port 0 picks a free port; the address is printed).
         #[arg(long, value_name = "ADDR")]
         listen: String,
@@ -111,21 +123,37 @@ Example:
     },
 }
 
-pub fn run(cmd: PsiCommand) -> Result<()> {
+pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     match cmd {
         PsiCommand::Serve {
             set,
+            from_contacts,
             listen,
             sessions,
             reuse,
             proto,
         } => {
             let params = proto.params()?;
-            let elements = read_set(&set)?;
+            let (elements, store) = match (set, from_contacts) {
+                (Some(path), _) => (read_set(&path)?, None),
+                (None, _) => {
+                    let path = store_path(store)?;
+                    let st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+                    let book = st.address_book()?;
+                    anyhow::ensure!(
+                        !book.is_empty(),
+                        "the address book in {} is empty; import contacts with `tacit contacts import FILE.vcf`",
+                        path.display()
+                    );
+                    (book, Some(st))
+                }
+            };
             match params.group {
-                GroupId::Ristretto255 => rt.block_on(serve::<Ristretto255>(params, elements, &listen, sessions, reuse)),
-                GroupId::P256 => rt.block_on(serve::<P256>(params, elements, &listen, sessions, reuse)),
+                GroupId::Ristretto255 => {
+                    rt.block_on(serve::<Ristretto255>(params, elements, store, &listen, sessions, reuse))
+                }
+                GroupId::P256 => rt.block_on(serve::<P256>(params, elements, store, &listen, sessions, reuse)),
             }
         }
         PsiCommand::Query {
@@ -159,9 +187,63 @@ pub fn make_sender<G: PrimeGroup>(
     Ok(Sender::new(params, key, pre)?)
 }
 
+/// The key and precomputation for `--reuse epoch --from-contacts`: loaded from the
+/// store when one was made for the current address-book version, else made and stored.
+fn stored_epoch_sender<G: PrimeGroup>(
+    st: &mut Store,
+    params: &PsiParams,
+    set: &[String],
+    rng: &mut SecureRng,
+) -> Result<Sender<G>> {
+    let purpose = format!("psi-sender/{}", G::ID.name());
+    let version = st.contacts_version()?;
+    let key = match st.current_key(&purpose)? {
+        Some(k) => SenderKey::<G>::from_bytes(&k.secret).context("stored PSI key is corrupt")?,
+        None => {
+            let k = SenderKey::<G>::generate(rng, 1);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            st.put_key(&purpose, k.epoch(), &k.to_bytes(), now)?;
+            k
+        }
+    };
+    let kind = format!(
+        "psi-sender/{}/{}/m{}/n{}/l{}",
+        G::ID.name(),
+        params.security.name(),
+        params.max_receiver,
+        params.max_sender,
+        params.lambda
+    );
+    if let Some(blob) = st.get_precomputation(&kind, key.epoch(), version)? {
+        if let Ok(pre) = SenderPrecomputation::<G>::from_bytes(&blob) {
+            if let Ok(sender) = Sender::new(params, key.clone(), pre) {
+                eprintln!(
+                    "tacit psi serve: reusing the stored precomputation (key epoch {}, address book version {version})",
+                    key.epoch()
+                );
+                return Ok(sender);
+            }
+        }
+    }
+    let pb = progress(set.len() as u64, "precomputing");
+    let pre =
+        SenderPrecomputation::compute_with_progress(params, &key, set, Reuse::WithinEpoch, rng, &|k| pb.inc(k as u64))?;
+    pb.finish_and_clear();
+    st.put_precomputation(&kind, key.epoch(), version, &pre.to_bytes())?;
+    eprintln!(
+        "tacit psi serve: precomputed and stored (key epoch {}, address book version {version})",
+        key.epoch()
+    );
+    Ok(Sender::new(params, key, pre)?)
+}
+
 async fn serve<G: PrimeGroup>(
     params: PsiParams,
     set: Vec<String>,
+    store: Option<Store>,
     listen: &str,
     sessions: Option<u64>,
     reuse: ReuseArg,
@@ -184,7 +266,10 @@ async fn serve<G: PrimeGroup>(
         ReuseArg::Epoch => Reuse::WithinEpoch,
     };
     let mut epoch = 1u64;
-    let mut sender = Arc::new(make_sender::<G>(&params, &set, epoch, policy, &mut rng)?);
+    let mut sender = Arc::new(match (store, policy) {
+        (Some(mut st), Reuse::WithinEpoch) => stored_epoch_sender::<G>(&mut st, &params, &set, &mut rng)?,
+        _ => make_sender::<G>(&params, &set, epoch, policy, &mut rng)?,
+    });
     eprintln!(
         "tacit psi serve: {params}; {} elements padded to {}; listening on {}",
         distinct.len(),

@@ -276,3 +276,78 @@ fn bench_psi_json_has_the_ratios() {
     assert!(v["online_vs_6m_scalar_mults"].as_f64().unwrap() > 0.0);
     assert_eq!(v["intersection_size"], 1);
 }
+
+#[test]
+fn serve_from_contacts_reuses_the_stored_precomputation_until_the_book_changes() {
+    let store = tmp("store.sqlite3");
+    let st = store.to_str().unwrap();
+    let vcf = write(
+        "a.vcf",
+        "BEGIN:VCARD\nVERSION:3.0\nFN:Ann\nTEL:+1 415 555 0100\nEMAIL:ann@example.com\nEND:VCARD\n",
+    );
+    assert!(
+        tacit()
+            .args(["--store", st, "contacts", "import", vcf.to_str().unwrap()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let ids = write("ids.txt", "ann@example.com\nnobody@example.com\n");
+    let session = |expect_log: &str| {
+        let mut child = tacit()
+            .args([
+                "--store",
+                st,
+                "psi",
+                "serve",
+                "--from-contacts",
+                "--reuse",
+                "epoch",
+                "--sessions",
+                "1",
+            ])
+            .args(["--listen", "127.0.0.1:0", "--max-sender", "20", "--max-receiver", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut log = String::new();
+        let addr = loop {
+            let line = lines.next().unwrap().unwrap();
+            log.push_str(&line);
+            log.push('\n');
+            if let Some(i) = line.find("listening on ") {
+                break line[i + "listening on ".len()..].trim().to_string();
+            }
+        };
+        assert!(log.contains(expect_log), "{log}");
+        std::thread::spawn(move || for _ in lines {});
+        let out = tacit()
+            .args(["psi", "query", "--set", ids.to_str().unwrap(), "--connect", &addr])
+            .args(["--max-sender", "20", "--max-receiver", "2"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(child.wait().unwrap().success());
+        stdout(&out)
+    };
+    assert_eq!(session("precomputed and stored"), "ann@example.com\n");
+    assert_eq!(session("reusing the stored precomputation"), "ann@example.com\n");
+    // a changed address book invalidates the stored precomputation
+    let vcf2 = write(
+        "b.vcf",
+        "BEGIN:VCARD\nVERSION:3.0\nFN:Nobody\nEMAIL:nobody@example.com\nEND:VCARD\n",
+    );
+    assert!(
+        tacit()
+            .args(["--store", st, "contacts", "import", vcf2.to_str().unwrap()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(
+        session("precomputed and stored"),
+        "ann@example.com\nnobody@example.com\n"
+    );
+}
