@@ -148,6 +148,37 @@ pub trait PrimeGroup: 'static + Send + Sync + Copy + Clone + fmt::Debug + Defaul
     }
 }
 
+/// `SerializeScalar(c) || SerializeScalar(s)`: the encoding of a Fiat–Shamir proof.
+pub(crate) fn two_scalars_to_bytes<G: PrimeGroup>(c: &G::Scalar, s: &G::Scalar) -> Vec<u8> {
+    let mut v = Vec::with_capacity(2 * G::SCALAR_LEN);
+    G::encode_scalar(c, &mut v);
+    G::encode_scalar(s, &mut v);
+    v
+}
+
+/// Decodes `c || s`; both scalars must be canonical.
+pub(crate) fn two_scalars_from_bytes<G: PrimeGroup>(bytes: &[u8]) -> Result<(G::Scalar, G::Scalar)> {
+    if bytes.len() != 2 * G::SCALAR_LEN {
+        return Err(Error::InvalidScalar {
+            group: G::ID.name(),
+            why: "a proof is exactly two scalars",
+        });
+    }
+    Ok((
+        G::decode_scalar(&bytes[..G::SCALAR_LEN])?,
+        G::decode_scalar(&bytes[G::SCALAR_LEN..])?,
+    ))
+}
+
+/// Writes `name(hex)`.
+pub(crate) fn fmt_hex(f: &mut fmt::Formatter<'_>, name: &str, bytes: &[u8]) -> fmt::Result {
+    write!(f, "{name}(")?;
+    for b in bytes {
+        write!(f, "{b:02x}")?;
+    }
+    write!(f, ")")
+}
+
 /// A secret scalar: zeroized on drop, never printed, compared in constant time by
 /// the group's scalar equality.
 #[derive(Clone)]

@@ -75,24 +75,13 @@ impl<G: PrimeGroup> Proof<G> {
 
     /// `SerializeScalar(c) || SerializeScalar(s)`.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(Self::LEN);
-        G::encode_scalar(&self.c, &mut v);
-        G::encode_scalar(&self.s, &mut v);
-        v
+        crate::group::two_scalars_to_bytes::<G>(&self.c, &self.s)
     }
 
-    /// Decodes a proof; both scalars must be canonical.
+    /// Decodes `c || s`; both scalars must be canonical.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        if bytes.len() != Self::LEN {
-            return Err(Error::InvalidScalar {
-                group: G::ID.name(),
-                why: "a proof is exactly two scalars",
-            });
-        }
-        Ok(Proof {
-            c: G::decode_scalar(&bytes[..G::SCALAR_LEN])?,
-            s: G::decode_scalar(&bytes[G::SCALAR_LEN..])?,
-        })
+        let (c, s) = crate::group::two_scalars_from_bytes::<G>(bytes)?;
+        Ok(Proof { c, s })
     }
 }
 
@@ -337,10 +326,6 @@ impl<G: PrimeGroup> Oprf<G> {
 
 impl<G: PrimeGroup> core::fmt::Debug for Proof<G> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "Proof(")?;
-        for b in self.to_bytes() {
-            write!(f, "{b:02x}")?;
-        }
-        write!(f, ")")
+        crate::group::fmt_hex(f, "Proof", &self.to_bytes())
     }
 }

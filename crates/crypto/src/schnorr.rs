@@ -80,34 +80,19 @@ impl<G: PrimeGroup> DlogProof<G> {
 
     /// `c || s`.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(Self::LEN);
-        G::encode_scalar(&self.c, &mut v);
-        G::encode_scalar(&self.s, &mut v);
-        v
+        crate::group::two_scalars_to_bytes::<G>(&self.c, &self.s)
     }
 
-    /// Decodes `c || s` (canonical scalars only).
+    /// Decodes `c || s`; both scalars must be canonical.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        if bytes.len() != Self::LEN {
-            return Err(Error::InvalidScalar {
-                group: G::ID.name(),
-                why: "a Schnorr proof is exactly two scalars",
-            });
-        }
-        Ok(DlogProof {
-            c: G::decode_scalar(&bytes[..G::SCALAR_LEN])?,
-            s: G::decode_scalar(&bytes[G::SCALAR_LEN..])?,
-        })
+        let (c, s) = crate::group::two_scalars_from_bytes::<G>(bytes)?;
+        Ok(DlogProof { c, s })
     }
 }
 
 impl<G: PrimeGroup> core::fmt::Debug for DlogProof<G> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "DlogProof(")?;
-        for b in self.to_bytes() {
-            write!(f, "{b:02x}")?;
-        }
-        write!(f, ")")
+        crate::group::fmt_hex(f, "DlogProof", &self.to_bytes())
     }
 }
 

@@ -45,16 +45,6 @@ pub struct Response<G: PrimeGroup> {
     _g: PhantomData<G>,
 }
 
-fn check_group<G: PrimeGroup>(params: &PsiParams) -> Result<()> {
-    if params.group != G::ID {
-        return Err(Error::GroupMismatch {
-            ours: G::ID,
-            theirs: params.group.to_string(),
-        });
-    }
-    Ok(())
-}
-
 /// Reads `count` group elements of fixed size.
 fn read_elements<G: PrimeGroup>(r: &mut Reader<'_>, count: usize) -> Result<Vec<G::Element>> {
     let mut out = Vec::with_capacity(count);
@@ -103,7 +93,7 @@ impl<G: PrimeGroup> Request<G> {
     pub fn decode(r: &mut Reader<'_>, ours: &PsiParams) -> Result<Self> {
         r.envelope(tags::PSI_REQUEST, "PSI request")?;
         let params = PsiParams::decode(r)?;
-        check_group::<G>(&params)?;
+        params.expect_group::<G>()?;
         ours.expect_equal(&params)?;
         let m = ours.max_receiver as usize;
         let count = r.count("blinded elements", usize::MAX, G::ELEMENT_LEN)?;
@@ -199,7 +189,7 @@ impl<G: PrimeGroup> Response<G> {
     pub fn decode(r: &mut Reader<'_>, ours: &PsiParams) -> Result<Self> {
         r.envelope(tags::PSI_RESPONSE, "PSI response")?;
         let params = PsiParams::decode(r)?;
-        check_group::<G>(&params)?;
+        params.expect_group::<G>()?;
         ours.expect_equal(&params)?;
         let public_key = G::decode_element(r.fixed("public key", G::ELEMENT_LEN)?)?;
         let m = ours.max_receiver as usize;

@@ -175,6 +175,17 @@ impl PsiParams {
         Ok(p)
     }
 
+    /// Errors unless the parameters name the group `G`.
+    pub(crate) fn expect_group<G: tacit_crypto::PrimeGroup>(&self) -> Result<(), Error> {
+        if self.group != G::ID {
+            return Err(Error::GroupMismatch {
+                ours: G::ID,
+                theirs: self.group.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Errors unless `theirs` equals `self`.
     pub(crate) fn expect_equal(&self, theirs: &PsiParams) -> Result<(), Error> {
         if self == theirs {

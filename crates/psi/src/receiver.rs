@@ -54,12 +54,7 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
         rng: &mut impl CryptoRngCore,
     ) -> Result<Self> {
         params.validate()?;
-        if params.group != G::ID {
-            return Err(Error::GroupMismatch {
-                ours: G::ID,
-                theirs: params.group.to_string(),
-            });
-        }
+        params.expect_group::<G>()?;
         let m = params.max_receiver as usize;
         if inputs.len() > m {
             return Err(Error::SetTooLarge {

@@ -133,12 +133,7 @@ impl<G: PrimeGroup> SenderPrecomputation<G> {
         progress: &(dyn Fn(usize) + Sync),
     ) -> Result<Self> {
         params.validate()?;
-        if params.group != G::ID {
-            return Err(Error::GroupMismatch {
-                ours: G::ID,
-                theirs: params.group.to_string(),
-            });
-        }
+        params.expect_group::<G>()?;
         let set = dedupe(set);
         let n = params.max_sender as usize;
         if set.len() > n {
