@@ -13,12 +13,30 @@ use tacit_wire::{Reader, Writer, tags};
 /// One of the `m` request slots: a real element or a dummy.
 #[derive(Debug, Clone)]
 struct Slot<G: PrimeGroup> {
-    /// Index into the receiver's (deduplicated) inputs, or `None` for a dummy.
-    input: Option<u32>,
-    /// `αᵢ⁻¹`, for unblinding.
-    inverse_blind: SecretScalar<G>,
+    /// For a real element: its index into the receiver's (deduplicated) inputs and
+    /// `αᵢ⁻¹`, for unblinding. `None` for a dummy.
+    input: Option<(u32, SecretScalar<G>)>,
     /// `yᵢ = αᵢ·H(xᵢ)`.
     blinded: G::Element,
+}
+
+/// A request slot whose blinded element a CA certified (PrivateDrop Eq. (5)–(6)): a
+/// real identifier with the blinding scalar the device chose, or a dummy element the
+/// CA chose for an unused slot.
+#[derive(Debug, Clone)]
+pub enum CertifiedSlot<G: PrimeGroup> {
+    /// A real input `x` with its blinding scalar `α` (`y = α·H(x)`).
+    Real {
+        /// The input.
+        input: Vec<u8>,
+        /// Its blinding scalar.
+        blind: SecretScalar<G>,
+    },
+    /// A dummy: a uniformly random element nobody knows a preimage for.
+    Dummy {
+        /// The element.
+        blinded: G::Element,
+    },
 }
 
 /// The receiver's precomputed blinded elements and blinding scalars (PrivateDrop §4.4:
@@ -83,12 +101,57 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
                 return Err(Error::InvalidParams("a blinding scalar is zero".into()));
             }
             slots.push(Slot {
-                input,
-                inverse_blind: SecretScalar::new(G::scalar_invert(alpha.expose())),
+                input: input.map(|i| (i, SecretScalar::new(G::scalar_invert(alpha.expose())))),
                 blinded: G::mul(&point, alpha.expose()),
             });
         }
         shuffle(rng, &mut slots);
+        Ok(ReceiverPrecomputation {
+            params: *params,
+            inputs,
+            slots,
+        })
+    }
+
+    /// A precomputation from certified slots, in the given (certified) order: exactly
+    /// `m` slots, real inputs distinct.
+    pub fn from_certified_slots(params: &PsiParams, certified: Vec<CertifiedSlot<G>>) -> Result<Self> {
+        params.validate()?;
+        params.expect_group::<G>()?;
+        let m = params.max_receiver as usize;
+        if certified.len() != m {
+            return Err(Error::InvalidParams(format!(
+                "{} certified slots for m = {m}",
+                certified.len()
+            )));
+        }
+        let oprf = Oprf::<G>::new(params.security.mode());
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        let mut slots = Vec::with_capacity(m);
+        for c in certified {
+            match c {
+                CertifiedSlot::Real { input, blind } => {
+                    if inputs.contains(&input) {
+                        return Err(Error::InvalidParams("a certified input appears twice".into()));
+                    }
+                    if G::scalar_is_zero(blind.expose()) {
+                        return Err(Error::InvalidParams("a blinding scalar is zero".into()));
+                    }
+                    let blinded = G::mul(&oprf.hash_to_group(&input)?, blind.expose());
+                    slots.push(Slot {
+                        input: Some((inputs.len() as u32, SecretScalar::new(G::scalar_invert(blind.expose())))),
+                        blinded,
+                    });
+                    inputs.push(input);
+                }
+                CertifiedSlot::Dummy { blinded } => {
+                    if G::is_identity(&blinded) {
+                        return Err(Error::InvalidParams("a dummy slot holds the identity".into()));
+                    }
+                    slots.push(Slot { input: None, blinded });
+                }
+            }
+        }
         Ok(ReceiverPrecomputation {
             params: *params,
             inputs,
@@ -110,8 +173,8 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
     pub fn blinded_inputs(&self) -> Vec<G::Element> {
         let mut out = vec![G::identity(); self.inputs.len()];
         for s in &self.slots {
-            if let Some(i) = s.input {
-                out[i as usize] = s.blinded;
+            if let Some((i, _)) = &s.input {
+                out[*i as usize] = s.blinded;
             }
         }
         out
@@ -133,14 +196,14 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
         }
         w.put_count(self.slots.len());
         for s in &self.slots {
-            match s.input {
-                Some(i) => {
+            match &s.input {
+                Some((i, inverse_blind)) => {
                     w.put_u8(1);
-                    w.put_u32(i);
+                    w.put_u32(*i);
+                    w.put_fixed(&inverse_blind.to_bytes());
                 }
                 None => w.put_u8(0),
             }
-            w.put_fixed(&s.inverse_blind.to_bytes());
             w.put_fixed(G::element_bytes(&s.blinded).as_ref());
         }
         zeroize::Zeroizing::new(w.into_bytes())
@@ -160,7 +223,7 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
         for _ in 0..n_inputs {
             inputs.push(r.var_bytes("input", 1 << 16)?.to_vec());
         }
-        let n_slots = r.count("slots", m, 1 + G::SCALAR_LEN + G::ELEMENT_LEN)?;
+        let n_slots = r.count("slots", m, 1 + G::ELEMENT_LEN)?;
         if n_slots != m {
             return Err(Error::PrecomputationMismatch("wrong number of slots"));
         }
@@ -177,19 +240,14 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
                             return Err(Error::PrecomputationMismatch("slot names an unknown or repeated input"));
                         }
                     }
-                    Some(i)
+                    Some((i, SecretScalar::from_bytes(r.fixed("blinding scalar", G::SCALAR_LEN)?)?))
                 }
                 x => {
                     return Err(tacit_wire::Error::invalid("slot", format!("unknown tag {x}")).into());
                 }
             };
-            let inverse_blind = SecretScalar::from_bytes(r.fixed("blinding scalar", G::SCALAR_LEN)?)?;
             let blinded = G::decode_element(r.fixed("blinded element", G::ELEMENT_LEN)?)?;
-            slots.push(Slot {
-                input,
-                inverse_blind,
-                blinded,
-            });
+            slots.push(Slot { input, blinded });
         }
         r.finish()?;
         if seen.iter().any(|s| !s) {
@@ -302,9 +360,10 @@ impl<G: PrimeGroup> ReceiverAwaitingResponse<G> {
         let mut wanted: HashMap<&[u8], Vec<usize>> = HashMap::with_capacity(m);
         let mut outputs = Vec::with_capacity(self.pre.inputs.len());
         for (slot, z) in self.pre.slots.iter().zip(&resp.evaluated) {
-            if let Some(i) = slot.input {
+            if let Some((i, inverse_blind)) = &slot.input {
+                let i = *i;
                 let input = &self.pre.inputs[i as usize];
-                let unblinded = G::mul(z, slot.inverse_blind.expose());
+                let unblinded = G::mul(z, inverse_blind.expose());
                 let out = oprf.finalize_unblinded(input, &unblinded);
                 outputs.push((i as usize, out[..lb].to_vec()));
             }

@@ -84,14 +84,26 @@ impl<G: PrimeGroup> Initiator<G> {
     /// Handles M1 and produces M2.
     pub fn on_m1(self, m1: &[u8], rng: &mut impl CryptoRngCore) -> Result<(InitiatorAwaitingM3<G>, Vec<u8>)> {
         let request = Request::<G>::from_bytes(m1, self.sender.params())?;
-        let response = self.sender.respond_to(&request, rng)?;
+        let (state, m2) = self.on_m1_typed(&request, rng)?;
+        Ok((state, m2.to_bytes()))
+    }
+
+    /// Like [`Initiator::on_m1`] with typed messages (for protocols that carry
+    /// certificates beside the PSI messages and must inspect them).
+    pub fn on_m1_typed(
+        self,
+        request: &Request<G>,
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<(InitiatorAwaitingM3<G>, Bundle<G>)> {
+        let response = self.sender.respond_to(request, rng)?;
         let (receiver, request2) = Receiver::start_typed(&self.own);
-        let m2 = Bundle {
-            response,
-            request: request2,
-        }
-        .to_bytes();
-        Ok((InitiatorAwaitingM3 { receiver }, m2))
+        Ok((
+            InitiatorAwaitingM3 { receiver },
+            Bundle {
+                response,
+                request: request2,
+            },
+        ))
     }
 }
 
@@ -99,6 +111,11 @@ impl<G: PrimeGroup> InitiatorAwaitingM3<G> {
     /// Handles M3: the result of run 2 (which of our elements the responder holds).
     pub fn on_m3(self, m3: &[u8]) -> Result<Intersection> {
         self.receiver.on_response(m3)
+    }
+
+    /// Like [`InitiatorAwaitingM3::on_m3`] with the typed response.
+    pub fn on_m3_typed(self, m3: &Response<G>) -> Result<Intersection> {
+        self.receiver.on_response_typed(m3)
     }
 }
 
@@ -124,7 +141,21 @@ impl Responder {
                 "the two runs must use the same parameters",
             ));
         }
-        let (receiver, m1) = Receiver::start(own);
+        let (state, m1) = Self::start_typed(sender, own)?;
+        Ok((state, m1.to_bytes()))
+    }
+
+    /// Like [`Responder::start`] with the typed request.
+    pub fn start_typed<G: PrimeGroup>(
+        sender: Sender<G>,
+        own: &ReceiverPrecomputation<G>,
+    ) -> Result<(ResponderAwaitingM2<G>, Request<G>)> {
+        if sender.params() != own.params() {
+            return Err(Error::PrecomputationMismatch(
+                "the two runs must use the same parameters",
+            ));
+        }
+        let (receiver, m1) = Receiver::start_typed(own);
         Ok((ResponderAwaitingM2 { sender, receiver }, m1))
     }
 }
@@ -134,8 +165,14 @@ impl<G: PrimeGroup> ResponderAwaitingM2<G> {
     /// holds) and M3. If run 1 fails (a bad proof, a malformed message), no M3 is made.
     pub fn on_m2(self, m2: &[u8], rng: &mut impl CryptoRngCore) -> Result<(Intersection, Vec<u8>)> {
         let bundle = Bundle::<G>::from_bytes(m2, self.sender.params())?;
-        let learned = self.receiver.on_response_typed(&bundle.response)?;
-        let m3 = self.sender.respond_to(&bundle.request, rng)?.to_bytes();
+        let (learned, m3) = self.on_m2_typed(&bundle, rng)?;
+        Ok((learned, m3.to_bytes()))
+    }
+
+    /// Like [`ResponderAwaitingM2::on_m2`] with typed messages.
+    pub fn on_m2_typed(self, m2: &Bundle<G>, rng: &mut impl CryptoRngCore) -> Result<(Intersection, Response<G>)> {
+        let learned = self.receiver.on_response_typed(&m2.response)?;
+        let m3 = self.sender.respond_to(&m2.request, rng)?;
         Ok((learned, m3))
     }
 }

@@ -481,3 +481,33 @@ fn receiver_sending_bad_points_or_bad_lengths_is_refused() {
     // the honest request still works afterwards
     s.respond(&req, &mut r).unwrap();
 }
+
+#[test]
+fn certified_slots_keep_their_order_and_match() {
+    use tacit_psi::CertifiedSlot;
+    let p = params::<Ristretto255>(Security::Malicious, 3, 8);
+    let mut r = rng(70);
+    let alpha = SecretScalar::<Ristretto255>::random(&mut r);
+    let dummy = Ristretto255::mul_base(&Ristretto255::random_scalar(&mut r));
+    let oprf = Oprf::<Ristretto255>::new(Mode::Voprf);
+    let y = Ristretto255::mul(&oprf.hash_to_group(b"bob@example.com").unwrap(), alpha.expose());
+    let slots = vec![
+        CertifiedSlot::Dummy { blinded: dummy },
+        CertifiedSlot::Real {
+            input: b"bob@example.com".to_vec(),
+            blind: alpha,
+        },
+        CertifiedSlot::Dummy { blinded: dummy },
+    ];
+    let pre = ReceiverPrecomputation::from_certified_slots(&p, slots).unwrap();
+    // the request carries exactly the certified elements, in the certified order
+    assert_eq!(pre.request_elements(), vec![dummy, y, dummy]);
+    let s = sender::<Ristretto255>(&p, &items(&["bob@example.com", "x"]), Reuse::FreshPerSession, &mut r);
+    let (w, req) = Receiver::start(&pre);
+    let resp = s.respond(&req, &mut r).unwrap();
+    assert_eq!(w.on_response(&resp).unwrap().items(), &items(&["bob@example.com"])[..]);
+    let back = ReceiverPrecomputation::<Ristretto255>::from_bytes(&pre.to_bytes()).unwrap();
+    assert_eq!(back.request_elements(), pre.request_elements());
+    // wrong number of slots
+    assert!(ReceiverPrecomputation::<Ristretto255>::from_certified_slots(&p, vec![]).is_err());
+}
