@@ -1,0 +1,362 @@
+//! The identity provider (the role Apple plays in the paper) and enrolment.
+//!
+//! A device creates its account UUID and, for each own identifier `IDᵢ`, a blinding
+//! scalar `αᵢ`, the blinded value `yᵢ = αᵢ·H(IDᵢ)` and a Schnorr proof of knowledge of
+//! `αᵢ` with base `H(IDᵢ)` (PrivateDrop §4.5: "a simple zero-knowledge protocol must be
+//! run with Apple to make sure yᵢ is actually an encryption of a legitimately hashed
+//! contact identifier and the client device is in possession of the keys αᵢ"). The
+//! CA checks that the account owns each identifier (real SMS / e-mail verification is
+//! out of scope: the caller passes an ownership decision, in tacit an operator's
+//! confirmation), verifies each proof, and issues
+//!
+//! * the certified blinded identifiers `Y_σ` (Eq. 5–6): the `yᵢ` at random positions
+//!   among `m` slots, the others filled with random group elements, so the vector does
+//!   not reveal how many identifiers are real;
+//! * one individual validation record `VR_σ,i` per identifier (Eq. 3–4);
+//! * the legacy validation record `VR_σ` with all hashes (Eq. 1–2), for the legacy
+//!   flow only.
+//!
+//! `H` is the PSI's hash to the group (RFC 9497 `HashToGroup` in VOPRF mode), so the
+//! certified `yᵢ` are exactly the receiver's PSI request.
+
+use crate::account::AccountId;
+use crate::records::{
+    CaPublicKey, CertifiedBlindedIds, LegacyValidationRecord, SignedLegacyValidationRecord, SignedValidationRecord,
+    ValidationRecord, Validity,
+};
+use crate::{DropParams, Error, Result, identifier_hash};
+use rand_core::CryptoRngCore;
+use std::collections::HashSet;
+use tacit_crypto::oprf::Oprf;
+use tacit_crypto::rng::shuffle;
+use tacit_crypto::schnorr::DlogProof;
+use tacit_crypto::sign::SigningKey;
+use tacit_crypto::{PrimeGroup, SecretScalar};
+use tacit_psi::{CertifiedSlot, ReceiverPrecomputation};
+
+/// Default validity of issued certificates: one year.
+pub const DEFAULT_VALIDITY_SECS: u64 = 365 * 24 * 3600;
+
+/// The certification authority: an Ed25519 signing key.
+#[derive(Debug)]
+pub struct CertificateAuthority {
+    key: SigningKey,
+    validity_secs: u64,
+}
+
+/// One identifier in an enrolment request.
+#[derive(Debug, Clone)]
+pub struct EnrollmentEntry<G: PrimeGroup> {
+    /// The normalised identifier (E.164 digits or lower-case e-mail).
+    pub identifier: String,
+    /// `y = α·H(identifier)`.
+    pub blinded: G::Element,
+    /// Proof of knowledge of `α`.
+    pub proof: DlogProof<G>,
+}
+
+/// What a device sends to the CA.
+#[derive(Debug, Clone)]
+pub struct EnrollmentRequest<G: PrimeGroup> {
+    /// The account.
+    pub account: AccountId,
+    /// The parameters (group and `m`).
+    pub params: DropParams,
+    /// One entry per identifier.
+    pub entries: Vec<EnrollmentEntry<G>>,
+}
+
+/// What the CA issues.
+#[derive(Debug, Clone)]
+pub struct Issued<G: PrimeGroup> {
+    /// `Y_σ`, Eq. (5)–(6).
+    pub blinded_ids: CertifiedBlindedIds<G>,
+    /// `VR_σ,i` in the order of the request's entries, Eq. (3)–(4).
+    pub records: Vec<SignedValidationRecord>,
+    /// `VR_σ`, Eq. (1)–(2).
+    pub legacy: SignedLegacyValidationRecord,
+}
+
+/// The statement context of an enrolment proof: account and slot, so a proof cannot be
+/// moved to another account or identifier.
+fn proof_context(account: &AccountId, identifier: &str) -> Vec<u8> {
+    let mut c = b"tacit-drop-enroll-v1".to_vec();
+    c.extend_from_slice(&account.0);
+    c.extend_from_slice(identifier.as_bytes());
+    c
+}
+
+/// Whether `id` is already in tacit's normal form.
+fn is_normalised(id: &str) -> bool {
+    if id.contains('@') {
+        tacit_store::normalize_email(id).is_ok_and(|n| n == id)
+    } else {
+        !id.is_empty()
+            && id.bytes().all(|b| b.is_ascii_digit())
+            && tacit_store::normalize_phone(&format!("+{id}"), &tacit_store::NormalizeOptions::new())
+                .is_ok_and(|n| n == id)
+    }
+}
+
+impl CertificateAuthority {
+    /// A new CA with a random key.
+    pub fn generate(rng: &mut impl CryptoRngCore) -> Self {
+        CertificateAuthority {
+            key: SigningKey::generate(rng),
+            validity_secs: DEFAULT_VALIDITY_SECS,
+        }
+    }
+
+    /// The CA of a stored 32-byte seed.
+    pub fn from_seed(seed: &[u8; 32]) -> Self {
+        CertificateAuthority {
+            key: SigningKey::from_seed(seed),
+            validity_secs: DEFAULT_VALIDITY_SECS,
+        }
+    }
+
+    /// The seed, for storage (secret).
+    pub fn to_seed(&self) -> zeroize::Zeroizing<[u8; 32]> {
+        self.key.to_seed()
+    }
+
+    /// The trust root devices hold.
+    pub fn public_key(&self) -> CaPublicKey {
+        CaPublicKey(self.key.verifying_key())
+    }
+
+    /// Issues certificates valid for `secs` seconds from now on.
+    pub fn with_validity(mut self, secs: u64) -> Self {
+        self.validity_secs = secs;
+        self
+    }
+
+    /// Processes an enrolment request at time `now`. `owns(identifier)` is the
+    /// ownership decision (verified SMS / e-mail in a deployment; an operator's
+    /// confirmation in tacit).
+    pub fn enroll<G: PrimeGroup>(
+        &self,
+        req: &EnrollmentRequest<G>,
+        owns: &dyn Fn(&str) -> bool,
+        now: u64,
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Issued<G>> {
+        let m = req.params.max_ids();
+        req.params.psi.validate()?;
+        if req.params.psi.group != G::ID {
+            return Err(Error::EnrollmentRefused(format!(
+                "request is for group {}",
+                req.params.psi.group
+            )));
+        }
+        if req.entries.is_empty() {
+            return Err(Error::EnrollmentRefused("no identifiers to certify".into()));
+        }
+        if req.entries.len() > m {
+            return Err(Error::EnrollmentRefused(format!(
+                "{} identifiers; an account may certify at most {m}",
+                req.entries.len()
+            )));
+        }
+        let oprf = Oprf::<G>::new(req.params.psi.security.mode());
+        let mut seen = HashSet::new();
+        for (i, e) in req.entries.iter().enumerate() {
+            if !is_normalised(&e.identifier) {
+                return Err(Error::EnrollmentRefused(format!(
+                    "identifier {} is not in normal form",
+                    i + 1
+                )));
+            }
+            if !seen.insert(e.identifier.as_str()) {
+                return Err(Error::EnrollmentRefused(format!("identifier {} appears twice", i + 1)));
+            }
+            if !owns(&e.identifier) {
+                return Err(Error::EnrollmentRefused(format!(
+                    "ownership of identifier {} was not confirmed",
+                    i + 1
+                )));
+            }
+            let base = oprf.hash_to_group(e.identifier.as_bytes())?;
+            e.proof
+                .verify(&base, &e.blinded, &proof_context(&req.account, &e.identifier))
+                .map_err(|_| Error::EnrollmentRefused(format!("proof for identifier {} does not verify", i + 1)))?;
+        }
+        let validity = Validity {
+            not_before: now,
+            not_after: now.saturating_add(self.validity_secs),
+        };
+        // Real yᵢ and CA-chosen random elements, in random order.
+        let mut elements: Vec<G::Element> = req.entries.iter().map(|e| e.blinded).collect();
+        while elements.len() < m {
+            elements.push(G::mul_base(&G::random_scalar(rng)));
+        }
+        shuffle(rng, &mut elements);
+        let blinded_ids = CertifiedBlindedIds::sign(req.account, elements, validity, &self.key);
+        let records = req
+            .entries
+            .iter()
+            .map(|e| {
+                SignedValidationRecord::sign(
+                    ValidationRecord {
+                        account: req.account,
+                        id_hash: identifier_hash(&e.identifier),
+                        validity,
+                    },
+                    &self.key,
+                )
+            })
+            .collect();
+        let legacy = SignedLegacyValidationRecord::sign(
+            LegacyValidationRecord {
+                account: req.account,
+                id_hashes: req.entries.iter().map(|e| identifier_hash(&e.identifier)).collect(),
+                validity,
+            },
+            &self.key,
+        );
+        Ok(Issued {
+            blinded_ids,
+            records,
+            legacy,
+        })
+    }
+}
+
+/// A device's side of enrolment: holds the secrets `αᵢ` until the CA answers.
+#[derive(Debug)]
+pub struct DeviceEnrollment<G: PrimeGroup> {
+    alphas: Vec<SecretScalar<G>>,
+    request: EnrollmentRequest<G>,
+}
+
+impl<G: PrimeGroup> DeviceEnrollment<G> {
+    /// A new account enrolling `identifiers` (already normalised).
+    pub fn new(params: &DropParams, identifiers: &[&str], rng: &mut impl CryptoRngCore) -> Result<Self> {
+        Self::for_account(params, AccountId::random(rng), identifiers, rng)
+    }
+
+    /// Enrols `identifiers` for an existing account.
+    pub fn for_account(
+        params: &DropParams,
+        account: AccountId,
+        identifiers: &[&str],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Self> {
+        params.psi.validate()?;
+        if identifiers.len() > params.max_ids() {
+            return Err(Error::InvalidParams(format!(
+                "{} identifiers; the bound m is {}",
+                identifiers.len(),
+                params.max_ids()
+            )));
+        }
+        let oprf = Oprf::<G>::new(params.psi.security.mode());
+        let mut alphas = Vec::new();
+        let mut entries = Vec::new();
+        for id in identifiers {
+            let alpha = SecretScalar::<G>::random(rng);
+            let base = oprf.hash_to_group(id.as_bytes())?;
+            let proof = DlogProof::prove(&base, &alpha, &proof_context(&account, id), rng)?;
+            entries.push(EnrollmentEntry {
+                identifier: id.to_string(),
+                blinded: G::mul(&base, alpha.expose()),
+                proof,
+            });
+            alphas.push(alpha);
+        }
+        Ok(DeviceEnrollment {
+            alphas,
+            request: EnrollmentRequest {
+                account,
+                params: *params,
+                entries,
+            },
+        })
+    }
+
+    /// The request to send to the CA.
+    pub fn request(&self) -> &EnrollmentRequest<G> {
+        &self.request
+    }
+
+    /// Checks what the CA issued and assembles the device's identity.
+    pub fn finish(self, issued: Issued<G>, ca: &CaPublicKey, now: u64) -> Result<DropIdentity<G>> {
+        let req = &self.request;
+        let m = req.params.max_ids();
+        issued.blinded_ids.verify(ca, &req.account, now, m)?;
+        issued.legacy.verify(ca, &req.account, now)?;
+        if issued.records.len() != req.entries.len() {
+            return Err(Error::BadCertificate("set of validation records"));
+        }
+        for (r, e) in issued.records.iter().zip(&req.entries) {
+            let rec = r.verify(ca, &req.account, now)?;
+            if rec.id_hash != identifier_hash(&e.identifier) {
+                return Err(Error::BadCertificate("validation record"));
+            }
+        }
+        // Map certified slots back to our αᵢ: each yᵢ must appear exactly once.
+        let mut used = vec![false; req.entries.len()];
+        let mut slots = Vec::with_capacity(m);
+        for y in &issued.blinded_ids.elements {
+            match req.entries.iter().position(|e| e.blinded == *y) {
+                Some(i) if !used[i] => {
+                    used[i] = true;
+                    slots.push(CertifiedSlot::Real {
+                        input: req.entries[i].identifier.as_bytes().to_vec(),
+                        blind: self.alphas[i].clone(),
+                    });
+                }
+                Some(_) => return Err(Error::BadCertificate("certified blinded identifiers (duplicate)")),
+                None => slots.push(CertifiedSlot::Dummy { blinded: *y }),
+            }
+        }
+        if used.iter().any(|u| !u) {
+            return Err(Error::BadCertificate("certified blinded identifiers (one is missing)"));
+        }
+        let precomputation = ReceiverPrecomputation::from_certified_slots(&req.params.psi, slots)?;
+        Ok(DropIdentity {
+            account: req.account,
+            params: req.params,
+            identifiers: req.entries.iter().map(|e| e.identifier.clone()).collect(),
+            precomputation,
+            blinded_ids: issued.blinded_ids,
+            records: issued.records,
+            legacy: issued.legacy,
+        })
+    }
+}
+
+/// Everything a device holds after enrolment.
+#[derive(Debug, Clone)]
+pub struct DropIdentity<G: PrimeGroup> {
+    /// The account (in the TLS certificate).
+    pub account: AccountId,
+    /// The parameters.
+    pub params: DropParams,
+    identifiers: Vec<String>,
+    precomputation: ReceiverPrecomputation<G>,
+    /// `Y_σ`.
+    pub blinded_ids: CertifiedBlindedIds<G>,
+    /// `VR_σ,i`, one per identifier, in identifier order.
+    pub records: Vec<SignedValidationRecord>,
+    /// `VR_σ` (legacy flow only).
+    pub legacy: SignedLegacyValidationRecord,
+}
+
+impl<G: PrimeGroup> DropIdentity<G> {
+    /// The own identifiers, normalised.
+    pub fn identifiers(&self) -> &[String] {
+        &self.identifiers
+    }
+
+    /// The PSI receiver precomputation whose request is exactly `Y_σ`.
+    pub fn precomputation(&self) -> &ReceiverPrecomputation<G> {
+        &self.precomputation
+    }
+
+    /// The individual validation record of identifier `i`.
+    pub fn record_for(&self, identifier: &[u8]) -> Option<&SignedValidationRecord> {
+        let i = self.identifiers.iter().position(|x| x.as_bytes() == identifier)?;
+        self.records.get(i)
+    }
+}

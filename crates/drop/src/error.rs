@@ -1,0 +1,47 @@
+/// What can go wrong in enrolment and in a PrivateDrop or AirDrop exchange. Messages
+/// name what the peer did; none carries an identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A malformed message.
+    #[error("malformed message: {0}")]
+    Wire(#[from] tacit_wire::Error),
+    /// A cryptographic check failed or a key is invalid.
+    #[error("{0}")]
+    Crypto(#[from] tacit_crypto::Error),
+    /// The PSI engine refused.
+    #[error("{0}")]
+    Psi(#[from] tacit_psi::Error),
+    /// A certificate or record is not signed by the trusted CA.
+    #[error("the peer's {0} is not signed by the trusted certification authority")]
+    BadCertificate(&'static str),
+    /// A certificate or record belongs to another account than the TLS peer.
+    #[error("the peer's {0} names another account than its TLS certificate (replayed or stolen)")]
+    AccountMismatch(&'static str),
+    /// A certificate expired (or is not yet valid).
+    #[error("the peer's {what} is not valid at this time (valid {from}..{until}, now {now})")]
+    Expired {
+        /// Which certificate.
+        what: &'static str,
+        /// Start of validity (Unix seconds).
+        from: u64,
+        /// End of validity (Unix seconds).
+        until: u64,
+        /// The time of the check.
+        now: u64,
+    },
+    /// The PSI request does not carry the certified blinded identifiers.
+    #[error("the peer's PSI request does not carry its certified blinded identifiers")]
+    UncertifiedInput,
+    /// Enrolment was refused.
+    #[error("enrolment refused: {0}")]
+    EnrollmentRefused(String),
+    /// The receiver does not accept this sender (discoverability policy).
+    #[error("not discoverable for this sender: {0}")]
+    NotDiscoverable(&'static str),
+    /// Parameters do not fit.
+    #[error("invalid parameters: {0}")]
+    InvalidParams(String),
+    /// A capture or range given to the attack tool is unusable.
+    #[error("{0}")]
+    Attack(String),
+}

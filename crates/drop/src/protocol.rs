@@ -1,0 +1,595 @@
+//! PrivateDrop's authentication (paper Fig. 4 and §5.3): DO2 → DO3 interleaved in
+//! three messages carried by the `StartPSI` and `FinishPSI` exchanges, then `Ask`.
+//!
+//! ```text
+//! AirDrop sender (HTTPS client)                         AirDrop receiver (HTTPS server)
+//!   PSI sender in DO2 (address book),                     PSI receiver in DO2 (own IDs),
+//!   PSI receiver in DO3 (own IDs)                         PSI sender in DO3 (address book)
+//!
+//!   StartPSI request: parameters            ─────────▶
+//!                                           ◀─────────  M1 = Y_σ(receiver)          (its PSI request)
+//!   verify Y_σ (CA, UUID = TLS peer, expiry)
+//!   FinishPSI request: M2 = Y_σ(sender)     ─────────▶
+//!        ‖ DO2 response (answers, proof, u's of AB)
+//!                                                       verify Y_σ; DO2 result = which of my IDs
+//!                                                       the sender knows; pick one at random
+//!                                           ◀─────────  M3 = DO3 response ‖ [VR_σ,i if DO2 matched]
+//!   DO3 result = which of my IDs the receiver knows;
+//!   verify VR_σ,i (CA, UUID, hash ∈ my address book)
+//!   Ask: [VR_σ,i if DO3 matched] ‖ offer    ─────────▶
+//!                                                       verify VR_σ,i; contacts-only mode refuses
+//!                                                       a sender it cannot identify as a contact
+//! ```
+//!
+//! The PSI requests are not sent separately: a party's request *is* its certified
+//! vector `Y_σ`, so an uncertified input cannot be smuggled in. Each validation record
+//! is released only to a peer that proved (through the PSI) to already hold that
+//! identifier, and only one record, chosen at random among the matches (§5.3).
+
+use crate::account::AccountId;
+use crate::ca::DropIdentity;
+use crate::records::{CaPublicKey, CertifiedBlindedIds, SignedValidationRecord};
+use crate::{DropParams, Error, Result, identifier_hash};
+use rand_core::CryptoRngCore;
+use std::collections::HashMap;
+use tacit_crypto::PrimeGroup;
+use tacit_crypto::rng::uniform_below;
+use tacit_psi::two_way::{Bundle, Initiator, InitiatorAwaitingM3, Responder, ResponderAwaitingM2};
+use tacit_psi::{Intersection, PsiParams, Request, Response, Sender};
+use tacit_wire::{Reader, Writer};
+
+/// Message-type tags (registered in `docs/wire.md`).
+pub mod tags {
+    /// [`super::StartPsiRequest`].
+    pub const START_PSI_REQUEST: u16 = 0x0210;
+    /// [`super::StartPsiResponse`] (M1).
+    pub const START_PSI_RESPONSE: u16 = 0x0211;
+    /// [`super::FinishPsiRequest`] (M2).
+    pub const FINISH_PSI_REQUEST: u16 = 0x0212;
+    /// [`super::FinishPsiResponse`] (M3).
+    pub const FINISH_PSI_RESPONSE: u16 = 0x0213;
+    /// [`super::Ask`].
+    pub const ASK: u16 = 0x0214;
+}
+
+/// Who a receiver lets authenticate (AirDrop's setting, §2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Discoverability {
+    /// Only senders that prove to be in the receiver's address book (the default).
+    ContactsOnly,
+    /// Anyone; non-contacts are shown by device name only.
+    Everyone,
+    /// Nobody.
+    Off,
+}
+
+/// The normalised address book with `SHA-256` of each entry, to recognise validation
+/// records.
+#[derive(Debug, Clone, Default)]
+pub struct AddressBook {
+    entries: Vec<String>,
+    by_hash: HashMap<[u8; 32], usize>,
+}
+
+impl AddressBook {
+    /// From normalised identifiers (duplicates ignored).
+    pub fn new<S: AsRef<str>>(entries: &[S]) -> Self {
+        let mut book = AddressBook::default();
+        for e in entries {
+            let h = identifier_hash(e.as_ref());
+            if let std::collections::hash_map::Entry::Vacant(v) = book.by_hash.entry(h) {
+                v.insert(book.entries.len());
+                book.entries.push(e.as_ref().to_string());
+            }
+        }
+        book
+    }
+
+    /// The entries, in insertion order.
+    pub fn entries(&self) -> &[String] {
+        &self.entries
+    }
+
+    /// The entry whose `SHA-256` is `hash`.
+    pub fn by_hash(&self, hash: &[u8; 32]) -> Option<&str> {
+        self.by_hash.get(hash).map(|&i| self.entries[i].as_str())
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// What a party concluded about its peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peer {
+    /// A mutual contact, identified by the entry of our address book its validation
+    /// record names.
+    Contact {
+        /// The matching address-book entry.
+        identifier: String,
+    },
+    /// Not authenticated: shown by device name only.
+    Unknown,
+}
+
+/// Everything both parties need besides their own messages.
+#[derive(Debug, Clone)]
+pub struct Context<'a, G: PrimeGroup> {
+    /// Our enrolled identity.
+    pub identity: &'a DropIdentity<G>,
+    /// Our address book.
+    pub book: &'a AddressBook,
+    /// The trusted CA.
+    pub ca: CaPublicKey,
+    /// The account in the peer's TLS certificate.
+    pub peer: AccountId,
+    /// The current time (Unix seconds).
+    pub now: u64,
+}
+
+fn request_of<G: PrimeGroup>(params: &PsiParams, cert: &CertifiedBlindedIds<G>) -> Request<G> {
+    Request {
+        params: *params,
+        blinded: cert.elements.clone(),
+    }
+}
+
+/// Checks a validation record the peer sent and looks its identifier up in our book.
+fn identify<G: PrimeGroup>(ctx: &Context<'_, G>, record: Option<&SignedValidationRecord>) -> Result<Peer> {
+    match record {
+        None => Ok(Peer::Unknown),
+        Some(r) => {
+            let rec = r.verify(&ctx.ca, &ctx.peer, ctx.now)?;
+            Ok(match ctx.book.by_hash(&rec.id_hash) {
+                Some(id) => Peer::Contact {
+                    identifier: id.to_string(),
+                },
+                // A signed record for an identifier we do not hold: the peer showed it to
+                // a non-holder, which the protocol never does; treat as unauthenticated.
+                None => Peer::Unknown,
+            })
+        }
+    }
+}
+
+/// Picks the record of one matched identifier at random (§5.3).
+fn pick_record<G: PrimeGroup>(
+    identity: &DropIdentity<G>,
+    matched: &Intersection,
+    rng: &mut impl CryptoRngCore,
+) -> Option<SignedValidationRecord> {
+    if matched.is_empty() {
+        return None;
+    }
+    let i = uniform_below(rng, matched.len() as u64) as usize;
+    identity.record_for(&matched.items()[i]).cloned()
+}
+
+// ---------------------------------------------------------------------------
+// Messages
+
+/// `StartPSI` request: the sender announces the parameters it runs with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartPsiRequest {
+    /// PSI parameters.
+    pub params: PsiParams,
+}
+
+/// M1: the receiver's certified blinded identifiers (its DO2 request).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartPsiResponse<G: PrimeGroup> {
+    /// `Y_σ` of the receiver.
+    pub blinded_ids: CertifiedBlindedIds<G>,
+}
+
+/// M2: the sender's certified blinded identifiers (its DO3 request) and its DO2 response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishPsiRequest<G: PrimeGroup> {
+    /// `Y_σ` of the sender.
+    pub blinded_ids: CertifiedBlindedIds<G>,
+    /// DO2 response.
+    pub response: Response<G>,
+}
+
+/// M3: the receiver's DO3 response and, if DO2 matched, one validation record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishPsiResponse<G: PrimeGroup> {
+    /// DO3 response.
+    pub response: Response<G>,
+    /// `VR_σ,i` of one identifier of the receiver that the sender knows.
+    pub record: Option<SignedValidationRecord>,
+}
+
+/// `Ask`: the sender's validation record (if DO3 matched) and what it offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// `VR_σ,i` of one identifier of the sender that the receiver knows.
+    pub record: Option<SignedValidationRecord>,
+    /// The sender's device name.
+    pub sender_name: String,
+    /// The offered files.
+    pub files: Vec<FileOffer>,
+}
+
+/// One offered file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOffer {
+    /// File name (no directories).
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Media type.
+    pub media_type: String,
+    /// SHA-256 of the content.
+    pub sha256: [u8; 32],
+}
+
+/// Longest device name.
+pub const MAX_NAME: usize = 255;
+/// Most files per `Ask`.
+pub const MAX_FILES: usize = 1024;
+
+fn put_params(w: &mut Writer, p: &PsiParams) {
+    w.put_u8(p.group.code());
+    w.put_u32(p.max_receiver);
+    w.put_u32(p.max_sender);
+    w.put_u16(p.lambda);
+}
+
+fn expect_params(r: &mut Reader<'_>, ours: &PsiParams) -> Result<()> {
+    let g = r.u8()?;
+    let (m, n, l) = (r.u32()?, r.u32()?, r.u16()?);
+    if g != ours.group.code() || m != ours.max_receiver || n != ours.max_sender || l != ours.lambda {
+        return Err(tacit_psi::Error::ParamsMismatch {
+            ours: ours.to_string(),
+            theirs: format!("group code {g}, m = {m}, n = {n}, λ = {l}"),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+fn put_record(w: &mut Writer, r: &Option<SignedValidationRecord>) {
+    match r {
+        Some(r) => {
+            w.put_u8(1);
+            r.encode(w);
+        }
+        None => w.put_u8(0),
+    }
+}
+
+fn read_record(r: &mut Reader<'_>) -> Result<Option<SignedValidationRecord>> {
+    Ok(if r.bool("record flag")? {
+        Some(SignedValidationRecord::decode(r)?)
+    } else {
+        None
+    })
+}
+
+impl StartPsiRequest {
+    /// Encoding.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(tags::START_PSI_REQUEST);
+        put_params(&mut w, &self.params);
+        w.into_bytes()
+    }
+
+    /// Decodes and checks the parameters equal ours.
+    pub fn from_bytes(b: &[u8], ours: &PsiParams) -> Result<Self> {
+        let mut r = Reader::new(b);
+        r.envelope(tags::START_PSI_REQUEST, "StartPSI request")?;
+        expect_params(&mut r, ours)?;
+        r.finish()?;
+        Ok(StartPsiRequest { params: *ours })
+    }
+}
+
+impl<G: PrimeGroup> StartPsiResponse<G> {
+    /// Encoding.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(tags::START_PSI_RESPONSE);
+        self.blinded_ids.encode(&mut w);
+        w.into_bytes()
+    }
+
+    /// Decodes (at most `m` blinded identifiers).
+    pub fn from_bytes(b: &[u8], params: &DropParams) -> Result<Self> {
+        let mut r = Reader::new(b);
+        r.envelope(tags::START_PSI_RESPONSE, "StartPSI response")?;
+        let blinded_ids = CertifiedBlindedIds::decode(&mut r, params.max_ids())?;
+        r.finish()?;
+        Ok(StartPsiResponse { blinded_ids })
+    }
+}
+
+impl<G: PrimeGroup> FinishPsiRequest<G> {
+    /// Encoding.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(tags::FINISH_PSI_REQUEST);
+        self.blinded_ids.encode(&mut w);
+        self.response.encode(&mut w);
+        w.into_bytes()
+    }
+
+    /// Decodes against our parameters.
+    pub fn from_bytes(b: &[u8], params: &DropParams) -> Result<Self> {
+        let mut r = Reader::new(b);
+        r.envelope(tags::FINISH_PSI_REQUEST, "FinishPSI request")?;
+        let blinded_ids = CertifiedBlindedIds::decode(&mut r, params.max_ids())?;
+        let response = Response::decode(&mut r, &params.psi)?;
+        r.finish()?;
+        Ok(FinishPsiRequest { blinded_ids, response })
+    }
+}
+
+impl<G: PrimeGroup> FinishPsiResponse<G> {
+    /// Encoding.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(tags::FINISH_PSI_RESPONSE);
+        self.response.encode(&mut w);
+        put_record(&mut w, &self.record);
+        w.into_bytes()
+    }
+
+    /// Decodes against our parameters.
+    pub fn from_bytes(b: &[u8], params: &DropParams) -> Result<Self> {
+        let mut r = Reader::new(b);
+        r.envelope(tags::FINISH_PSI_RESPONSE, "FinishPSI response")?;
+        let response = Response::decode(&mut r, &params.psi)?;
+        let record = read_record(&mut r)?;
+        r.finish()?;
+        Ok(FinishPsiResponse { response, record })
+    }
+}
+
+impl Ask {
+    /// Encoding.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(tags::ASK);
+        put_record(&mut w, &self.record);
+        w.put_str(&self.sender_name);
+        w.put_count(self.files.len());
+        for f in &self.files {
+            w.put_str(&f.name);
+            w.put_u64(f.size);
+            w.put_str(&f.media_type);
+            w.put_fixed(&f.sha256);
+        }
+        w.into_bytes()
+    }
+
+    /// Decodes.
+    pub fn from_bytes(b: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(b);
+        r.envelope(tags::ASK, "Ask")?;
+        let record = read_record(&mut r)?;
+        let sender_name = r.str("sender name", MAX_NAME)?.to_string();
+        let n = r.count("files", MAX_FILES, 4 + 8 + 4 + 32)?;
+        let mut files = Vec::with_capacity(n);
+        for _ in 0..n {
+            files.push(FileOffer {
+                name: r.str("file name", MAX_NAME)?.to_string(),
+                size: r.u64()?,
+                media_type: r.str("media type", MAX_NAME)?.to_string(),
+                sha256: r.array("file hash")?,
+            });
+        }
+        r.finish()?;
+        Ok(Ask {
+            record,
+            sender_name,
+            files,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The AirDrop sender
+
+/// The AirDrop sender before `StartPSI`.
+#[derive(Debug)]
+pub struct DropSender;
+
+/// The sender waiting for M1.
+#[derive(Debug)]
+pub struct SenderAwaitingM1<'a, G: PrimeGroup> {
+    ctx: Context<'a, G>,
+    book_sender: Sender<G>,
+}
+
+/// The sender waiting for M3.
+#[derive(Debug)]
+pub struct SenderAwaitingM3<'a, G: PrimeGroup> {
+    ctx: Context<'a, G>,
+    do3: InitiatorAwaitingM3<G>,
+}
+
+/// What the sender knows after authentication.
+#[derive(Debug, Clone)]
+pub struct SenderOutcome {
+    /// The receiver, if it proved to be a mutual contact.
+    pub receiver: Peer,
+    /// Our own identifiers the receiver holds (DO3 result).
+    pub known_by_receiver: Vec<String>,
+    /// Our validation record to put in `Ask` (only if DO3 matched).
+    pub ask_record: Option<SignedValidationRecord>,
+}
+
+impl DropSender {
+    /// Starts: `book_sender` is the PSI sender over our address book (its
+    /// precomputation made ahead of time).
+    pub fn start<'a, G: PrimeGroup>(
+        ctx: Context<'a, G>,
+        book_sender: Sender<G>,
+    ) -> Result<(SenderAwaitingM1<'a, G>, Vec<u8>)> {
+        if *book_sender.params() != ctx.identity.params.psi {
+            return Err(Error::InvalidParams(
+                "address-book precomputation made for other parameters".into(),
+            ));
+        }
+        let start = StartPsiRequest {
+            params: ctx.identity.params.psi,
+        };
+        Ok((SenderAwaitingM1 { ctx, book_sender }, start.to_bytes()))
+    }
+}
+
+impl<'a, G: PrimeGroup> SenderAwaitingM1<'a, G> {
+    /// Handles M1: verifies the receiver's certified inputs, answers DO2 and sends our
+    /// DO3 request (M2).
+    pub fn on_m1(self, m1: &[u8], rng: &mut impl CryptoRngCore) -> Result<(SenderAwaitingM3<'a, G>, Vec<u8>)> {
+        let params = self.ctx.identity.params;
+        let m1 = StartPsiResponse::<G>::from_bytes(m1, &params)?;
+        m1.blinded_ids
+            .verify(&self.ctx.ca, &self.ctx.peer, self.ctx.now, params.max_ids())?;
+        let request = request_of(&params.psi, &m1.blinded_ids);
+        let initiator = Initiator::new(self.book_sender, self.ctx.identity.precomputation().clone())?;
+        let (do3, bundle) = initiator.on_m1_typed(&request, rng)?;
+        if bundle.request.blinded != self.ctx.identity.blinded_ids.elements {
+            return Err(Error::UncertifiedInput);
+        }
+        let m2 = FinishPsiRequest {
+            blinded_ids: self.ctx.identity.blinded_ids.clone(),
+            response: bundle.response,
+        };
+        Ok((SenderAwaitingM3 { ctx: self.ctx, do3 }, m2.to_bytes()))
+    }
+}
+
+impl<G: PrimeGroup> SenderAwaitingM3<'_, G> {
+    /// Handles M3: the DO3 result and the receiver's identity.
+    pub fn on_m3(self, m3: &[u8], rng: &mut impl CryptoRngCore) -> Result<SenderOutcome> {
+        let m3 = FinishPsiResponse::<G>::from_bytes(m3, &self.ctx.identity.params)?;
+        let known = self.do3.on_m3_typed(&m3.response)?;
+        let receiver = identify(&self.ctx, m3.record.as_ref())?;
+        Ok(SenderOutcome {
+            receiver,
+            known_by_receiver: known
+                .items()
+                .iter()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect(),
+            ask_record: pick_record(self.ctx.identity, &known, rng),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The AirDrop receiver
+
+/// The AirDrop receiver before `StartPSI`.
+#[derive(Debug)]
+pub struct DropReceiver;
+
+/// The receiver waiting for M2.
+#[derive(Debug)]
+pub struct ReceiverAwaitingM2<'a, G: PrimeGroup> {
+    ctx: Context<'a, G>,
+    mode: Discoverability,
+    do2: ResponderAwaitingM2<G>,
+}
+
+/// The receiver waiting for `Ask`.
+#[derive(Debug)]
+pub struct ReceiverAwaitingAsk<'a, G: PrimeGroup> {
+    ctx: Context<'a, G>,
+    mode: Discoverability,
+    /// Our identifiers the sender holds (DO2 result).
+    pub known_by_sender: Vec<String>,
+}
+
+/// What the receiver knows after `Ask`.
+#[derive(Debug, Clone)]
+pub struct ReceiverOutcome {
+    /// The sender, if it proved to be a mutual contact.
+    pub sender: Peer,
+    /// Our identifiers the sender holds (DO2 result).
+    pub known_by_sender: Vec<String>,
+    /// The sender's device name and offer.
+    pub ask: Ask,
+}
+
+impl DropReceiver {
+    /// Handles `StartPSI`: answers with our certified blinded identifiers (M1).
+    pub fn on_start<'a, G: PrimeGroup>(
+        ctx: Context<'a, G>,
+        mode: Discoverability,
+        book_sender: Sender<G>,
+        start: &[u8],
+    ) -> Result<(ReceiverAwaitingM2<'a, G>, Vec<u8>)> {
+        if mode == Discoverability::Off {
+            return Err(Error::NotDiscoverable("discoverability is off"));
+        }
+        StartPsiRequest::from_bytes(start, &ctx.identity.params.psi)?;
+        let (do2, request) = Responder::start_typed(book_sender, ctx.identity.precomputation())?;
+        if request.blinded != ctx.identity.blinded_ids.elements {
+            return Err(Error::UncertifiedInput);
+        }
+        let m1 = StartPsiResponse {
+            blinded_ids: ctx.identity.blinded_ids.clone(),
+        };
+        Ok((ReceiverAwaitingM2 { ctx, mode, do2 }, m1.to_bytes()))
+    }
+}
+
+impl<'a, G: PrimeGroup> ReceiverAwaitingM2<'a, G> {
+    /// Handles M2: verifies the sender's certified inputs, learns the DO2 result,
+    /// answers DO3 and attaches one validation record if DO2 matched (M3).
+    pub fn on_m2(self, m2: &[u8], rng: &mut impl CryptoRngCore) -> Result<(ReceiverAwaitingAsk<'a, G>, Vec<u8>)> {
+        let params = self.ctx.identity.params;
+        let m2 = FinishPsiRequest::<G>::from_bytes(m2, &params)?;
+        m2.blinded_ids
+            .verify(&self.ctx.ca, &self.ctx.peer, self.ctx.now, params.max_ids())?;
+        let bundle = Bundle {
+            response: m2.response,
+            request: request_of(&params.psi, &m2.blinded_ids),
+        };
+        let (known, response) = self.do2.on_m2_typed(&bundle, rng)?;
+        let m3 = FinishPsiResponse {
+            response,
+            record: pick_record(self.ctx.identity, &known, rng),
+        };
+        Ok((
+            ReceiverAwaitingAsk {
+                ctx: self.ctx,
+                mode: self.mode,
+                known_by_sender: known
+                    .items()
+                    .iter()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .collect(),
+            },
+            m3.to_bytes(),
+        ))
+    }
+}
+
+impl<G: PrimeGroup> ReceiverAwaitingAsk<'_, G> {
+    /// Handles `Ask`: identifies the sender from its validation record and applies the
+    /// discoverability policy.
+    pub fn on_ask(self, ask: &[u8]) -> Result<ReceiverOutcome> {
+        let ask = Ask::from_bytes(ask)?;
+        let sender = identify(&self.ctx, ask.record.as_ref())?;
+        if self.mode == Discoverability::ContactsOnly && sender == Peer::Unknown {
+            return Err(Error::NotDiscoverable("this receiver accepts contacts only"));
+        }
+        Ok(ReceiverOutcome {
+            sender,
+            known_by_sender: self.known_by_sender,
+            ask,
+        })
+    }
+}

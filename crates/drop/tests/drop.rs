@@ -1,0 +1,364 @@
+//! PrivateDrop and legacy AirDrop exchanges between in-process parties: mutual
+//! contacts, non-contacts, deviating peers, and the attack on captures.
+
+use tacit_crypto::oprf::{KeyPair, Mode, Oprf};
+use tacit_crypto::rng::SecureRng;
+use tacit_crypto::{Ristretto255, SecretScalar};
+use tacit_drop::attack::{PhoneRange, brute_force, read_capture, write_capture};
+use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity};
+use tacit_drop::legacy::{DiscoverRequest, receiver_on_discover, sender_on_response};
+use tacit_drop::protocol::{
+    AddressBook, Ask, Context, Discoverability, DropReceiver, DropSender, FinishPsiRequest, Peer,
+};
+use tacit_drop::{DropParams, Error};
+use tacit_psi::{Reuse, Sender, SenderKey, SenderPrecomputation};
+
+type G = Ristretto255;
+const NOW: u64 = 1_800_000_000;
+
+struct Device {
+    identity: DropIdentity<G>,
+    book: AddressBook,
+}
+
+fn params() -> DropParams {
+    DropParams::default().with_bounds(3, 20)
+}
+
+fn device(ca: &CertificateAuthority, ids: &[&str], book: &[&str], rng: &mut SecureRng) -> Device {
+    let e = DeviceEnrollment::<G>::new(&params(), ids, rng).unwrap();
+    let issued = ca.enroll(e.request(), &|_| true, NOW - 10, rng).unwrap();
+    Device {
+        identity: e.finish(issued, &ca.public_key(), NOW).unwrap(),
+        book: AddressBook::new(book),
+    }
+}
+
+fn book_sender(d: &Device, rng: &mut SecureRng) -> Sender<G> {
+    let p = params().psi;
+    let key = SenderKey::<G>::generate(rng, 1);
+    let pre = SenderPrecomputation::compute(&p, &key, d.book.entries(), Reuse::FreshPerSession, rng).unwrap();
+    Sender::new(&p, key, pre).unwrap()
+}
+
+fn ctx<'a>(me: &'a Device, ca: &CertificateAuthority, peer: &Device) -> Context<'a, G> {
+    Context {
+        identity: &me.identity,
+        book: &me.book,
+        ca: ca.public_key(),
+        peer: peer.identity.account,
+        now: NOW,
+    }
+}
+
+/// Runs a whole exchange; returns what each side concluded and every message.
+struct Run {
+    sender_saw: Result<tacit_drop::protocol::SenderOutcome, Error>,
+    receiver_saw: Result<tacit_drop::protocol::ReceiverOutcome, Error>,
+    messages_to_receiver: Vec<Vec<u8>>,
+    messages_to_sender: Vec<Vec<u8>>,
+}
+
+fn run(ca: &CertificateAuthority, s: &Device, r: &Device, mode: Discoverability, rng: &mut SecureRng) -> Run {
+    let (sw, start) = DropSender::start(ctx(s, ca, r), book_sender(s, rng)).unwrap();
+    let (rw, m1) = DropReceiver::on_start(ctx(r, ca, s), mode, book_sender(r, rng), &start).unwrap();
+    let (sw, m2) = sw.on_m1(&m1, rng).unwrap();
+    let (rw, m3) = rw.on_m2(&m2, rng).unwrap();
+    let outcome = sw.on_m3(&m3, rng);
+    let ask = Ask {
+        record: outcome.as_ref().ok().and_then(|o| o.ask_record.clone()),
+        sender_name: "Alice's laptop".into(),
+        files: vec![],
+    }
+    .to_bytes();
+    let receiver_saw = rw.on_ask(&ask);
+    Run {
+        sender_saw: outcome,
+        receiver_saw,
+        messages_to_receiver: vec![start, m2, ask],
+        messages_to_sender: vec![m1, m3],
+    }
+}
+
+#[test]
+fn mutual_contacts_authenticate_each_other() {
+    let mut rng = SecureRng::from_seed([1; 32]);
+    let ca = CertificateAuthority::generate(&mut rng);
+    let alice = device(
+        &ca,
+        &["14155551111", "alice@example.com"],
+        &["bob@example.com", "14155559999"],
+        &mut rng,
+    );
+    let bob = device(
+        &ca,
+        &["bob@example.com", "14155552222"],
+        &["alice@example.com", "14155553333"],
+        &mut rng,
+    );
+    let out = run(&ca, &alice, &bob, Discoverability::ContactsOnly, &mut rng);
+    let s = out.sender_saw.unwrap();
+    assert_eq!(
+        s.receiver,
+        Peer::Contact {
+            identifier: "bob@example.com".into()
+        }
+    );
+    assert_eq!(s.known_by_receiver, ["alice@example.com"]);
+    let r = out.receiver_saw.unwrap();
+    assert_eq!(
+        r.sender,
+        Peer::Contact {
+            identifier: "alice@example.com".into()
+        }
+    );
+    assert_eq!(r.known_by_sender, ["bob@example.com"]);
+}
+
+#[test]
+fn a_non_contact_learns_nothing_and_is_refused_in_contacts_only_mode() {
+    let mut rng = SecureRng::from_seed([2; 32]);
+    let ca = CertificateAuthority::generate(&mut rng);
+    let mallory = device(
+        &ca,
+        &["14155556666"],
+        &["14155550001", "celebrity@example.com"],
+        &mut rng,
+    );
+    let bob = device(
+        &ca,
+        &["bob@example.com", "14155552222"],
+        &["alice@example.com"],
+        &mut rng,
+    );
+    let out = run(&ca, &mallory, &bob, Discoverability::ContactsOnly, &mut rng);
+    let s = out.sender_saw.unwrap();
+    assert_eq!(s.receiver, Peer::Unknown);
+    assert!(s.known_by_receiver.is_empty());
+    assert!(s.ask_record.is_none());
+    assert!(matches!(out.receiver_saw, Err(Error::NotDiscoverable(_))));
+    // Nothing derived from Bob's identifiers reached Mallory that the attack can use.
+    let capture = write_capture(&out.messages_to_sender);
+    let summary = read_capture(&capture, &params()).unwrap();
+    assert!(summary.hashes.is_empty(), "{summary:?}");
+    assert_eq!(summary.messages.len(), 2);
+    // …and nothing of Mallory's reached Bob either (Mallory's book did not match).
+    let summary = read_capture(&write_capture(&out.messages_to_receiver), &params()).unwrap();
+    assert!(summary.hashes.is_empty(), "{summary:?}");
+
+    // In everyone mode the transfer may proceed, with the sender unidentified.
+    let out = run(&ca, &mallory, &bob, Discoverability::Everyone, &mut rng);
+    assert_eq!(out.receiver_saw.unwrap().sender, Peer::Unknown);
+}
+
+#[test]
+fn a_sender_the_receiver_knows_only_one_way() {
+    // Bob has Carol in his book, Carol does not have Bob: Carol gets no record of Bob's.
+    let mut rng = SecureRng::from_seed([3; 32]);
+    let ca = CertificateAuthority::generate(&mut rng);
+    let carol = device(&ca, &["carol@example.com"], &["someone@example.com"], &mut rng);
+    let bob = device(&ca, &["bob@example.com"], &["carol@example.com"], &mut rng);
+    let out = run(&ca, &carol, &bob, Discoverability::Everyone, &mut rng);
+    let s = out.sender_saw.unwrap();
+    assert_eq!(
+        s.receiver,
+        Peer::Unknown,
+        "Bob's record must not reach a sender that does not know him"
+    );
+    assert_eq!(s.known_by_receiver, ["carol@example.com"]);
+    let r = out.receiver_saw.unwrap();
+    assert_eq!(
+        r.sender,
+        Peer::Contact {
+            identifier: "carol@example.com".into()
+        }
+    );
+    assert!(r.known_by_sender.is_empty());
+}
+
+#[test]
+fn m1_replayed_in_another_tls_session_fails_the_uuid_check() {
+    let mut rng = SecureRng::from_seed([4; 32]);
+    let ca = CertificateAuthority::generate(&mut rng);
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"], &mut rng);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"], &mut rng);
+    let eve = device(&ca, &["eve@example.com"], &[], &mut rng);
+    // Eve replays Bob's M1 while her own account is in the TLS certificate.
+    let (_, start) = DropSender::start(ctx(&alice, &ca, &bob), book_sender(&alice, &mut rng)).unwrap();
+    let (_, bobs_m1) = DropReceiver::on_start(
+        ctx(&bob, &ca, &alice),
+        Discoverability::Everyone,
+        book_sender(&bob, &mut rng),
+        &start,
+    )
+    .unwrap();
+    let (sw, _) = DropSender::start(ctx(&alice, &ca, &eve), book_sender(&alice, &mut rng)).unwrap();
+    assert!(matches!(sw.on_m1(&bobs_m1, &mut rng), Err(Error::AccountMismatch(_))));
+}
+
+#[test]
+fn certificates_from_another_ca_or_expired_are_refused() {
+    let mut rng = SecureRng::from_seed([5; 32]);
+    let ca = CertificateAuthority::generate(&mut rng);
+    let rogue = CertificateAuthority::generate(&mut rng);
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"], &mut rng);
+    let forged_bob = device(&rogue, &["bob@example.com"], &["alice@example.com"], &mut rng);
+    let (sw, start) = DropSender::start(ctx(&alice, &ca, &forged_bob), book_sender(&alice, &mut rng)).unwrap();
+    let (_, m1) = DropReceiver::on_start(
+        ctx(&forged_bob, &rogue, &alice),
+        Discoverability::Everyone,
+        book_sender(&forged_bob, &mut rng),
+        &start,
+    )
+    .unwrap();
+    assert!(matches!(sw.on_m1(&m1, &mut rng), Err(Error::BadCertificate(_))));
+
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"], &mut rng);
+    let mut late = ctx(&alice, &ca, &bob);
+    late.now = NOW + 2 * tacit_drop::ca::DEFAULT_VALIDITY_SECS;
+    let (sw, start) = DropSender::start(late, book_sender(&alice, &mut rng)).unwrap();
+    let (_, m1) = DropReceiver::on_start(
+        ctx(&bob, &ca, &alice),
+        Discoverability::Everyone,
+        book_sender(&bob, &mut rng),
+        &start,
+    )
+    .unwrap();
+    assert!(matches!(sw.on_m1(&m1, &mut rng), Err(Error::Expired { .. })));
+}
+
+#[test]
+fn a_sender_whose_proof_fails_gets_no_validation_record() {
+    let mut rng = SecureRng::from_seed([6; 32]);
+    let ca = CertificateAuthority::generate(&mut rng);
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"], &mut rng);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"], &mut rng);
+    let (sw, start) = DropSender::start(ctx(&alice, &ca, &bob), book_sender(&alice, &mut rng)).unwrap();
+    let (rw, m1) = DropReceiver::on_start(
+        ctx(&bob, &ca, &alice),
+        Discoverability::Everyone,
+        book_sender(&bob, &mut rng),
+        &start,
+    )
+    .unwrap();
+    let (_, m2) = sw.on_m1(&m1, &mut rng).unwrap();
+    // Alice answers one of Bob's blinded identifiers with a second key.
+    let mut typed = FinishPsiRequest::<G>::from_bytes(&m2, &params()).unwrap();
+    let other = KeyPair::<G>::from_secret(SecretScalar::random(&mut rng));
+    let oprf = Oprf::<G>::new(Mode::Voprf);
+    typed.response.evaluated[1] = oprf.blind_evaluate(&other, &bob.identity.blinded_ids.elements[1]);
+    let r = rw.on_m2(&typed.to_bytes(), &mut rng);
+    assert!(matches!(r, Err(Error::Psi(tacit_psi::Error::ProofFailed))), "{r:?}");
+}
+
+#[test]
+fn enrolment_checks() {
+    let mut rng = SecureRng::from_seed([7; 32]);
+    let ca = CertificateAuthority::generate(&mut rng);
+    let p = params();
+    let e = DeviceEnrollment::<G>::new(&p, &["alice@example.com", "14155551111"], &mut rng).unwrap();
+    // ownership not confirmed
+    assert!(matches!(
+        ca.enroll(e.request(), &|id| id != "14155551111", NOW, &mut rng),
+        Err(Error::EnrollmentRefused(_))
+    ));
+    // a proof moved to another account
+    let mut moved = e.request().clone();
+    moved.account = tacit_drop::AccountId::random(&mut rng);
+    assert!(matches!(
+        ca.enroll(&moved, &|_| true, NOW, &mut rng),
+        Err(Error::EnrollmentRefused(_))
+    ));
+    // a blinded value for another identifier than the one claimed
+    let mut swapped = e.request().clone();
+    swapped.entries[0].identifier = "celebrity@example.com".into();
+    assert!(matches!(
+        ca.enroll(&swapped, &|_| true, NOW, &mut rng),
+        Err(Error::EnrollmentRefused(_))
+    ));
+    // not normalised
+    let bad = DeviceEnrollment::<G>::new(&p, &["Alice@Example.com"], &mut rng).unwrap();
+    assert!(matches!(
+        ca.enroll(bad.request(), &|_| true, NOW, &mut rng),
+        Err(Error::EnrollmentRefused(_))
+    ));
+    // more than m
+    assert!(DeviceEnrollment::<G>::new(&p, &["1", "2", "3", "4"], &mut rng).is_err());
+    // the vector is padded to m and holds the real values at some positions
+    let issued = ca.enroll(e.request(), &|_| true, NOW, &mut rng).unwrap();
+    assert_eq!(issued.blinded_ids.elements.len(), 3);
+    let id = e.finish(issued, &ca.public_key(), NOW).unwrap();
+    assert_eq!(id.identifiers(), ["alice@example.com", "14155551111"]);
+}
+
+#[test]
+fn legacy_flow_leaks_and_the_attack_recovers_the_numbers() {
+    let mut rng = SecureRng::from_seed([8; 32]);
+    let ca = CertificateAuthority::generate(&mut rng);
+    let alice = device(
+        &ca,
+        &["14155551234", "alice@example.com"],
+        &["bob@example.com"],
+        &mut rng,
+    );
+    // Mallory runs a receiver and records what Alice's Discover request carries.
+    let mallory = device(&ca, &["12125550000"], &[], &mut rng);
+    let req = DiscoverRequest {
+        record: alice.identity.legacy.clone(),
+        sender_name: "Alice's laptop".into(),
+    }
+    .to_bytes();
+    let refused = receiver_on_discover(
+        &mallory.identity.legacy,
+        "mallory",
+        &mallory.book,
+        &ca.public_key(),
+        &alice.identity.account,
+        NOW,
+        Discoverability::ContactsOnly,
+        &req,
+    );
+    assert!(
+        refused.is_err(),
+        "a contacts-only receiver refuses, but has already seen the hashes"
+    );
+    let summary = read_capture(&write_capture(&[req]), &params()).unwrap();
+    assert_eq!(summary.hashes.len(), 2);
+    let found = brute_force(&summary.hashes, &PhoneRange::parse("+141555XXXXX").unwrap(), &|_| {});
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].0, "14155551234");
+
+    // Between mutual contacts the legacy flow works (and leaks both ways).
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"], &mut rng);
+    let req = DiscoverRequest {
+        record: alice.identity.legacy.clone(),
+        sender_name: "Alice".into(),
+    }
+    .to_bytes();
+    let (seen, resp) = receiver_on_discover(
+        &bob.identity.legacy,
+        "Bob's phone",
+        &bob.book,
+        &ca.public_key(),
+        &alice.identity.account,
+        NOW,
+        Discoverability::ContactsOnly,
+        &req,
+    )
+    .unwrap();
+    assert_eq!(
+        seen,
+        Peer::Contact {
+            identifier: "alice@example.com".into()
+        }
+    );
+    let (receiver, name) =
+        sender_on_response(&alice.book, &ca.public_key(), &bob.identity.account, NOW, &resp).unwrap();
+    assert_eq!(
+        receiver,
+        Peer::Contact {
+            identifier: "bob@example.com".into()
+        }
+    );
+    assert_eq!(name, "Bob's phone");
+}
