@@ -32,6 +32,7 @@ use crate::records::{CaPublicKey, CertifiedBlindedIds, SignedValidationRecord};
 use crate::{DropParams, Error, Result, identifier_hash};
 use rand_core::CryptoRngCore;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::uniform_below;
 use tacit_psi::two_way::{Bundle, Initiator, InitiatorAwaitingM3, Responder, ResponderAwaitingM2};
@@ -121,11 +122,11 @@ pub enum Peer {
 
 /// Everything both parties need besides their own messages.
 #[derive(Debug, Clone)]
-pub struct Context<'a, G: PrimeGroup> {
+pub struct Context<G: PrimeGroup> {
     /// Our enrolled identity.
-    pub identity: &'a DropIdentity<G>,
+    pub identity: Arc<DropIdentity<G>>,
     /// Our address book.
-    pub book: &'a AddressBook,
+    pub book: Arc<AddressBook>,
     /// The trusted CA.
     pub ca: CaPublicKey,
     /// The account in the peer's TLS certificate.
@@ -142,7 +143,7 @@ fn request_of<G: PrimeGroup>(params: &PsiParams, cert: &CertifiedBlindedIds<G>) 
 }
 
 /// Checks a validation record the peer sent and looks its identifier up in our book.
-fn identify<G: PrimeGroup>(ctx: &Context<'_, G>, record: Option<&SignedValidationRecord>) -> Result<Peer> {
+fn identify<G: PrimeGroup>(ctx: &Context<G>, record: Option<&SignedValidationRecord>) -> Result<Peer> {
     match record {
         None => Ok(Peer::Unknown),
         Some(r) => {
@@ -405,15 +406,15 @@ pub struct DropSender;
 
 /// The sender waiting for M1.
 #[derive(Debug)]
-pub struct SenderAwaitingM1<'a, G: PrimeGroup> {
-    ctx: Context<'a, G>,
+pub struct SenderAwaitingM1<G: PrimeGroup> {
+    ctx: Context<G>,
     book_sender: Sender<G>,
 }
 
 /// The sender waiting for M3.
 #[derive(Debug)]
-pub struct SenderAwaitingM3<'a, G: PrimeGroup> {
-    ctx: Context<'a, G>,
+pub struct SenderAwaitingM3<G: PrimeGroup> {
+    ctx: Context<G>,
     do3: InitiatorAwaitingM3<G>,
 }
 
@@ -431,10 +432,7 @@ pub struct SenderOutcome {
 impl DropSender {
     /// Starts: `book_sender` is the PSI sender over our address book (its
     /// precomputation made ahead of time).
-    pub fn start<'a, G: PrimeGroup>(
-        ctx: Context<'a, G>,
-        book_sender: Sender<G>,
-    ) -> Result<(SenderAwaitingM1<'a, G>, Vec<u8>)> {
+    pub fn start<G: PrimeGroup>(ctx: Context<G>, book_sender: Sender<G>) -> Result<(SenderAwaitingM1<G>, Vec<u8>)> {
         if *book_sender.params() != ctx.identity.params.psi {
             return Err(Error::InvalidParams(
                 "address-book precomputation made for other parameters".into(),
@@ -447,10 +445,10 @@ impl DropSender {
     }
 }
 
-impl<'a, G: PrimeGroup> SenderAwaitingM1<'a, G> {
+impl<G: PrimeGroup> SenderAwaitingM1<G> {
     /// Handles M1: verifies the receiver's certified inputs, answers DO2 and sends our
     /// DO3 request (M2).
-    pub fn on_m1(self, m1: &[u8], rng: &mut impl CryptoRngCore) -> Result<(SenderAwaitingM3<'a, G>, Vec<u8>)> {
+    pub fn on_m1(self, m1: &[u8], rng: &mut impl CryptoRngCore) -> Result<(SenderAwaitingM3<G>, Vec<u8>)> {
         let params = self.ctx.identity.params;
         let m1 = StartPsiResponse::<G>::from_bytes(m1, &params)?;
         m1.blinded_ids
@@ -469,7 +467,7 @@ impl<'a, G: PrimeGroup> SenderAwaitingM1<'a, G> {
     }
 }
 
-impl<G: PrimeGroup> SenderAwaitingM3<'_, G> {
+impl<G: PrimeGroup> SenderAwaitingM3<G> {
     /// Handles M3: the DO3 result and the receiver's identity.
     pub fn on_m3(self, m3: &[u8], rng: &mut impl CryptoRngCore) -> Result<SenderOutcome> {
         let m3 = FinishPsiResponse::<G>::from_bytes(m3, &self.ctx.identity.params)?;
@@ -482,7 +480,7 @@ impl<G: PrimeGroup> SenderAwaitingM3<'_, G> {
                 .iter()
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .collect(),
-            ask_record: pick_record(self.ctx.identity, &known, rng),
+            ask_record: pick_record(&self.ctx.identity, &known, rng),
         })
     }
 }
@@ -496,16 +494,16 @@ pub struct DropReceiver;
 
 /// The receiver waiting for M2.
 #[derive(Debug)]
-pub struct ReceiverAwaitingM2<'a, G: PrimeGroup> {
-    ctx: Context<'a, G>,
+pub struct ReceiverAwaitingM2<G: PrimeGroup> {
+    ctx: Context<G>,
     mode: Discoverability,
     do2: ResponderAwaitingM2<G>,
 }
 
 /// The receiver waiting for `Ask`.
 #[derive(Debug)]
-pub struct ReceiverAwaitingAsk<'a, G: PrimeGroup> {
-    ctx: Context<'a, G>,
+pub struct ReceiverAwaitingAsk<G: PrimeGroup> {
+    ctx: Context<G>,
     mode: Discoverability,
     /// Our identifiers the sender holds (DO2 result).
     pub known_by_sender: Vec<String>,
@@ -524,12 +522,12 @@ pub struct ReceiverOutcome {
 
 impl DropReceiver {
     /// Handles `StartPSI`: answers with our certified blinded identifiers (M1).
-    pub fn on_start<'a, G: PrimeGroup>(
-        ctx: Context<'a, G>,
+    pub fn on_start<G: PrimeGroup>(
+        ctx: Context<G>,
         mode: Discoverability,
         book_sender: Sender<G>,
         start: &[u8],
-    ) -> Result<(ReceiverAwaitingM2<'a, G>, Vec<u8>)> {
+    ) -> Result<(ReceiverAwaitingM2<G>, Vec<u8>)> {
         if mode == Discoverability::Off {
             return Err(Error::NotDiscoverable("discoverability is off"));
         }
@@ -545,10 +543,10 @@ impl DropReceiver {
     }
 }
 
-impl<'a, G: PrimeGroup> ReceiverAwaitingM2<'a, G> {
+impl<G: PrimeGroup> ReceiverAwaitingM2<G> {
     /// Handles M2: verifies the sender's certified inputs, learns the DO2 result,
     /// answers DO3 and attaches one validation record if DO2 matched (M3).
-    pub fn on_m2(self, m2: &[u8], rng: &mut impl CryptoRngCore) -> Result<(ReceiverAwaitingAsk<'a, G>, Vec<u8>)> {
+    pub fn on_m2(self, m2: &[u8], rng: &mut impl CryptoRngCore) -> Result<(ReceiverAwaitingAsk<G>, Vec<u8>)> {
         let params = self.ctx.identity.params;
         let m2 = FinishPsiRequest::<G>::from_bytes(m2, &params)?;
         m2.blinded_ids
@@ -560,7 +558,7 @@ impl<'a, G: PrimeGroup> ReceiverAwaitingM2<'a, G> {
         let (known, response) = self.do2.on_m2_typed(&bundle, rng)?;
         let m3 = FinishPsiResponse {
             response,
-            record: pick_record(self.ctx.identity, &known, rng),
+            record: pick_record(&self.ctx.identity, &known, rng),
         };
         Ok((
             ReceiverAwaitingAsk {
@@ -577,7 +575,7 @@ impl<'a, G: PrimeGroup> ReceiverAwaitingM2<'a, G> {
     }
 }
 
-impl<G: PrimeGroup> ReceiverAwaitingAsk<'_, G> {
+impl<G: PrimeGroup> ReceiverAwaitingAsk<G> {
     /// Handles `Ask`: identifies the sender from its validation record and applies the
     /// discoverability policy.
     pub fn on_ask(self, ask: &[u8]) -> Result<ReceiverOutcome> {

@@ -1,6 +1,7 @@
 //! PrivateDrop and legacy AirDrop exchanges between in-process parties: mutual
 //! contacts, non-contacts, deviating peers, and the attack on captures.
 
+use std::sync::Arc;
 use tacit_crypto::oprf::{KeyPair, Mode, Oprf};
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{Ristretto255, SecretScalar};
@@ -17,8 +18,8 @@ type G = Ristretto255;
 const NOW: u64 = 1_800_000_000;
 
 struct Device {
-    identity: DropIdentity<G>,
-    book: AddressBook,
+    identity: Arc<DropIdentity<G>>,
+    book: Arc<AddressBook>,
 }
 
 fn params() -> DropParams {
@@ -29,8 +30,8 @@ fn device(ca: &CertificateAuthority, ids: &[&str], book: &[&str], rng: &mut Secu
     let e = DeviceEnrollment::<G>::new(&params(), ids, rng).unwrap();
     let issued = ca.enroll(e.request(), &|_| true, NOW - 10, rng).unwrap();
     Device {
-        identity: e.finish(issued, &ca.public_key(), NOW).unwrap(),
-        book: AddressBook::new(book),
+        identity: Arc::new(e.finish(issued, &ca.public_key(), NOW).unwrap()),
+        book: Arc::new(AddressBook::new(book)),
     }
 }
 
@@ -41,10 +42,10 @@ fn book_sender(d: &Device, rng: &mut SecureRng) -> Sender<G> {
     Sender::new(&p, key, pre).unwrap()
 }
 
-fn ctx<'a>(me: &'a Device, ca: &CertificateAuthority, peer: &Device) -> Context<'a, G> {
+fn ctx(me: &Device, ca: &CertificateAuthority, peer: &Device) -> Context<G> {
     Context {
-        identity: &me.identity,
-        book: &me.book,
+        identity: me.identity.clone(),
+        book: me.book.clone(),
         ca: ca.public_key(),
         peer: peer.identity.account,
         now: NOW,
