@@ -360,3 +360,197 @@ impl<G: PrimeGroup> DropIdentity<G> {
         self.records.get(i)
     }
 }
+
+// ---------------------------------------------------------------------------
+// Encodings (docs/wire.md): enrolment travels between processes or as files, and the
+// identity is kept in the store.
+
+/// Message-type tags of enrolment and stored identities.
+pub mod tags {
+    /// [`super::EnrollmentRequest`].
+    pub const ENROLLMENT_REQUEST: u16 = 0x0230;
+    /// [`super::Issued`].
+    pub const ISSUED: u16 = 0x0231;
+    /// [`super::DropIdentity`] (contains the blinding scalars: keep it in the store).
+    pub const IDENTITY: u16 = 0x0232;
+}
+
+/// Longest identifier accepted.
+pub const MAX_IDENTIFIER: usize = 320;
+
+use tacit_wire::{Reader, Writer};
+
+fn read_params(r: &mut Reader<'_>) -> Result<DropParams> {
+    let psi = tacit_psi::PsiParams::decode(r)?;
+    if psi.security != tacit_psi::Security::Malicious {
+        return Err(Error::InvalidParams(
+            "PrivateDrop runs the malicious-secure PSI only".into(),
+        ));
+    }
+    Ok(DropParams { psi })
+}
+
+impl<G: PrimeGroup> EnrollmentRequest<G> {
+    /// Encoding.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(tags::ENROLLMENT_REQUEST);
+        self.account.encode(&mut w);
+        self.params.psi.encode(&mut w);
+        w.put_count(self.entries.len());
+        for e in &self.entries {
+            w.put_str(&e.identifier);
+            w.put_fixed(G::element_bytes(&e.blinded).as_ref());
+            w.put_fixed(&e.proof.to_bytes());
+        }
+        w.into_bytes()
+    }
+
+    /// Decodes a request from an untrusted device.
+    pub fn from_bytes(b: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(b);
+        r.envelope(tags::ENROLLMENT_REQUEST, "enrolment request")?;
+        let account = AccountId::decode(&mut r)?;
+        let params = read_params(&mut r)?;
+        params.psi.expect_group_id(G::ID)?;
+        let n = r.count("identifiers", params.max_ids(), 4 + G::ELEMENT_LEN + 2 * G::SCALAR_LEN)?;
+        let mut entries = Vec::with_capacity(n);
+        for _ in 0..n {
+            let identifier = r.str("identifier", MAX_IDENTIFIER)?.to_string();
+            let blinded = G::decode_element(r.fixed("blinded identifier", G::ELEMENT_LEN)?)?;
+            let proof = DlogProof::from_bytes(r.fixed("proof", 2 * G::SCALAR_LEN)?)?;
+            entries.push(EnrollmentEntry {
+                identifier,
+                blinded,
+                proof,
+            });
+        }
+        r.finish()?;
+        Ok(EnrollmentRequest {
+            account,
+            params,
+            entries,
+        })
+    }
+}
+
+impl<G: PrimeGroup> Issued<G> {
+    /// Encoding.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(tags::ISSUED);
+        self.blinded_ids.encode(&mut w);
+        w.put_count(self.records.len());
+        for r in &self.records {
+            r.encode(&mut w);
+        }
+        self.legacy.encode(&mut w);
+        w.into_bytes()
+    }
+
+    /// Decodes what a CA issued for parameters `params`.
+    pub fn from_bytes(b: &[u8], params: &DropParams) -> Result<Self> {
+        let mut r = Reader::new(b);
+        r.envelope(tags::ISSUED, "issued certificates")?;
+        let blinded_ids = CertifiedBlindedIds::decode(&mut r, params.max_ids())?;
+        let n = r.count("validation records", params.max_ids(), 1)?;
+        let mut records = Vec::with_capacity(n);
+        for _ in 0..n {
+            records.push(SignedValidationRecord::decode(&mut r)?);
+        }
+        let legacy = SignedLegacyValidationRecord::decode(&mut r)?;
+        r.finish()?;
+        Ok(Issued {
+            blinded_ids,
+            records,
+            legacy,
+        })
+    }
+}
+
+impl<G: PrimeGroup> DeviceEnrollment<G> {
+    /// Encoding of the pending enrolment (contains the secrets `αᵢ`), so an offline
+    /// enrolment can wait for the CA's answer.
+    pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        let mut w = Writer::new();
+        w.put_var_bytes(&self.request.to_bytes());
+        w.put_count(self.alphas.len());
+        for a in &self.alphas {
+            w.put_fixed(&a.to_bytes());
+        }
+        zeroize::Zeroizing::new(w.into_bytes())
+    }
+
+    /// Decodes a pending enrolment.
+    pub fn from_bytes(b: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(b);
+        let request = EnrollmentRequest::<G>::from_bytes(r.var_bytes("enrolment request", 1 << 20)?)?;
+        let n = r.count("blinding scalars", request.entries.len(), G::SCALAR_LEN)?;
+        if n != request.entries.len() {
+            return Err(Error::InvalidParams("pending enrolment is inconsistent".into()));
+        }
+        let mut alphas = Vec::with_capacity(n);
+        for _ in 0..n {
+            alphas.push(SecretScalar::from_bytes(r.fixed("blinding scalar", G::SCALAR_LEN)?)?);
+        }
+        r.finish()?;
+        Ok(DeviceEnrollment { alphas, request })
+    }
+}
+
+impl<G: PrimeGroup> DropIdentity<G> {
+    /// Encoding for the store (contains the blinding scalars).
+    pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        let mut w = Writer::new();
+        w.put_envelope(tags::IDENTITY);
+        self.account.encode(&mut w);
+        self.params.psi.encode(&mut w);
+        w.put_count(self.identifiers.len());
+        for i in &self.identifiers {
+            w.put_str(i);
+        }
+        w.put_var_bytes(&self.precomputation.to_bytes());
+        self.blinded_ids.encode(&mut w);
+        w.put_count(self.records.len());
+        for r in &self.records {
+            r.encode(&mut w);
+        }
+        self.legacy.encode(&mut w);
+        zeroize::Zeroizing::new(w.into_bytes())
+    }
+
+    /// Decodes a stored identity.
+    pub fn from_bytes(b: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(b);
+        r.envelope(tags::IDENTITY, "stored identity")?;
+        let account = AccountId::decode(&mut r)?;
+        let params = read_params(&mut r)?;
+        params.psi.expect_group_id(G::ID)?;
+        let n = r.count("identifiers", params.max_ids(), 4)?;
+        let mut identifiers = Vec::with_capacity(n);
+        for _ in 0..n {
+            identifiers.push(r.str("identifier", MAX_IDENTIFIER)?.to_string());
+        }
+        let precomputation = ReceiverPrecomputation::from_bytes(r.var_bytes("precomputation", 1 << 20)?)?;
+        let blinded_ids = CertifiedBlindedIds::decode(&mut r, params.max_ids())?;
+        let nr = r.count("validation records", params.max_ids(), 1)?;
+        let mut records = Vec::with_capacity(nr);
+        for _ in 0..nr {
+            records.push(SignedValidationRecord::decode(&mut r)?);
+        }
+        let legacy = SignedLegacyValidationRecord::decode(&mut r)?;
+        r.finish()?;
+        if records.len() != identifiers.len() || precomputation.request_elements() != blinded_ids.elements {
+            return Err(Error::InvalidParams("stored identity is inconsistent".into()));
+        }
+        Ok(DropIdentity {
+            account,
+            params,
+            identifiers,
+            precomputation,
+            blinded_ids,
+            records,
+            legacy,
+        })
+    }
+}

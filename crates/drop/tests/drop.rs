@@ -363,3 +363,27 @@ fn legacy_flow_leaks_and_the_attack_recovers_the_numbers() {
     );
     assert_eq!(name, "Bob's phone");
 }
+
+#[test]
+fn enrolment_and_identity_survive_encoding() {
+    let mut rng = SecureRng::from_seed([9; 32]);
+    let ca = CertificateAuthority::generate(&mut rng);
+    let e = DeviceEnrollment::<G>::new(&params(), &["alice@example.com", "14155551111"], &mut rng).unwrap();
+    // The pending enrolment and the request travel as files.
+    let pending = DeviceEnrollment::<G>::from_bytes(&e.to_bytes()).unwrap();
+    let req = tacit_drop::ca::EnrollmentRequest::<G>::from_bytes(&e.request().to_bytes()).unwrap();
+    let issued = ca.enroll(&req, &|_| true, NOW, &mut rng).unwrap();
+    let issued = tacit_drop::ca::Issued::<G>::from_bytes(&issued.to_bytes(), &params()).unwrap();
+    let id = pending.finish(issued, &ca.public_key(), NOW).unwrap();
+    let back = DropIdentity::<G>::from_bytes(&id.to_bytes()).unwrap();
+    assert_eq!(back.identifiers(), id.identifiers());
+    assert_eq!(back.blinded_ids, id.blinded_ids);
+    // truncated or extended encodings are refused
+    let bytes = id.to_bytes();
+    assert!(DropIdentity::<G>::from_bytes(&bytes[..bytes.len() - 1]).is_err());
+    let mut longer = bytes.to_vec();
+    longer.push(0);
+    assert!(DropIdentity::<G>::from_bytes(&longer).is_err());
+    let rb = e.request().to_bytes();
+    assert!(tacit_drop::ca::EnrollmentRequest::<G>::from_bytes(&rb[..rb.len() - 3]).is_err());
+}

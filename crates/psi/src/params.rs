@@ -145,7 +145,8 @@ impl PsiParams {
         Ok(())
     }
 
-    pub(crate) fn encode(&self, w: &mut Writer) {
+    /// Appends the canonical encoding (`docs/wire.md`).
+    pub fn encode(&self, w: &mut Writer) {
         w.put_u8(self.group.code());
         w.put_u8(self.security.code());
         w.put_u32(self.max_receiver);
@@ -153,7 +154,8 @@ impl PsiParams {
         w.put_u16(self.lambda);
     }
 
-    pub(crate) fn decode(r: &mut Reader<'_>) -> Result<Self, Error> {
+    /// Reads and validates parameters.
+    pub fn decode(r: &mut Reader<'_>) -> Result<Self, Error> {
         let g = r.u8()?;
         let group = GroupId::from_code(g)
             .ok_or_else(|| tacit_wire::Error::invalid("group", format!("unknown group code {g}")))?;
@@ -175,15 +177,20 @@ impl PsiParams {
         Ok(p)
     }
 
-    /// Errors unless the parameters name the group `G`.
-    pub(crate) fn expect_group<G: tacit_crypto::PrimeGroup>(&self) -> Result<(), Error> {
-        if self.group != G::ID {
+    /// Errors unless the parameters name the group `group`.
+    pub fn expect_group_id(&self, group: GroupId) -> Result<(), Error> {
+        if self.group != group {
             return Err(Error::GroupMismatch {
-                ours: G::ID,
+                ours: group,
                 theirs: self.group.to_string(),
             });
         }
         Ok(())
+    }
+
+    /// Errors unless the parameters name the group `G`.
+    pub(crate) fn expect_group<G: tacit_crypto::PrimeGroup>(&self) -> Result<(), Error> {
+        self.expect_group_id(G::ID)
     }
 
     /// Errors unless `theirs` equals `self`.
