@@ -4,6 +4,7 @@
 //! one-line reason and a non-zero exit code.
 
 mod bench;
+mod ca;
 mod contacts;
 mod demo;
 mod psi;
@@ -38,6 +39,12 @@ enum Command {
     /// Run two local parties end to end on loopback and show what each learned.
     #[command(after_help = "Example:\n  tacit demo\n  tacit demo --group p256 --contacts 2000")]
     Demo(demo::DemoArgs),
+    /// The certification authority PrivateDrop's inputs rely on.
+    #[command(subcommand)]
+    Ca(ca::CaCommand),
+    /// This device's PrivateDrop identity: enrolment with a CA.
+    #[command(subcommand)]
+    Id(ca::IdCommand),
     /// Import and list the address book (vCard 3.0 / 4.0).
     #[command(subcommand)]
     Contacts(contacts::ContactsCommand),
@@ -53,6 +60,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
+        Command::Ca(c) => ca::run_ca(c),
+        Command::Id(c) => ca::run_id(c, cli.store.as_deref()),
         Command::Contacts(c) => contacts::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::run(c, cli.store.as_deref()),
         Command::Bench(c) => bench::run(c),
@@ -60,8 +69,25 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tacit: error: {e:#}");
+            eprintln!("tacit: error: {}", one_line(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes on one line, skipping a cause whose text the line
+/// already holds (error types that print their source as part of their message).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if out.contains(&s) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&s);
+    }
+    out.replace('\n', " ")
 }

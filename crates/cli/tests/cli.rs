@@ -351,3 +351,175 @@ fn serve_from_contacts_reuses_the_stored_precomputation_until_the_book_changes()
         "ann@example.com\nnobody@example.com\n"
     );
 }
+
+/// Starts a process that prints "listening on ADDR" on stderr; returns it and ADDR.
+fn spawn_listening(args: &[&str]) -> (Child, String) {
+    let mut child = tacit()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("printed its address").unwrap();
+        if let Some(i) = line.find("listening on ") {
+            break line[i + "listening on ".len()..].trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+#[test]
+fn ca_enrolment_online_and_offline() {
+    let dir = tmp("ca");
+    let d = dir.to_str().unwrap();
+    assert!(tacit().args(["ca", "init", "--dir", d]).status().unwrap().success());
+    // a second init does not overwrite the CA
+    let again = tacit().args(["ca", "init", "--dir", d]).output().unwrap();
+    assert!(!again.status.success());
+    assert!(stderr(&again).contains("already holds a CA"));
+    let key = stdout(&tacit().args(["ca", "show", "--dir", d]).output().unwrap())
+        .trim()
+        .to_string();
+    assert_eq!(key.len(), 64);
+
+    // online
+    let (mut ca, addr) = spawn_listening(&[
+        "ca",
+        "serve",
+        "--dir",
+        d,
+        "--listen",
+        "127.0.0.1:0",
+        "--confirm",
+        "--sessions",
+        "1",
+    ]);
+    let store = tmp("a.sqlite3");
+    let s = store.to_str().unwrap();
+    let out = tacit()
+        .args(["--store", s, "id", "enroll", "--ca", &addr, "--ca-key", &key])
+        .args(["--id", "+1 415 555 0100", "--id", "Ann@Example.com"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(ca.wait().unwrap().success());
+    let out = tacit().args(["--store", s, "id", "show", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["identifiers"], serde_json::json!(["14155550100", "ann@example.com"]));
+    assert_eq!(v["certified_slots"], 10);
+
+    // offline, with the operator declining at the prompt
+    let store = tmp("b.sqlite3");
+    let s = store.to_str().unwrap();
+    let req = tmp("req.bin");
+    let issued = tmp("issued.bin");
+    let out = tacit()
+        .args([
+            "--store",
+            s,
+            "id",
+            "enroll",
+            "--offline",
+            req.to_str().unwrap(),
+            "--ca-key",
+            &key,
+        ])
+        .args(["--id", "bob@example.com"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let declined = tacit()
+        .args([
+            "ca",
+            "enroll",
+            req.to_str().unwrap(),
+            "--out",
+            issued.to_str().unwrap(),
+            "--dir",
+            d,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!declined.status.success());
+    assert!(
+        stderr(&declined).contains("ownership of identifier 1 was not confirmed"),
+        "{}",
+        stderr(&declined)
+    );
+    let ok = tacit()
+        .args([
+            "ca",
+            "enroll",
+            req.to_str().unwrap(),
+            "--out",
+            issued.to_str().unwrap(),
+            "--dir",
+            d,
+            "--confirm",
+        ])
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let out = tacit()
+        .args(["--store", s, "id", "finish", issued.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("with 1 identifiers"), "{}", stdout(&out));
+
+    // certificates from another CA are refused at finish
+    let other = tmp("ca2");
+    assert!(
+        tacit()
+            .args(["ca", "init", "--dir", other.to_str().unwrap()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let store = tmp("c.sqlite3");
+    let s = store.to_str().unwrap();
+    assert!(
+        tacit()
+            .args([
+                "--store",
+                s,
+                "id",
+                "enroll",
+                "--offline",
+                req.to_str().unwrap(),
+                "--ca-key",
+                &key
+            ])
+            .args(["--id", "carol@example.com"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let forged = tacit()
+        .args([
+            "ca",
+            "enroll",
+            req.to_str().unwrap(),
+            "--out",
+            issued.to_str().unwrap(),
+            "--confirm",
+        ])
+        .args(["--dir", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(forged.status.success());
+    let out = tacit()
+        .args(["--store", s, "id", "finish", issued.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("not signed by the trusted certification authority"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,0 +1,496 @@
+//! `tacit ca …` and `tacit id …`: the certification authority PrivateDrop's inputs
+//! rely on, and a device's enrolment with it.
+
+use crate::util::store_path;
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, Subcommand};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use tacit_crypto::rng::SecureRng;
+use tacit_crypto::sign::VerifyingKey;
+use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
+use tacit_drop::DropParams;
+use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, EnrollmentRequest, Issued};
+use tacit_drop::records::CaPublicKey;
+use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_store::{NormalizeOptions, Store};
+use tacit_wire::{Encode, ErrorMessage};
+
+/// Store key purposes.
+pub const CA_PUBLIC: &str = "drop-ca-public";
+fn identity_purpose(g: GroupId) -> String {
+    format!("drop-identity/{g}")
+}
+fn pending_purpose(g: GroupId) -> String {
+    format!("drop-pending/{g}")
+}
+
+/// PrivateDrop parameters shared by enrolment and the protocol.
+#[derive(Debug, Clone, Args)]
+pub struct DropParamArgs {
+    /// The group: ristretto255 (default) or p256 (the paper's curve).
+    #[arg(long, default_value = "ristretto255", value_parser = |s: &str| s.parse::<GroupId>())]
+    pub group: GroupId,
+    /// m: identifiers per account (the certified vector is padded to m).
+    #[arg(long, default_value_t = 10)]
+    pub max_ids: u32,
+    /// n: address-book entries (padded to n in the PSI).
+    #[arg(long, default_value_t = 10_000)]
+    pub max_contacts: u32,
+}
+
+impl DropParamArgs {
+    pub fn params(&self) -> Result<DropParams> {
+        let p = DropParams::default()
+            .with_group(self.group)
+            .with_bounds(self.max_ids, self.max_contacts);
+        p.psi.validate()?;
+        Ok(p)
+    }
+}
+
+/// CA commands.
+#[derive(Debug, Subcommand)]
+pub enum CaCommand {
+    /// Create a certification authority (an Ed25519 signing key) in DIR.
+    #[command(after_help = "Example:\n  tacit ca init --dir ./ca\n  tacit ca init --dir ./ca --force")]
+    Init {
+        /// Where the CA keeps its key (created with mode 0700).
+        #[arg(long, default_value = "tacit-ca")]
+        dir: PathBuf,
+        /// Replace an existing CA (its certificates stop verifying).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the CA's public key (give it to devices: `tacit id enroll --ca-key`).
+    Show {
+        /// The CA directory.
+        #[arg(long, default_value = "tacit-ca")]
+        dir: PathBuf,
+    },
+    /// Certify an enrolment request file offline, writing the issued certificates.
+    #[command(after_help = "\
+Ownership of each identifier must be confirmed by the operator: real SMS or e-mail
+verification is out of scope, --confirm (or answering y at the prompt) stands in.
+Example:
+  tacit ca enroll request.bin --out issued.bin --dir ./ca")]
+    Enroll {
+        /// The request (from `tacit id enroll --offline`).
+        request: PathBuf,
+        /// Where to write the issued certificates.
+        #[arg(long)]
+        out: PathBuf,
+        /// The CA directory.
+        #[arg(long, default_value = "tacit-ca")]
+        dir: PathBuf,
+        /// Confirm ownership of every identifier without asking.
+        #[arg(long)]
+        confirm: bool,
+        #[command(flatten)]
+        params: DropParamArgs,
+    },
+    /// Serve enrolment requests over TCP.
+    #[command(
+        after_help = "Example:\n  tacit ca serve --listen 127.0.0.1:7700 --dir ./ca\n  tacit ca serve --listen 127.0.0.1:0 --confirm --sessions 1"
+    )]
+    Serve {
+        /// Address to listen on (port 0 picks one; the address is printed).
+        #[arg(long)]
+        listen: String,
+        /// The CA directory.
+        #[arg(long, default_value = "tacit-ca")]
+        dir: PathBuf,
+        /// Confirm ownership of every identifier without asking.
+        #[arg(long)]
+        confirm: bool,
+        /// Exit after this many enrolments.
+        #[arg(long)]
+        sessions: Option<u64>,
+        #[command(flatten)]
+        params: DropParamArgs,
+    },
+}
+
+/// Device identity commands.
+#[derive(Debug, Subcommand)]
+pub enum IdCommand {
+    /// Enrol this device's identifiers with a CA (online with --ca, or --offline).
+    #[command(after_help = "\
+Examples:
+  tacit id enroll --ca 127.0.0.1:7700 --ca-key <hex> --id +14155550100 --id ann@example.com
+  tacit id enroll --offline request.bin --ca-key <hex> --id ann@example.com
+  tacit id finish issued.bin")]
+    Enroll {
+        /// The CA's address.
+        #[arg(long, conflicts_with = "offline", required_unless_present = "offline")]
+        ca: Option<String>,
+        /// Write the request to FILE instead; finish with `tacit id finish`.
+        #[arg(long, value_name = "FILE")]
+        offline: Option<PathBuf>,
+        /// The CA's public key (hex, from `tacit ca show`): the trust root.
+        #[arg(long)]
+        ca_key: String,
+        /// An own identifier (phone number or e-mail); repeat for several.
+        #[arg(long = "id", required = true)]
+        ids: Vec<String>,
+        /// Default region for phone numbers without a country code (US, DE, …).
+        #[arg(long)]
+        region: Option<String>,
+        #[command(flatten)]
+        params: DropParamArgs,
+    },
+    /// Complete an offline enrolment with the CA's answer.
+    Finish {
+        /// The issued certificates (from `tacit ca enroll`).
+        issued: PathBuf,
+        /// The group of the pending enrolment.
+        #[arg(long, default_value = "ristretto255", value_parser = |s: &str| s.parse::<GroupId>())]
+        group: GroupId,
+    },
+    /// Show this device's identity and what it holds.
+    Show {
+        /// The group.
+        #[arg(long, default_value = "ristretto255", value_parser = |s: &str| s.parse::<GroupId>())]
+        group: GroupId,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Result<Vec<u8>> {
+    let s = s.trim();
+    if s.len() % 2 != 0 {
+        bail!("not a hex string of whole bytes");
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| anyhow!("not a hex string")))
+        .collect()
+}
+
+pub fn parse_ca_key(s: &str) -> Result<CaPublicKey> {
+    Ok(CaPublicKey(
+        VerifyingKey::from_bytes(&unhex(s).context("--ca-key")?).context("--ca-key is not an Ed25519 public key")?,
+    ))
+}
+
+fn load_ca(dir: &Path) -> Result<CertificateAuthority> {
+    let path = dir.join("ca.key");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "no CA in {} (create one with `tacit ca init --dir {}`)",
+            dir.display(),
+            dir.display()
+        )
+    })?;
+    let seed: [u8; 32] = unhex(&text)?
+        .try_into()
+        .map_err(|_| anyhow!("{} is corrupt: expected a 32-byte key", path.display()))?;
+    Ok(CertificateAuthority::from_seed(&seed))
+}
+
+fn write_private(path: &Path, data: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(data)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// Asks the operator to confirm ownership of `id` (or confirms when `all`).
+fn confirm(all: bool, account: &str, id: &str) -> bool {
+    if all {
+        eprintln!("tacit ca: account {account}: ownership of {id} confirmed (--confirm)");
+        return true;
+    }
+    eprint!("tacit ca: account {account} claims {id}. Ownership verified? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
+}
+
+pub fn run_ca(cmd: CaCommand) -> Result<()> {
+    match cmd {
+        CaCommand::Init { dir, force } => {
+            let path = dir.join("ca.key");
+            if path.exists() && !force {
+                bail!("{} already holds a CA (use --force to replace it)", dir.display());
+            }
+            std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            let ca = CertificateAuthority::generate(&mut SecureRng::from_os());
+            write_private(&path, hex(ca.to_seed().as_slice()).as_bytes())?;
+            println!("created a CA in {}", dir.display());
+            println!("public key: {}", hex(&ca.public_key().0.to_bytes()));
+            Ok(())
+        }
+        CaCommand::Show { dir } => {
+            println!("{}", hex(&load_ca(&dir)?.public_key().0.to_bytes()));
+            Ok(())
+        }
+        CaCommand::Enroll {
+            request,
+            out,
+            dir,
+            confirm: all,
+            params,
+        } => {
+            let ca = load_ca(&dir)?;
+            let bytes = std::fs::read(&request).with_context(|| format!("cannot read {}", request.display()))?;
+            let issued = match params.group {
+                GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &bytes, all)?,
+                GroupId::P256 => certify::<P256>(&ca, &bytes, all)?,
+            };
+            std::fs::write(&out, issued).with_context(|| format!("cannot write {}", out.display()))?;
+            println!("wrote the issued certificates to {}", out.display());
+            Ok(())
+        }
+        CaCommand::Serve {
+            listen,
+            dir,
+            confirm: all,
+            sessions,
+            params,
+        } => {
+            let ca = load_ca(&dir)?;
+            let _ = params.params()?;
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            rt.block_on(async {
+                let l = FramedListener::bind(&listen, &NetConfig::default())
+                    .await
+                    .with_context(|| format!("cannot listen on {listen}"))?;
+                eprintln!("tacit ca serve: listening on {}", l.local_addr()?);
+                let mut served = 0u64;
+                while sessions.is_none_or(|s| served < s) {
+                    let mut c = l.accept().await?;
+                    served += 1;
+                    let req = match c.recv().await {
+                        Ok(r) => r,
+                        Err(e) => {
+                            eprintln!("tacit ca serve: {e}");
+                            continue;
+                        }
+                    };
+                    let answer = match params.group {
+                        GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &req, all),
+                        GroupId::P256 => certify::<P256>(&ca, &req, all),
+                    };
+                    let reply = answer.unwrap_or_else(|e| {
+                        eprintln!("tacit ca serve: refused: {e:#}");
+                        ErrorMessage::new(format!("{e:#}")).to_wire()
+                    });
+                    let _ = c.send(&reply).await;
+                }
+                anyhow::Ok(())
+            })
+        }
+    }
+}
+
+fn certify<G: PrimeGroup>(ca: &CertificateAuthority, request: &[u8], all: bool) -> Result<Vec<u8>> {
+    let req = EnrollmentRequest::<G>::from_bytes(request).context("enrolment request")?;
+    let account = req.account.to_string();
+    let issued = ca.enroll(&req, &|id| confirm(all, &account, id), now(), &mut SecureRng::from_os())?;
+    eprintln!(
+        "tacit ca: certified {} identifiers of account {account}",
+        req.entries.len()
+    );
+    Ok(issued.to_bytes())
+}
+
+pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
+    let path = store_path(store)?;
+    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    match cmd {
+        IdCommand::Enroll {
+            ca,
+            offline,
+            ca_key,
+            ids,
+            region,
+            params,
+        } => {
+            let ca_pub = parse_ca_key(&ca_key)?;
+            let opts = match &region {
+                Some(r) => NormalizeOptions::with_default_region(r)?,
+                None => NormalizeOptions::new(),
+            };
+            let mut normalised = Vec::new();
+            for raw in &ids {
+                let id = tacit_store::Identifier::parse(raw, &opts).with_context(|| format!("--id {raw}"))?;
+                normalised.push(id.value);
+            }
+            let p = params.params()?;
+            match p.psi.group {
+                GroupId::Ristretto255 => enroll::<Ristretto255>(&mut st, &p, &normalised, ca_pub, ca, offline),
+                GroupId::P256 => enroll::<P256>(&mut st, &p, &normalised, ca_pub, ca, offline),
+            }
+        }
+        IdCommand::Finish { issued, group } => {
+            let bytes = std::fs::read(&issued).with_context(|| format!("cannot read {}", issued.display()))?;
+            match group {
+                GroupId::Ristretto255 => finish::<Ristretto255>(&mut st, &bytes),
+                GroupId::P256 => finish::<P256>(&mut st, &bytes),
+            }
+        }
+        IdCommand::Show { group, json } => match group {
+            GroupId::Ristretto255 => show::<Ristretto255>(&st, json),
+            GroupId::P256 => show::<P256>(&st, json),
+        },
+    }
+}
+
+fn next_epoch(st: &Store, purpose: &str) -> Result<u64> {
+    Ok(st.current_key(purpose)?.map_or(1, |k| k.epoch + 1))
+}
+
+fn enroll<G: PrimeGroup>(
+    st: &mut Store,
+    params: &DropParams,
+    ids: &[String],
+    ca_pub: CaPublicKey,
+    ca: Option<String>,
+    offline: Option<PathBuf>,
+) -> Result<()> {
+    let refs: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
+    let mut rng = SecureRng::from_os();
+    let pending = DeviceEnrollment::<G>::new(params, &refs, &mut rng)?;
+    if let Some(file) = offline {
+        remember_ca(st, &ca_pub)?;
+        std::fs::write(&file, pending.request().to_bytes())
+            .with_context(|| format!("cannot write {}", file.display()))?;
+        let purpose = pending_purpose(G::ID);
+        let e = next_epoch(st, &purpose)?;
+        st.put_key(&purpose, e, &pending.to_bytes(), now())?;
+        println!(
+            "wrote the enrolment request for account {} to {}; have the CA certify it, then run `tacit id finish`",
+            pending.request().account,
+            file.display()
+        );
+        return Ok(());
+    }
+    let addr = ca.expect("clap requires --ca or --offline");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let answer = rt.block_on(async {
+        let mut c = FramedConn::connect(addr.as_str(), &NetConfig::default())
+            .await
+            .with_context(|| format!("cannot reach the CA at {addr}"))?;
+        c.send(&pending.request().to_bytes()).await?;
+        anyhow::Ok(c.recv().await?)
+    })?;
+    if let Ok(env) = tacit_wire::Envelope::peek(&answer) {
+        if env.tag == tacit_wire::tags::ERROR {
+            let m = <ErrorMessage as tacit_wire::Decode>::from_wire(&answer)?;
+            bail!("the CA refused: {}", m.reason);
+        }
+    }
+    let issued = Issued::<G>::from_bytes(&answer, params)?;
+    let identity = pending.finish(issued, &ca_pub, now())?;
+    remember_ca(st, &ca_pub)?;
+    store_identity(st, identity)
+}
+
+/// Keeps the CA's public key (the trust root) in the store.
+fn remember_ca(st: &mut Store, ca: &CaPublicKey) -> Result<()> {
+    if st
+        .current_key(CA_PUBLIC)?
+        .is_some_and(|k| k.secret.as_slice() == ca.0.to_bytes())
+    {
+        return Ok(());
+    }
+    let epoch = next_epoch(st, CA_PUBLIC)?;
+    st.put_key(CA_PUBLIC, epoch, &ca.0.to_bytes(), now())?;
+    Ok(())
+}
+
+fn store_identity<G: PrimeGroup>(st: &mut Store, identity: DropIdentity<G>) -> Result<()> {
+    let purpose = identity_purpose(G::ID);
+    let e = next_epoch(st, &purpose)?;
+    st.put_key(&purpose, e, &identity.to_bytes(), now())?;
+    println!(
+        "enrolled account {} with {} identifiers ({} certified slots)",
+        identity.account,
+        identity.identifiers().len(),
+        identity.blinded_ids.elements.len()
+    );
+    Ok(())
+}
+
+fn finish<G: PrimeGroup>(st: &mut Store, issued: &[u8]) -> Result<()> {
+    let pending = st.current_key(&pending_purpose(G::ID))?.ok_or_else(|| {
+        anyhow!(
+            "no pending enrolment for {} (run `tacit id enroll --offline` first)",
+            G::ID
+        )
+    })?;
+    let pending = DeviceEnrollment::<G>::from_bytes(&pending.secret)?;
+    let ca = load_ca_public(st)?;
+    let issued = Issued::<G>::from_bytes(issued, &pending.request().params)?;
+    store_identity(st, pending.finish(issued, &ca, now())?)
+}
+
+pub fn load_ca_public(st: &Store) -> Result<CaPublicKey> {
+    let k = st
+        .current_key(CA_PUBLIC)?
+        .ok_or_else(|| anyhow!("no CA public key in the store (enrol with `tacit id enroll --ca-key …`)"))?;
+    Ok(CaPublicKey(VerifyingKey::from_bytes(&k.secret)?))
+}
+
+pub fn load_identity<G: PrimeGroup>(st: &Store) -> Result<DropIdentity<G>> {
+    let k = st
+        .current_key(&identity_purpose(G::ID))?
+        .ok_or_else(|| anyhow!("this device is not enrolled for {} (run `tacit id enroll`)", G::ID))?;
+    Ok(DropIdentity::<G>::from_bytes(&k.secret)?)
+}
+
+fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
+    let id = load_identity::<G>(st)?;
+    let ca = load_ca_public(st)?;
+    let v = &id.blinded_ids.validity;
+    if json {
+        let out = serde_json::json!({
+            "account": id.account.to_string(),
+            "group": G::ID.name(),
+            "identifiers": id.identifiers(),
+            "certified_slots": id.blinded_ids.elements.len(),
+            "validation_records": id.records.len(),
+            "valid_from": v.not_before,
+            "valid_until": v.not_after,
+            "ca_public_key": hex(&ca.0.to_bytes()),
+            "max_contacts": id.params.max_contacts(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("account      {}", id.account);
+        println!("group        {}", G::ID);
+        println!("identifiers  {}", id.identifiers().join(", "));
+        println!(
+            "certified    {} blinded slots ({} real, the rest CA-chosen padding), {} validation records",
+            id.blinded_ids.elements.len(),
+            id.identifiers().len(),
+            id.records.len()
+        );
+        println!("valid        {} .. {} (Unix time)", v.not_before, v.not_after);
+        println!("CA key       {}", hex(&ca.0.to_bytes()));
+    }
+    Ok(())
+}
