@@ -12,6 +12,7 @@ use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_drop::DropParams;
 use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, EnrollmentRequest, Issued};
 use tacit_drop::records::CaPublicKey;
+use tacit_drop::x509::TlsRoot;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_store::{NormalizeOptions, Store};
 use tacit_wire::{Encode, ErrorMessage};
@@ -198,7 +199,13 @@ fn load_ca(dir: &Path) -> Result<CertificateAuthority> {
     let seed: [u8; 32] = unhex(&text)?
         .try_into()
         .map_err(|_| anyhow!("{} is corrupt: expected a 32-byte key", path.display()))?;
-    Ok(CertificateAuthority::from_seed(&seed))
+    let key_pem = std::fs::read_to_string(dir.join("tls-root.key"))
+        .with_context(|| format!("{} has no tls-root.key", dir.display()))?;
+    let cert =
+        std::fs::read(dir.join("tls-root.der")).with_context(|| format!("{} has no tls-root.der", dir.display()))?;
+    let root = TlsRoot::from_parts(&key_pem, &cert)
+        .with_context(|| format!("the TLS root in {} is corrupt", dir.display()))?;
+    Ok(CertificateAuthority::from_parts(&seed, root))
 }
 
 fn write_private(path: &Path, data: &[u8]) -> Result<()> {
@@ -237,7 +244,9 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
                 bail!("{} already holds a CA (use --force to replace it)", dir.display());
             }
             std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-            let ca = CertificateAuthority::generate(&mut SecureRng::from_os());
+            let ca = CertificateAuthority::generate(&mut SecureRng::from_os())?;
+            write_private(&dir.join("tls-root.key"), ca.tls_root().key_pem().as_bytes())?;
+            std::fs::write(dir.join("tls-root.der"), ca.tls_root().cert_der())?;
             write_private(&path, hex(ca.to_seed().as_slice()).as_bytes())?;
             println!("created a CA in {}", dir.display());
             println!("public key: {}", hex(&ca.public_key().0.to_bytes()));

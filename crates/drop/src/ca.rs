@@ -24,6 +24,7 @@ use crate::records::{
     CaPublicKey, CertifiedBlindedIds, LegacyValidationRecord, SignedLegacyValidationRecord, SignedValidationRecord,
     ValidationRecord, Validity,
 };
+use crate::x509::{TlsKey, TlsRoot, account_of_certificate, spki_of_certificate};
 use crate::{DropParams, Error, Result, identifier_hash};
 use rand_core::CryptoRngCore;
 use std::collections::HashSet;
@@ -37,10 +38,12 @@ use tacit_psi::{CertifiedSlot, ReceiverPrecomputation};
 /// Default validity of issued certificates: one year.
 pub const DEFAULT_VALIDITY_SECS: u64 = 365 * 24 * 3600;
 
-/// The certification authority: an Ed25519 signing key.
+/// The certification authority: an Ed25519 signing key for records, and an X.509
+/// root for the account certificates used in mutual TLS.
 #[derive(Debug)]
 pub struct CertificateAuthority {
     key: SigningKey,
+    tls_root: TlsRoot,
     validity_secs: u64,
 }
 
@@ -60,6 +63,9 @@ pub struct EnrollmentEntry<G: PrimeGroup> {
 pub struct EnrollmentRequest<G: PrimeGroup> {
     /// The account.
     pub account: AccountId,
+    /// The device's TLS public key (SubjectPublicKeyInfo, DER), for its account
+    /// certificate.
+    pub tls_public_key: Vec<u8>,
     /// The parameters (group and `m`).
     pub params: DropParams,
     /// One entry per identifier.
@@ -75,6 +81,10 @@ pub struct Issued<G: PrimeGroup> {
     pub records: Vec<SignedValidationRecord>,
     /// `VR_σ`, Eq. (1)–(2).
     pub legacy: SignedLegacyValidationRecord,
+    /// The account certificate (X.509 DER) for mutual TLS.
+    pub account_cert: Vec<u8>,
+    /// The CA's root certificate (X.509 DER).
+    pub root_cert: Vec<u8>,
 }
 
 /// The statement context of an enrolment proof: account and slot, so a proof cannot be
@@ -99,20 +109,27 @@ fn is_normalised(id: &str) -> bool {
 }
 
 impl CertificateAuthority {
-    /// A new CA with a random key.
-    pub fn generate(rng: &mut impl CryptoRngCore) -> Self {
-        CertificateAuthority {
+    /// A new CA with random keys.
+    pub fn generate(rng: &mut impl CryptoRngCore) -> Result<Self> {
+        Ok(CertificateAuthority {
             key: SigningKey::generate(rng),
+            tls_root: TlsRoot::generate()?,
+            validity_secs: DEFAULT_VALIDITY_SECS,
+        })
+    }
+
+    /// The CA of a stored 32-byte seed and TLS root.
+    pub fn from_parts(seed: &[u8; 32], tls_root: TlsRoot) -> Self {
+        CertificateAuthority {
+            key: SigningKey::from_seed(seed),
+            tls_root,
             validity_secs: DEFAULT_VALIDITY_SECS,
         }
     }
 
-    /// The CA of a stored 32-byte seed.
-    pub fn from_seed(seed: &[u8; 32]) -> Self {
-        CertificateAuthority {
-            key: SigningKey::from_seed(seed),
-            validity_secs: DEFAULT_VALIDITY_SECS,
-        }
+    /// The X.509 root.
+    pub fn tls_root(&self) -> &TlsRoot {
+        &self.tls_root
     }
 
     /// The seed, for storage (secret).
@@ -206,6 +223,7 @@ impl CertificateAuthority {
                 )
             })
             .collect();
+        let account_cert = self.tls_root.issue(&req.account, &req.tls_public_key, &validity)?;
         let legacy = SignedLegacyValidationRecord::sign(
             LegacyValidationRecord {
                 account: req.account,
@@ -218,6 +236,8 @@ impl CertificateAuthority {
             blinded_ids,
             records,
             legacy,
+            account_cert,
+            root_cert: self.tls_root.cert_der(),
         })
     }
 }
@@ -226,6 +246,7 @@ impl CertificateAuthority {
 #[derive(Debug)]
 pub struct DeviceEnrollment<G: PrimeGroup> {
     alphas: Vec<SecretScalar<G>>,
+    tls_key: TlsKey,
     request: EnrollmentRequest<G>,
 }
 
@@ -264,13 +285,16 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
             });
             alphas.push(alpha);
         }
+        let tls_key = TlsKey::generate()?;
         Ok(DeviceEnrollment {
             alphas,
             request: EnrollmentRequest {
                 account,
+                tls_public_key: tls_key.spki_der()?,
                 params: *params,
                 entries,
             },
+            tls_key,
         })
     }
 
@@ -293,6 +317,11 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
             if rec.id_hash != identifier_hash(&e.identifier) {
                 return Err(Error::BadCertificate("validation record"));
             }
+        }
+        if account_of_certificate(&issued.account_cert)? != req.account
+            || spki_of_certificate(&issued.account_cert)? != req.tls_public_key
+        {
+            return Err(Error::BadCertificate("account certificate"));
         }
         // Map certified slots back to our αᵢ: each yᵢ must appear exactly once.
         let mut used = vec![false; req.entries.len()];
@@ -322,6 +351,9 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
             blinded_ids: issued.blinded_ids,
             records: issued.records,
             legacy: issued.legacy,
+            tls_key: self.tls_key,
+            account_cert: issued.account_cert,
+            root_cert: issued.root_cert,
         })
     }
 }
@@ -341,6 +373,12 @@ pub struct DropIdentity<G: PrimeGroup> {
     pub records: Vec<SignedValidationRecord>,
     /// `VR_σ` (legacy flow only).
     pub legacy: SignedLegacyValidationRecord,
+    /// The TLS key of the account certificate.
+    pub tls_key: TlsKey,
+    /// The account certificate (X.509 DER).
+    pub account_cert: Vec<u8>,
+    /// The CA's root certificate (X.509 DER): the TLS trust anchor.
+    pub root_cert: Vec<u8>,
 }
 
 impl<G: PrimeGroup> DropIdentity<G> {
@@ -377,6 +415,8 @@ pub mod tags {
 
 /// Longest identifier accepted.
 pub const MAX_IDENTIFIER: usize = 320;
+/// Longest certificate or key (DER) accepted.
+pub const MAX_DER: usize = 8192;
 
 use tacit_wire::{Reader, Writer};
 
@@ -396,6 +436,7 @@ impl<G: PrimeGroup> EnrollmentRequest<G> {
         let mut w = Writer::new();
         w.put_envelope(tags::ENROLLMENT_REQUEST);
         self.account.encode(&mut w);
+        w.put_var_bytes(&self.tls_public_key);
         self.params.psi.encode(&mut w);
         w.put_count(self.entries.len());
         for e in &self.entries {
@@ -411,6 +452,7 @@ impl<G: PrimeGroup> EnrollmentRequest<G> {
         let mut r = Reader::new(b);
         r.envelope(tags::ENROLLMENT_REQUEST, "enrolment request")?;
         let account = AccountId::decode(&mut r)?;
+        let tls_public_key = r.var_bytes("TLS public key", MAX_DER)?.to_vec();
         let params = read_params(&mut r)?;
         params.psi.expect_group_id(G::ID)?;
         let n = r.count("identifiers", params.max_ids(), 4 + G::ELEMENT_LEN + 2 * G::SCALAR_LEN)?;
@@ -428,6 +470,7 @@ impl<G: PrimeGroup> EnrollmentRequest<G> {
         r.finish()?;
         Ok(EnrollmentRequest {
             account,
+            tls_public_key,
             params,
             entries,
         })
@@ -445,6 +488,8 @@ impl<G: PrimeGroup> Issued<G> {
             r.encode(&mut w);
         }
         self.legacy.encode(&mut w);
+        w.put_var_bytes(&self.account_cert);
+        w.put_var_bytes(&self.root_cert);
         w.into_bytes()
     }
 
@@ -459,11 +504,15 @@ impl<G: PrimeGroup> Issued<G> {
             records.push(SignedValidationRecord::decode(&mut r)?);
         }
         let legacy = SignedLegacyValidationRecord::decode(&mut r)?;
+        let account_cert = r.var_bytes("account certificate", MAX_DER)?.to_vec();
+        let root_cert = r.var_bytes("root certificate", MAX_DER)?.to_vec();
         r.finish()?;
         Ok(Issued {
             blinded_ids,
             records,
             legacy,
+            account_cert,
+            root_cert,
         })
     }
 }
@@ -474,6 +523,7 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
     pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
         let mut w = Writer::new();
         w.put_var_bytes(&self.request.to_bytes());
+        w.put_var_bytes(self.tls_key.pkcs8_der());
         w.put_count(self.alphas.len());
         for a in &self.alphas {
             w.put_fixed(&a.to_bytes());
@@ -485,6 +535,7 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
     pub fn from_bytes(b: &[u8]) -> Result<Self> {
         let mut r = Reader::new(b);
         let request = EnrollmentRequest::<G>::from_bytes(r.var_bytes("enrolment request", 1 << 20)?)?;
+        let tls_key = TlsKey::from_pkcs8(r.var_bytes("TLS key", MAX_DER)?)?;
         let n = r.count("blinding scalars", request.entries.len(), G::SCALAR_LEN)?;
         if n != request.entries.len() {
             return Err(Error::InvalidParams("pending enrolment is inconsistent".into()));
@@ -494,7 +545,11 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
             alphas.push(SecretScalar::from_bytes(r.fixed("blinding scalar", G::SCALAR_LEN)?)?);
         }
         r.finish()?;
-        Ok(DeviceEnrollment { alphas, request })
+        Ok(DeviceEnrollment {
+            alphas,
+            tls_key,
+            request,
+        })
     }
 }
 
@@ -516,6 +571,9 @@ impl<G: PrimeGroup> DropIdentity<G> {
             r.encode(&mut w);
         }
         self.legacy.encode(&mut w);
+        w.put_var_bytes(self.tls_key.pkcs8_der());
+        w.put_var_bytes(&self.account_cert);
+        w.put_var_bytes(&self.root_cert);
         zeroize::Zeroizing::new(w.into_bytes())
     }
 
@@ -539,6 +597,9 @@ impl<G: PrimeGroup> DropIdentity<G> {
             records.push(SignedValidationRecord::decode(&mut r)?);
         }
         let legacy = SignedLegacyValidationRecord::decode(&mut r)?;
+        let tls_key = TlsKey::from_pkcs8(r.var_bytes("TLS key", MAX_DER)?)?;
+        let account_cert = r.var_bytes("account certificate", MAX_DER)?.to_vec();
+        let root_cert = r.var_bytes("root certificate", MAX_DER)?.to_vec();
         r.finish()?;
         if records.len() != identifiers.len() || precomputation.request_elements() != blinded_ids.elements {
             return Err(Error::InvalidParams("stored identity is inconsistent".into()));
@@ -551,6 +612,9 @@ impl<G: PrimeGroup> DropIdentity<G> {
             blinded_ids,
             records,
             legacy,
+            tls_key,
+            account_cert,
+            root_cert,
         })
     }
 }

@@ -15,7 +15,7 @@
 //! use tacit_drop::DropParams;
 //!
 //! let mut rng = SecureRng::from_seed([1; 32]);
-//! let ca = CertificateAuthority::generate(&mut rng);
+//! let ca = CertificateAuthority::generate(&mut rng).unwrap();
 //! let params = DropParams::default().with_bounds(4, 100);
 //! // A device proves knowledge of αᵢ for yᵢ = αᵢ·H(IDᵢ); the CA certifies.
 //! let enrollment = DeviceEnrollment::<Ristretto255>::new(&params, &["14155550100", "ann@example.com"], &mut rng).unwrap();
@@ -33,6 +33,7 @@ mod error;
 pub mod legacy;
 pub mod protocol;
 pub mod records;
+pub mod x509;
 
 pub use account::AccountId;
 pub use error::Error;

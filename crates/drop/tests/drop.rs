@@ -84,7 +84,7 @@ fn run(ca: &CertificateAuthority, s: &Device, r: &Device, mode: Discoverability,
 #[test]
 fn mutual_contacts_authenticate_each_other() {
     let mut rng = SecureRng::from_seed([1; 32]);
-    let ca = CertificateAuthority::generate(&mut rng);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
     let alice = device(
         &ca,
         &["14155551111", "alice@example.com"],
@@ -119,7 +119,7 @@ fn mutual_contacts_authenticate_each_other() {
 #[test]
 fn a_non_contact_learns_nothing_and_is_refused_in_contacts_only_mode() {
     let mut rng = SecureRng::from_seed([2; 32]);
-    let ca = CertificateAuthority::generate(&mut rng);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
     let mallory = device(
         &ca,
         &["14155556666"],
@@ -156,7 +156,7 @@ fn a_non_contact_learns_nothing_and_is_refused_in_contacts_only_mode() {
 fn a_sender_the_receiver_knows_only_one_way() {
     // Bob has Carol in his book, Carol does not have Bob: Carol gets no record of Bob's.
     let mut rng = SecureRng::from_seed([3; 32]);
-    let ca = CertificateAuthority::generate(&mut rng);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
     let carol = device(&ca, &["carol@example.com"], &["someone@example.com"], &mut rng);
     let bob = device(&ca, &["bob@example.com"], &["carol@example.com"], &mut rng);
     let out = run(&ca, &carol, &bob, Discoverability::Everyone, &mut rng);
@@ -180,7 +180,7 @@ fn a_sender_the_receiver_knows_only_one_way() {
 #[test]
 fn m1_replayed_in_another_tls_session_fails_the_uuid_check() {
     let mut rng = SecureRng::from_seed([4; 32]);
-    let ca = CertificateAuthority::generate(&mut rng);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
     let alice = device(&ca, &["alice@example.com"], &["bob@example.com"], &mut rng);
     let bob = device(&ca, &["bob@example.com"], &["alice@example.com"], &mut rng);
     let eve = device(&ca, &["eve@example.com"], &[], &mut rng);
@@ -200,8 +200,8 @@ fn m1_replayed_in_another_tls_session_fails_the_uuid_check() {
 #[test]
 fn certificates_from_another_ca_or_expired_are_refused() {
     let mut rng = SecureRng::from_seed([5; 32]);
-    let ca = CertificateAuthority::generate(&mut rng);
-    let rogue = CertificateAuthority::generate(&mut rng);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
+    let rogue = CertificateAuthority::generate(&mut rng).unwrap();
     let alice = device(&ca, &["alice@example.com"], &["bob@example.com"], &mut rng);
     let forged_bob = device(&rogue, &["bob@example.com"], &["alice@example.com"], &mut rng);
     let (sw, start) = DropSender::start(ctx(&alice, &ca, &forged_bob), book_sender(&alice, &mut rng)).unwrap();
@@ -231,7 +231,7 @@ fn certificates_from_another_ca_or_expired_are_refused() {
 #[test]
 fn a_sender_whose_proof_fails_gets_no_validation_record() {
     let mut rng = SecureRng::from_seed([6; 32]);
-    let ca = CertificateAuthority::generate(&mut rng);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
     let alice = device(&ca, &["alice@example.com"], &["bob@example.com"], &mut rng);
     let bob = device(&ca, &["bob@example.com"], &["alice@example.com"], &mut rng);
     let (sw, start) = DropSender::start(ctx(&alice, &ca, &bob), book_sender(&alice, &mut rng)).unwrap();
@@ -255,7 +255,7 @@ fn a_sender_whose_proof_fails_gets_no_validation_record() {
 #[test]
 fn enrolment_checks() {
     let mut rng = SecureRng::from_seed([7; 32]);
-    let ca = CertificateAuthority::generate(&mut rng);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
     let p = params();
     let e = DeviceEnrollment::<G>::new(&p, &["alice@example.com", "14155551111"], &mut rng).unwrap();
     // ownership not confirmed
@@ -295,7 +295,7 @@ fn enrolment_checks() {
 #[test]
 fn legacy_flow_leaks_and_the_attack_recovers_the_numbers() {
     let mut rng = SecureRng::from_seed([8; 32]);
-    let ca = CertificateAuthority::generate(&mut rng);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
     let alice = device(
         &ca,
         &["14155551234", "alice@example.com"],
@@ -367,7 +367,7 @@ fn legacy_flow_leaks_and_the_attack_recovers_the_numbers() {
 #[test]
 fn enrolment_and_identity_survive_encoding() {
     let mut rng = SecureRng::from_seed([9; 32]);
-    let ca = CertificateAuthority::generate(&mut rng);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
     let e = DeviceEnrollment::<G>::new(&params(), &["alice@example.com", "14155551111"], &mut rng).unwrap();
     // The pending enrolment and the request travel as files.
     let pending = DeviceEnrollment::<G>::from_bytes(&e.to_bytes()).unwrap();
