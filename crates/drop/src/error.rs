@@ -41,6 +41,12 @@ pub enum Error {
     /// Parameters do not fit.
     #[error("invalid parameters: {0}")]
     InvalidParams(String),
+    /// A network or TLS failure.
+    #[error("{0}")]
+    Transport(String),
+    /// The peer refused a request and said why.
+    #[error("the receiver refused {0}")]
+    Refused(String),
     /// A capture or range given to the attack tool is unusable.
     #[error("{0}")]
     Attack(String),

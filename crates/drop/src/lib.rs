@@ -33,6 +33,7 @@ mod error;
 pub mod legacy;
 pub mod protocol;
 pub mod records;
+pub mod transport;
 pub mod x509;
 
 pub use account::AccountId;

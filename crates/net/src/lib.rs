@@ -18,6 +18,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod tls;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,0 +1,855 @@
+//! The HTTPS shell around the PrivateDrop state machines (paper §5.3, Fig. 5):
+//! mutual TLS with the account certificates, then `POST /StartPSI`, `/FinishPSI`,
+//! `/Ask` and `/Upload` on one connection; `/Discover` for the legacy flow.
+//!
+//! The shell holds no cryptography of its own: it moves bodies between the socket and
+//! the [`crate::protocol`] state machines, enforces request-size limits and timeouts,
+//! and streams uploads to disk (temporary file, SHA-256 check, no-overwrite rename).
+
+use crate::ca::DropIdentity;
+use crate::legacy::{self, DiscoverRequest};
+use crate::protocol::{
+    AddressBook, Ask, Context, Discoverability, DropReceiver, DropSender, FileOffer, Peer, ReceiverAwaitingAsk,
+    ReceiverAwaitingM2, ReceiverOutcome, SenderOutcome,
+};
+use crate::records::CaPublicKey;
+use crate::x509::{TLS_SERVER_NAME, account_of_certificate};
+use crate::{AccountId, Error, Result};
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use sha2::{Digest, Sha256};
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+use tacit_crypto::PrimeGroup;
+use tacit_crypto::rng::SecureRng;
+use tacit_net::tls::{MutualTls, TlsAcceptor, TlsConnector, server_name};
+use tacit_psi::{Response as PsiResponse, Sender};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+/// Limits and timeouts of the HTTPS shell.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// TCP connect and TLS handshake.
+    pub handshake_timeout: Duration,
+    /// Reading a request's headers, or any chunk of a body.
+    pub read_timeout: Duration,
+    /// Largest `Ask` body.
+    pub max_ask: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            handshake_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(15),
+            max_ask: 1 << 20,
+        }
+    }
+}
+
+/// Largest `FinishPSI` body for the parameters: the certified vector and one response.
+fn max_finish_psi<G: PrimeGroup>(id: &DropIdentity<G>) -> usize {
+    PsiResponse::<G>::encoded_len(&id.params.psi) + id.params.max_ids() * G::ELEMENT_LEN + 4096
+}
+
+fn tls_of<G: PrimeGroup>(id: &DropIdentity<G>) -> Result<MutualTls> {
+    MutualTls::new(&id.account_cert, id.tls_key.pkcs8_der(), &id.root_cert)
+        .map_err(|e| Error::InvalidParams(e.to_string()))
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn io_err(what: &str, e: impl core::fmt::Display) -> Error {
+    Error::Transport(format!("{what}: {e}"))
+}
+
+/// What the receiver does with an authenticated offer.
+pub type Decide = dyn Fn(&ReceiverOutcome) -> bool + Send + Sync;
+/// Makes the PSI sender over the address book for the next session.
+pub type SenderSupply<G> = dyn Fn() -> Result<Sender<G>> + Send + Sync;
+/// Receives progress and events (for logs and progress bars).
+pub type Events = dyn Fn(Event) + Send + Sync;
+
+/// Something that happened, for logs and progress bars.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A peer connected (its account from the TLS certificate).
+    Connected(AccountId),
+    /// A peer was authenticated (or not).
+    Authenticated(Peer),
+    /// Bytes of a file moved.
+    Progress {
+        /// The file.
+        name: String,
+        /// Bytes so far.
+        done: u64,
+        /// Total.
+        total: u64,
+    },
+    /// A file arrived, verified, under this path.
+    Received(PathBuf),
+    /// A session ended with an error.
+    Failed(String),
+}
+
+/// The AirDrop receiver's configuration.
+pub struct ReceiverConfig<G: PrimeGroup> {
+    /// Our identity.
+    pub identity: Arc<DropIdentity<G>>,
+    /// Our address book.
+    pub book: Arc<AddressBook>,
+    /// The trusted CA.
+    pub ca: CaPublicKey,
+    /// Who may authenticate.
+    pub mode: Discoverability,
+    /// Our device name.
+    pub name: String,
+    /// Where files go.
+    pub dir: PathBuf,
+    /// Whether `/Discover` (the legacy flow) is served.
+    pub legacy: bool,
+    /// Limits.
+    pub limits: Limits,
+    /// A fresh PSI sender per session.
+    pub supply: Arc<SenderSupply<G>>,
+    /// Accept or decline an offer.
+    pub decide: Arc<Decide>,
+    /// Events.
+    pub events: Arc<Events>,
+    /// If set, every request body is appended here as a frame (what a malicious
+    /// receiver would record; see [`crate::attack`]).
+    pub capture: Option<Arc<Mutex<std::fs::File>>>,
+}
+
+enum ConnState<G: PrimeGroup> {
+    Fresh,
+    AwaitingM2(ReceiverAwaitingM2<G>),
+    AwaitingAsk(ReceiverAwaitingAsk<G>),
+    Accepted(Vec<FileOffer>),
+    Done,
+}
+
+type HttpResponse = Response<Full<Bytes>>;
+
+fn reply(status: StatusCode, body: impl Into<Bytes>) -> HttpResponse {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r
+}
+
+fn refuse(status: StatusCode, why: impl core::fmt::Display) -> HttpResponse {
+    reply(status, format!("{why}\n"))
+}
+
+/// Serves PrivateDrop on `listener` until `sessions` connections were handled (or
+/// forever).
+pub async fn serve<G: PrimeGroup>(
+    listener: TcpListener,
+    cfg: Arc<ReceiverConfig<G>>,
+    sessions: Option<u64>,
+) -> Result<()> {
+    let tls = tls_of(&cfg.identity)?;
+    let acceptor = TlsAcceptor::from(tls.server_config().map_err(|e| Error::InvalidParams(e.to_string()))?);
+    let mut served = 0u64;
+    let mut tasks = tokio::task::JoinSet::new();
+    while sessions.is_none_or(|s| served < s) {
+        let (tcp, _) = listener.accept().await.map_err(|e| io_err("accept", e))?;
+        served += 1;
+        let cfg = cfg.clone();
+        let acceptor = acceptor.clone();
+        tasks.spawn(async move {
+            if let Err(e) = connection(tcp, acceptor, cfg.clone()).await {
+                (cfg.events)(Event::Failed(e.to_string()));
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+async fn connection<G: PrimeGroup>(tcp: TcpStream, acceptor: TlsAcceptor, cfg: Arc<ReceiverConfig<G>>) -> Result<()> {
+    tcp.set_nodelay(true).map_err(|e| io_err("socket", e))?;
+    let tls = tokio::time::timeout(cfg.limits.handshake_timeout, acceptor.accept(tcp))
+        .await
+        .map_err(|_| Error::Transport("TLS handshake timed out".into()))?
+        .map_err(|e| io_err("TLS handshake", e))?;
+    let peer_cert = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .ok_or_else(|| Error::Transport("the peer presented no certificate".into()))?;
+    let peer = account_of_certificate(peer_cert)?;
+    (cfg.events)(Event::Connected(peer));
+    let state = Arc::new(tokio::sync::Mutex::new(ConnState::Fresh));
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let cfg = cfg.clone();
+        let state = state.clone();
+        async move { Ok::<_, Infallible>(handle(req, &cfg, &state, peer).await) }
+    });
+    hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(15))
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(tls), service)
+        .await
+        .map_err(|e| io_err("HTTP", e))
+}
+
+/// Reads a whole body of at most `limit` bytes within the read timeout.
+async fn read_body(
+    req: Request<Incoming>,
+    limit: usize,
+    timeout: Duration,
+) -> core::result::Result<Bytes, HttpResponse> {
+    if let Some(len) = req.headers().get(hyper::header::CONTENT_LENGTH) {
+        if len
+            .to_str()
+            .ok()
+            .and_then(|l| l.parse::<usize>().ok())
+            .is_some_and(|l| l > limit)
+        {
+            return Err(refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body over {limit} bytes"),
+            ));
+        }
+    }
+    match tokio::time::timeout(timeout, Limited::new(req.into_body(), limit).collect()).await {
+        Err(_) => Err(refuse(StatusCode::REQUEST_TIMEOUT, "request body too slow")),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body over {limit} bytes"),
+        )),
+        Ok(Err(e)) => Err(refuse(StatusCode::BAD_REQUEST, format!("reading the body: {e}"))),
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+    }
+}
+
+fn status_of(e: &Error) -> StatusCode {
+    match e {
+        Error::NotDiscoverable(_) => StatusCode::FORBIDDEN,
+        Error::BadCertificate(_) | Error::AccountMismatch(_) | Error::Expired { .. } | Error::UncertifiedInput => {
+            StatusCode::FORBIDDEN
+        }
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+fn record(cfg: &ReceiverConfig<impl PrimeGroup>, body: &[u8]) {
+    if let Some(c) = &cfg.capture {
+        if let Ok(mut f) = c.lock() {
+            use std::io::Write;
+            let _ = f.write_all(&(body.len() as u32).to_be_bytes());
+            let _ = f.write_all(body);
+        }
+    }
+}
+
+async fn handle<G: PrimeGroup>(
+    req: Request<Incoming>,
+    cfg: &ReceiverConfig<G>,
+    state: &tokio::sync::Mutex<ConnState<G>>,
+    peer: AccountId,
+) -> HttpResponse {
+    if req.method() != hyper::Method::POST {
+        return refuse(StatusCode::METHOD_NOT_ALLOWED, "only POST is served");
+    }
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let mut st = state.lock().await;
+    let ctx = Context {
+        identity: cfg.identity.clone(),
+        book: cfg.book.clone(),
+        ca: cfg.ca,
+        peer,
+        now: now_unix(),
+    };
+    let t = cfg.limits.read_timeout;
+    let mut rng = SecureRng::from_os();
+    match (path.as_str(), std::mem::replace(&mut *st, ConnState::Done)) {
+        ("/StartPSI", ConnState::Fresh) => {
+            let body = match read_body(req, 1024, t).await {
+                Ok(b) => b,
+                Err(r) => return r,
+            };
+            record(cfg, &body);
+            let sender = match (cfg.supply)() {
+                Ok(s) => s,
+                Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, e),
+            };
+            match DropReceiver::on_start(ctx, cfg.mode, sender, &body) {
+                Ok((next, m1)) => {
+                    *st = ConnState::AwaitingM2(next);
+                    reply(StatusCode::OK, m1)
+                }
+                Err(e) => refuse(status_of(&e), e),
+            }
+        }
+        ("/FinishPSI", ConnState::AwaitingM2(w)) => {
+            let body = match read_body(req, max_finish_psi(&cfg.identity), t).await {
+                Ok(b) => b,
+                Err(r) => return r,
+            };
+            record(cfg, &body);
+            match w.on_m2(&body, &mut rng) {
+                Ok((next, m3)) => {
+                    *st = ConnState::AwaitingAsk(next);
+                    reply(StatusCode::OK, m3)
+                }
+                Err(e) => refuse(status_of(&e), e),
+            }
+        }
+        ("/Ask", ConnState::AwaitingAsk(w)) => {
+            let body = match read_body(req, cfg.limits.max_ask, t).await {
+                Ok(b) => b,
+                Err(r) => return r,
+            };
+            record(cfg, &body);
+            match w.on_ask(&body) {
+                Ok(outcome) => {
+                    (cfg.events)(Event::Authenticated(outcome.sender.clone()));
+                    if (cfg.decide)(&outcome) {
+                        *st = ConnState::Accepted(outcome.ask.files);
+                        reply(StatusCode::OK, "accepted")
+                    } else {
+                        refuse(StatusCode::FORBIDDEN, "declined")
+                    }
+                }
+                Err(e) => refuse(status_of(&e), e),
+            }
+        }
+        ("/Upload", ConnState::Accepted(files)) => {
+            let index = query.strip_prefix("file=").and_then(|i| i.parse::<usize>().ok());
+            let Some(offer) = index.and_then(|i| files.get(i)).cloned() else {
+                *st = ConnState::Accepted(files);
+                return refuse(StatusCode::BAD_REQUEST, "Upload needs ?file=N naming an offered file");
+            };
+            *st = ConnState::Accepted(files);
+            match receive_file(req, &offer, cfg).await {
+                Ok(path) => {
+                    (cfg.events)(Event::Received(path.clone()));
+                    reply(
+                        StatusCode::OK,
+                        path.file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default(),
+                    )
+                }
+                Err((status, why)) => refuse(status, why),
+            }
+        }
+        ("/Discover", ConnState::Fresh) if cfg.legacy => {
+            let body = match read_body(req, 1 << 20, t).await {
+                Ok(b) => b,
+                Err(r) => return r,
+            };
+            record(cfg, &body);
+            match legacy::receiver_on_discover(
+                &cfg.identity.legacy,
+                &cfg.name,
+                &cfg.book,
+                &cfg.ca,
+                &peer,
+                ctx.now,
+                cfg.mode,
+                &body,
+            ) {
+                Ok((sender, resp)) => {
+                    (cfg.events)(Event::Authenticated(sender));
+                    reply(StatusCode::OK, resp)
+                }
+                Err(e) => refuse(status_of(&e), e),
+            }
+        }
+        (p @ ("/StartPSI" | "/FinishPSI" | "/Ask" | "/Upload" | "/Discover"), _) => refuse(
+            StatusCode::CONFLICT,
+            format!("{p} is not expected at this point of the exchange"),
+        ),
+        (p, _) => refuse(StatusCode::NOT_FOUND, format!("no endpoint {p}")),
+    }
+}
+
+/// A file name without directories or control characters.
+pub fn safe_file_name(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or("");
+    let cleaned: String = base.chars().filter(|c| !c.is_control()).collect();
+    let cleaned = cleaned.trim().trim_start_matches('.').to_string();
+    if cleaned.is_empty() {
+        "received-file".to_string()
+    } else {
+        cleaned
+    }
+}
+
+/// Links `tmp` to a free name in `dir` (never overwriting), then removes `tmp`.
+fn place(tmp: &Path, dir: &Path, name: &str) -> std::io::Result<PathBuf> {
+    let (stem, ext) = match name.rfind('.') {
+        Some(i) if i > 0 => (&name[..i], &name[i..]),
+        _ => (name, ""),
+    };
+    for n in 0..10_000 {
+        let candidate = if n == 0 {
+            dir.join(name)
+        } else {
+            dir.join(format!("{stem} ({n}){ext}"))
+        };
+        match std::fs::hard_link(tmp, &candidate) {
+            Ok(()) => {
+                std::fs::remove_file(tmp)?;
+                return Ok(candidate);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free file name"))
+}
+
+/// Removes the temporary file unless disarmed.
+struct TempFile(Option<PathBuf>);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+async fn receive_file<G: PrimeGroup>(
+    req: Request<Incoming>,
+    offer: &FileOffer,
+    cfg: &ReceiverConfig<G>,
+) -> core::result::Result<PathBuf, (StatusCode, String)> {
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|d| d != offer.size) {
+        return Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("upload length differs from the offered {} bytes", offer.size),
+        ));
+    }
+    let name = safe_file_name(&offer.name);
+    let mut nonce = [0u8; 8];
+    rand_core::RngCore::fill_bytes(&mut SecureRng::from_os(), &mut nonce);
+    let tmp_path = cfg.dir.join(format!(
+        ".tacit-{}.part",
+        nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ));
+    let guard = TempFile(Some(tmp_path.clone()));
+    let mut file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp_path)
+        .await
+        .map_err(|e| {
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot write to {}: {e}", cfg.dir.display()),
+            )
+        })?;
+    let mut body = req.into_body();
+    let mut hasher = Sha256::new();
+    let mut got = 0u64;
+    let mut last_event = 0u64;
+    loop {
+        let frame = match tokio::time::timeout(cfg.limits.read_timeout, body.frame()).await {
+            Err(_) => return Err((StatusCode::REQUEST_TIMEOUT, "upload stalled".into())),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => return Err((StatusCode::BAD_REQUEST, format!("upload interrupted: {e}"))),
+            Ok(Some(Ok(f))) => f,
+        };
+        if let Ok(data) = frame.into_data() {
+            got += data.len() as u64;
+            if got > offer.size {
+                return Err((
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("upload exceeds the offered {} bytes", offer.size),
+                ));
+            }
+            hasher.update(&data);
+            file.write_all(&data)
+                .await
+                .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("writing: {e}")))?;
+            if got - last_event >= 1 << 20 || got == offer.size {
+                last_event = got;
+                (cfg.events)(Event::Progress {
+                    name: name.clone(),
+                    done: got,
+                    total: offer.size,
+                });
+            }
+        }
+    }
+    if got != offer.size {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            format!("upload truncated: {got} of {} bytes", offer.size),
+        ));
+    }
+    let digest: [u8; 32] = hasher.finalize().into();
+    if digest != offer.sha256 {
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "upload does not match the offered SHA-256".into(),
+        ));
+    }
+    file.sync_all()
+        .await
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("writing: {e}")))?;
+    drop(file);
+    let dir = cfg.dir.clone();
+    let tmp = tmp_path.clone();
+    let placed = tokio::task::spawn_blocking(move || place(&tmp, &dir, &name))
+        .await
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("placing the file: {e}")))?;
+    let mut guard = guard;
+    guard.0 = None;
+    Ok(placed)
+}
+
+// ---------------------------------------------------------------------------
+// The AirDrop sender (HTTPS client)
+
+/// The AirDrop sender's configuration.
+pub struct SenderConfig<G: PrimeGroup> {
+    /// Our identity.
+    pub identity: Arc<DropIdentity<G>>,
+    /// Our address book.
+    pub book: Arc<AddressBook>,
+    /// The trusted CA.
+    pub ca: CaPublicKey,
+    /// Our device name.
+    pub name: String,
+    /// Limits.
+    pub limits: Limits,
+    /// Events.
+    pub events: Arc<Events>,
+}
+
+/// Time spent in each part of authentication (for `tacit bench drop`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    /// TCP connect and TLS handshake.
+    pub tls: Duration,
+    /// Our own computation.
+    pub compute: Duration,
+    /// Waiting for the peer's answers (transmission and its computation).
+    pub waiting: Duration,
+    /// From the first request to the authenticated result.
+    pub total: Duration,
+}
+
+/// An authenticated HTTPS connection to a receiver, ready for `Ask`.
+pub struct Session<G: PrimeGroup> {
+    http: hyper::client::conn::http1::SendRequest<BoxBody<Bytes, std::io::Error>>,
+    /// The receiver's account (from its TLS certificate).
+    pub peer: AccountId,
+    /// What authentication established.
+    pub outcome: SenderOutcome,
+    /// Where the time went.
+    pub timings: Timings,
+    cfg: Arc<SenderConfig<G>>,
+}
+
+fn full(b: impl Into<Bytes>) -> BoxBody<Bytes, std::io::Error> {
+    Full::new(b.into()).map_err(|never: Infallible| match never {}).boxed()
+}
+
+async fn post(
+    http: &mut hyper::client::conn::http1::SendRequest<BoxBody<Bytes, std::io::Error>>,
+    path: &str,
+    body: BoxBody<Bytes, std::io::Error>,
+    len: u64,
+    timeout: Duration,
+) -> Result<(StatusCode, Bytes)> {
+    let req = Request::post(path)
+        .header(hyper::header::HOST, TLS_SERVER_NAME)
+        .header(hyper::header::CONTENT_LENGTH, len)
+        .body(body)
+        .map_err(|e| io_err("request", e))?;
+    let resp = http.send_request(req).await.map_err(|e| io_err(path, e))?;
+    let status = resp.status();
+    let body = tokio::time::timeout(timeout, Limited::new(resp.into_body(), 64 << 20).collect())
+        .await
+        .map_err(|_| Error::Transport(format!("{path}: the receiver did not answer in time")))?
+        .map_err(|e| io_err(path, e))?
+        .to_bytes();
+    Ok((status, body))
+}
+
+fn expect_ok(path: &str, (status, body): (StatusCode, Bytes)) -> Result<Bytes> {
+    if status == StatusCode::OK {
+        Ok(body)
+    } else {
+        Err(Error::Refused(format!(
+            "{path}: {} {}",
+            status.as_u16(),
+            String::from_utf8_lossy(&body).trim()
+        )))
+    }
+}
+
+async fn connect<G: PrimeGroup>(
+    addr: &str,
+    cfg: &SenderConfig<G>,
+) -> Result<(
+    hyper::client::conn::http1::SendRequest<BoxBody<Bytes, std::io::Error>>,
+    AccountId,
+)> {
+    let tls = tls_of(&cfg.identity)?;
+    let connector = TlsConnector::from(tls.client_config().map_err(|e| Error::InvalidParams(e.to_string()))?);
+    let name = server_name(TLS_SERVER_NAME).map_err(|e| Error::InvalidParams(e.to_string()))?;
+    let stream = tokio::time::timeout(cfg.limits.handshake_timeout, async {
+        let tcp = TcpStream::connect(addr)
+            .await
+            .map_err(|e| io_err(&format!("connecting to {addr}"), e))?;
+        tcp.set_nodelay(true).map_err(|e| io_err("socket", e))?;
+        connector
+            .connect(name, tcp)
+            .await
+            .map_err(|e| io_err("TLS handshake", e))
+    })
+    .await
+    .map_err(|_| Error::Transport(format!("connecting to {addr} timed out")))??;
+    let cert = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .ok_or_else(|| Error::Transport("the receiver presented no certificate".into()))?;
+    let peer = account_of_certificate(cert)?;
+    let (http, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| io_err("HTTP", e))?;
+    tokio::spawn(conn);
+    Ok((http, peer))
+}
+
+/// Connects to a receiver and runs PrivateDrop's authentication.
+pub async fn authenticate<G: PrimeGroup>(
+    addr: &str,
+    cfg: Arc<SenderConfig<G>>,
+    book_sender: Sender<G>,
+) -> Result<Session<G>> {
+    let t0 = Instant::now();
+    let (mut http, peer) = connect(addr, &cfg).await?;
+    (cfg.events)(Event::Connected(peer));
+    let tls = t0.elapsed();
+    let t_auth = Instant::now();
+    let mut rng = SecureRng::from_os();
+    let ctx = Context {
+        identity: cfg.identity.clone(),
+        book: cfg.book.clone(),
+        ca: cfg.ca,
+        peer,
+        now: now_unix(),
+    };
+    let rt = cfg.limits.read_timeout;
+    let mut compute = Duration::ZERO;
+    let t = Instant::now();
+    let (w, start) = DropSender::start(ctx, book_sender)?;
+    compute += t.elapsed();
+    let len = start.len() as u64;
+    let m1 = expect_ok("/StartPSI", post(&mut http, "/StartPSI", full(start), len, rt).await?)?;
+    let t = Instant::now();
+    let (w, m2) = w.on_m1(&m1, &mut rng)?;
+    compute += t.elapsed();
+    let len = m2.len() as u64;
+    let m3 = expect_ok("/FinishPSI", post(&mut http, "/FinishPSI", full(m2), len, rt).await?)?;
+    let t = Instant::now();
+    let outcome = w.on_m3(&m3, &mut rng)?;
+    compute += t.elapsed();
+    let total = t_auth.elapsed();
+    (cfg.events)(Event::Authenticated(outcome.receiver.clone()));
+    Ok(Session {
+        http,
+        peer,
+        outcome,
+        timings: Timings {
+            tls,
+            compute,
+            waiting: total.saturating_sub(compute),
+            total: total + tls,
+        },
+        cfg,
+    })
+}
+
+/// Runs the legacy `Discover` exchange; returns the receiver as identified and its
+/// device name.
+pub async fn legacy_discover<G: PrimeGroup>(addr: &str, cfg: Arc<SenderConfig<G>>) -> Result<(Peer, String, Timings)> {
+    let t0 = Instant::now();
+    let (mut http, peer) = connect(addr, &cfg).await?;
+    let tls = t0.elapsed();
+    let t = Instant::now();
+    let req = DiscoverRequest {
+        record: cfg.identity.legacy.clone(),
+        sender_name: cfg.name.clone(),
+    }
+    .to_bytes();
+    let len = req.len() as u64;
+    let resp = expect_ok(
+        "/Discover",
+        post(&mut http, "/Discover", full(req), len, cfg.limits.read_timeout).await?,
+    )?;
+    let (receiver, name) = legacy::sender_on_response(&cfg.book, &cfg.ca, &peer, now_unix(), &resp)?;
+    let total = t.elapsed();
+    Ok((
+        receiver,
+        name,
+        Timings {
+            tls,
+            compute: Duration::ZERO,
+            waiting: total,
+            total: total + tls,
+        },
+    ))
+}
+
+/// Hashes a file (streaming) for its offer.
+pub async fn offer_for(path: &Path) -> Result<FileOffer> {
+    use tokio::io::AsyncReadExt;
+    let mut f = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| io_err(&path.display().to_string(), e))?;
+    let size = f
+        .metadata()
+        .await
+        .map_err(|e| io_err(&path.display().to_string(), e))?
+        .len();
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .await
+            .map_err(|e| io_err(&path.display().to_string(), e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(FileOffer {
+        name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "file".into()),
+        size,
+        media_type: "application/octet-stream".into(),
+        sha256: h.finalize().into(),
+    })
+}
+
+/// A request body streamed from a channel.
+struct ChannelBody {
+    rx: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>,
+    len: u64,
+}
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<core::result::Result<Frame<Bytes>, std::io::Error>>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(Ok(b))) => Poll::Ready(Some(Ok(Frame::data(b)))),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.len)
+    }
+}
+
+impl<G: PrimeGroup> Session<G> {
+    /// Sends `Ask` with our validation record (only if the receiver proved it knows us)
+    /// and the offer; `Ok(true)` if the receiver accepted.
+    pub async fn ask(&mut self, files: &[FileOffer]) -> Result<bool> {
+        let ask = Ask {
+            record: self.outcome.ask_record.clone(),
+            sender_name: self.cfg.name.clone(),
+            files: files.to_vec(),
+        }
+        .to_bytes();
+        let len = ask.len() as u64;
+        let (status, body) = post(&mut self.http, "/Ask", full(ask), len, self.cfg.limits.read_timeout).await?;
+        match status {
+            StatusCode::OK => Ok(true),
+            StatusCode::FORBIDDEN if body.as_ref() == b"declined\n" => Ok(false),
+            s => Err(Error::Refused(format!(
+                "/Ask: {} {}",
+                s.as_u16(),
+                String::from_utf8_lossy(&body).trim()
+            ))),
+        }
+    }
+
+    /// Streams file `index` of the offer from `path`; returns the name the receiver
+    /// stored it under.
+    pub async fn upload(&mut self, index: usize, path: &Path, offer: &FileOffer) -> Result<String> {
+        use tokio::io::AsyncReadExt;
+        let (tx, rx) = tokio::sync::mpsc::channel(8);
+        let mut f = tokio::fs::File::open(path)
+            .await
+            .map_err(|e| io_err(&path.display().to_string(), e))?;
+        let events = self.cfg.events.clone();
+        let (name, total) = (offer.name.clone(), offer.size);
+        let reader = tokio::spawn(async move {
+            let mut done = 0u64;
+            loop {
+                let mut buf = vec![0u8; 1 << 16];
+                match f.read(&mut buf).await {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        done += n as u64;
+                        if tx.send(Ok(Bytes::from(buf))).await.is_err() {
+                            break;
+                        }
+                        events(Event::Progress {
+                            name: name.clone(),
+                            done,
+                            total,
+                        });
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        break;
+                    }
+                }
+            }
+        });
+        let body = ChannelBody { rx, len: offer.size }.boxed();
+        let path_q = format!("/Upload?file={index}");
+        let r = post(&mut self.http, &path_q, body, offer.size, self.cfg.limits.read_timeout).await;
+        let _ = reader.await;
+        let body = expect_ok("/Upload", r?)?;
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+}

@@ -1,0 +1,212 @@
+//! PrivateDrop over real loopback HTTPS with mutual TLS: authentication, file
+//! transfer, refusals and limits.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tacit_crypto::Ristretto255;
+use tacit_crypto::rng::SecureRng;
+use tacit_drop::DropParams;
+use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity};
+use tacit_drop::protocol::{AddressBook, Discoverability, Peer};
+use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
+use tacit_psi::{Reuse, Sender, SenderKey, SenderPrecomputation};
+use tokio::net::TcpListener;
+
+type G = Ristretto255;
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn params() -> DropParams {
+    DropParams::default().with_bounds(3, 20)
+}
+
+struct Device {
+    identity: Arc<DropIdentity<G>>,
+    book: Arc<AddressBook>,
+}
+
+fn device(ca: &CertificateAuthority, ids: &[&str], book: &[&str]) -> Device {
+    let mut rng = SecureRng::from_os();
+    let e = DeviceEnrollment::<G>::new(&params(), ids, &mut rng).unwrap();
+    let issued = ca.enroll(e.request(), &|_| true, now() - 5, &mut rng).unwrap();
+    Device {
+        identity: Arc::new(e.finish(issued, &ca.public_key(), now()).unwrap()),
+        book: Arc::new(AddressBook::new(book)),
+    }
+}
+
+fn book_sender(book: &AddressBook) -> tacit_drop::Result<Sender<G>> {
+    let mut rng = SecureRng::from_os();
+    let p = params().psi;
+    let key = SenderKey::<G>::generate(&mut rng, 1);
+    let pre = SenderPrecomputation::compute(&p, &key, book.entries(), Reuse::FreshPerSession, &mut rng)?;
+    Ok(Sender::new(&p, key, pre)?)
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tacit-drop-{tag}-{}-{}", std::process::id(), now()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Receiver {
+    addr: String,
+    dir: PathBuf,
+    events: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<tacit_drop::Result<()>>,
+}
+
+async fn start_receiver(
+    ca: &CertificateAuthority,
+    d: &Device,
+    mode: Discoverability,
+    legacy: bool,
+    tag: &str,
+    sessions: u64,
+) -> Receiver {
+    let dir = tmpdir(tag);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let ev = events.clone();
+    let book = d.book.clone();
+    let cfg = Arc::new(ReceiverConfig {
+        identity: d.identity.clone(),
+        book: d.book.clone(),
+        ca: ca.public_key(),
+        mode,
+        name: "receiver".into(),
+        dir: dir.clone(),
+        legacy,
+        limits: Limits::default(),
+        supply: Arc::new(move || book_sender(&book)),
+        decide: Arc::new(|_| true),
+        events: Arc::new(move |e: Event| ev.lock().unwrap().push(format!("{e:?}"))),
+        capture: None,
+    });
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let task = tokio::spawn(transport::serve(l, cfg, Some(sessions)));
+    Receiver {
+        addr,
+        dir,
+        events,
+        task,
+    }
+}
+
+fn sender_cfg(ca: &CertificateAuthority, d: &Device) -> Arc<SenderConfig<G>> {
+    Arc::new(SenderConfig {
+        identity: d.identity.clone(),
+        book: d.book.clone(),
+        ca: ca.public_key(),
+        name: "sender".into(),
+        limits: Limits::default(),
+        events: Arc::new(|_| {}),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_contacts_transfer_a_file() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let r = start_receiver(&ca, &bob, Discoverability::ContactsOnly, false, "ok", 1).await;
+    let src = tmpdir("src").join("hello.txt");
+    std::fs::write(&src, b"hello, bob").unwrap();
+    let offer = transport::offer_for(&src).await.unwrap();
+    let mut s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        s.outcome.receiver,
+        Peer::Contact {
+            identifier: "bob@example.com".into()
+        }
+    );
+    assert!(s.ask(std::slice::from_ref(&offer)).await.unwrap());
+    let stored = s.upload(0, &src, &offer).await.unwrap();
+    assert_eq!(stored, "hello.txt");
+    // a second upload of the same name gets a suffix, never overwrites
+    let stored2 = s.upload(0, &src, &offer).await.unwrap();
+    assert_eq!(stored2, "hello (1).txt");
+    drop(s);
+    r.task.await.unwrap().unwrap();
+    assert_eq!(std::fs::read(r.dir.join("hello.txt")).unwrap(), b"hello, bob");
+    let ev = r.events.lock().unwrap().join("\n");
+    assert!(ev.contains("alice@example.com"), "{ev}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_contact_is_refused_and_gets_nothing() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let mallory = device(&ca, &["mallory@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let r = start_receiver(&ca, &bob, Discoverability::ContactsOnly, false, "nc", 1).await;
+    let mut s = transport::authenticate(&r.addr, sender_cfg(&ca, &mallory), book_sender(&mallory.book).unwrap())
+        .await
+        .unwrap();
+    // Mallory has Bob's address, so DO2 matches and Bob shows one record of an
+    // identifier Mallory already holds; Bob does not know Mallory: Ask is refused.
+    assert!(s.outcome.ask_record.is_none());
+    let err = s.ask(&[]).await.unwrap_err();
+    assert!(err.to_string().contains("403"), "{err}");
+    drop(s);
+    r.task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupted_or_truncated_uploads_are_rejected_and_removed() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let r = start_receiver(&ca, &bob, Discoverability::ContactsOnly, false, "bad", 1).await;
+    let src = tmpdir("src2").join("data.bin");
+    std::fs::write(&src, vec![7u8; 200_000]).unwrap();
+    let mut offer = transport::offer_for(&src).await.unwrap();
+    let mut s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+        .await
+        .unwrap();
+    offer.sha256[0] ^= 1; // the offer's hash does not match the content
+    assert!(s.ask(std::slice::from_ref(&offer)).await.unwrap());
+    let err = s.upload(0, &src, &offer).await.unwrap_err();
+    assert!(err.to_string().contains("422"), "{err}");
+    drop(s);
+    r.task.await.unwrap().unwrap();
+    let left: Vec<_> = std::fs::read_dir(&r.dir).unwrap().collect();
+    assert!(left.is_empty(), "nothing may remain: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_discover_works_between_contacts() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let r = start_receiver(&ca, &bob, Discoverability::ContactsOnly, true, "legacy", 1).await;
+    let (peer, name, _) = transport::legacy_discover(&r.addr, sender_cfg(&ca, &alice))
+        .await
+        .unwrap();
+    assert_eq!(
+        peer,
+        Peer::Contact {
+            identifier: "bob@example.com".into()
+        }
+    );
+    assert_eq!(name, "receiver");
+    r.task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_from_another_ca_cannot_even_connect() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let rogue = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let eve = device(&rogue, &["eve@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let r = start_receiver(&ca, &bob, Discoverability::Everyone, false, "rogue", 1).await;
+    let err = transport::authenticate(&r.addr, sender_cfg(&rogue, &eve), book_sender(&eve.book).unwrap()).await;
+    assert!(err.is_err());
+    r.task.await.unwrap().unwrap();
+}
