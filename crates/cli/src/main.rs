@@ -7,6 +7,7 @@ mod bench;
 mod ca;
 mod contacts;
 mod demo;
+mod drop;
 mod psi;
 mod util;
 
@@ -45,6 +46,9 @@ enum Command {
     /// This device's PrivateDrop identity: enrolment with a CA.
     #[command(subcommand)]
     Id(ca::IdCommand),
+    /// PrivateDrop: mutual-contact authentication and file transfer; the legacy attack.
+    #[command(subcommand)]
+    Drop(drop::DropCommand),
     /// Import and list the address book (vCard 3.0 / 4.0).
     #[command(subcommand)]
     Contacts(contacts::ContactsCommand),
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
         Command::Ca(c) => ca::run_ca(c),
+        Command::Drop(c) => drop::run(c, cli.store.as_deref()),
         Command::Id(c) => ca::run_id(c, cli.store.as_deref()),
         Command::Contacts(c) => contacts::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::run(c, cli.store.as_deref()),

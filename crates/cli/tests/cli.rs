@@ -523,3 +523,259 @@ fn ca_enrolment_online_and_offline() {
         stderr(&out)
     );
 }
+
+/// Enrols a device in `store` with the CA in `ca_dir` (offline, through files).
+fn enrol(store: &str, ca_dir: &str, key: &str, ids: &[&str], book_vcf: &str) {
+    let req = tmp("req.bin");
+    let issued = tmp("issued.bin");
+    let mut c = tacit();
+    c.args([
+        "--store",
+        store,
+        "id",
+        "enroll",
+        "--offline",
+        req.to_str().unwrap(),
+        "--ca-key",
+        key,
+    ]);
+    c.args(["--max-contacts", "100"]);
+    for id in ids {
+        c.args(["--id", id]);
+    }
+    assert!(c.status().unwrap().success());
+    let ok = tacit()
+        .args([
+            "ca",
+            "enroll",
+            req.to_str().unwrap(),
+            "--out",
+            issued.to_str().unwrap(),
+            "--dir",
+            ca_dir,
+            "--confirm",
+        ])
+        .args(["--max-contacts", "100"])
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(
+        tacit()
+            .args(["--store", store, "id", "finish", issued.to_str().unwrap()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let vcf = write("book.vcf", book_vcf);
+    assert!(
+        tacit()
+            .args(["--store", store, "contacts", "import", vcf.to_str().unwrap()])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+fn card(name: &str, line: &str) -> String {
+    format!("BEGIN:VCARD\nVERSION:3.0\nFN:{name}\n{line}\nEND:VCARD\n")
+}
+
+#[test]
+fn drop_between_two_processes_and_the_legacy_attack() {
+    let ca = tmp("ca");
+    let ca_dir = ca.to_str().unwrap();
+    assert!(
+        tacit()
+            .args(["ca", "init", "--dir", ca_dir])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
+        .trim()
+        .to_string();
+    let (alice, bob, mallory) = (tmp("a.sqlite3"), tmp("b.sqlite3"), tmp("m.sqlite3"));
+    let (a, b, m) = (
+        alice.to_str().unwrap(),
+        bob.to_str().unwrap(),
+        mallory.to_str().unwrap(),
+    );
+    enrol(
+        a,
+        ca_dir,
+        &key,
+        &["+1 415 555 0142", "alice@example.com"],
+        &card("Bob", "EMAIL:bob@example.com"),
+    );
+    enrol(
+        b,
+        ca_dir,
+        &key,
+        &["bob@example.com"],
+        &card("Alice", "TEL:+1 415 555 0142"),
+    );
+    enrol(
+        m,
+        ca_dir,
+        &key,
+        &["mallory@example.com"],
+        &card("Nobody", "EMAIL:nobody@example.com"),
+    );
+
+    // Alice sends a file to Bob: mutual contacts.
+    let inbox = tmp("inbox");
+    let (mut rx, addr) = spawn_listening(&[
+        "--store",
+        b,
+        "drop",
+        "receive",
+        "--listen",
+        "127.0.0.1:0",
+        "--dir",
+        inbox.to_str().unwrap(),
+        "--accept",
+        "contacts",
+        "--sessions",
+        "1",
+        "--max-contacts",
+        "100",
+    ]);
+    let file = write("note.txt", "hello bob");
+    let out = tacit()
+        .args([
+            "--store",
+            a,
+            "drop",
+            "send",
+            file.to_str().unwrap(),
+            "--peer",
+            &addr,
+            "--max-contacts",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("receiver is your contact bob@example.com"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("has you in its contacts (as 14155550142)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(rx.wait().unwrap().success());
+    assert_eq!(std::fs::read_to_string(inbox.join("note.txt")).unwrap(), "hello bob");
+
+    // Mallory runs a receiver that records everything. Alice's legacy Discover leaks;
+    // her PrivateDrop exchange with the non-contact Mallory does not.
+    let legacy_cap = tmp("legacy.cap");
+    let (mut rx, addr) = spawn_listening(&[
+        "--store",
+        m,
+        "drop",
+        "receive",
+        "--listen",
+        "127.0.0.1:0",
+        "--mode",
+        "everyone",
+        "--legacy",
+        "--accept",
+        "none",
+        "--sessions",
+        "1",
+        "--max-contacts",
+        "100",
+        "--capture",
+        legacy_cap.to_str().unwrap(),
+    ]);
+    let out = tacit()
+        .args([
+            "--store",
+            a,
+            "drop",
+            "send",
+            "--legacy",
+            "--peer",
+            &addr,
+            "--max-contacts",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(rx.wait().unwrap().success());
+    let out = tacit()
+        .args([
+            "drop",
+            "attack-legacy",
+            "--capture",
+            legacy_cap.to_str().unwrap(),
+            "--range",
+            "+141555XXXXX",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("recovered +14155550142"), "{}", stdout(&out));
+
+    let pd_cap = tmp("privatedrop.cap");
+    let (mut rx, addr) = spawn_listening(&[
+        "--store",
+        m,
+        "drop",
+        "receive",
+        "--listen",
+        "127.0.0.1:0",
+        "--mode",
+        "everyone",
+        "--accept",
+        "none",
+        "--sessions",
+        "1",
+        "--max-contacts",
+        "100",
+        "--capture",
+        pd_cap.to_str().unwrap(),
+    ]);
+    let out = tacit()
+        .args([
+            "--store",
+            a,
+            "drop",
+            "send",
+            file.to_str().unwrap(),
+            "--peer",
+            &addr,
+            "--max-contacts",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "Mallory declines");
+    assert!(
+        stdout(&out).contains("not identified as one of your contacts"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(rx.wait().unwrap().success());
+    let out = tacit()
+        .args([
+            "drop",
+            "attack-legacy",
+            "--capture",
+            pd_cap.to_str().unwrap(),
+            "--range",
+            "+141555XXXXX",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("no identifier hashes in this capture"),
+        "{}",
+        stdout(&out)
+    );
+}

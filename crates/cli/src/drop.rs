@@ -1,0 +1,480 @@
+//! `tacit drop …`: PrivateDrop between two processes, and the attack on legacy captures.
+
+use crate::ca::{DropParamArgs, load_ca_public, load_identity};
+use crate::util::store_path;
+use anyhow::{Context, Result, bail};
+use clap::{Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tacit_crypto::rng::SecureRng;
+use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
+use tacit_drop::DropParams;
+use tacit_drop::attack::{PhoneRange, brute_force, read_capture};
+use tacit_drop::protocol::{AddressBook, Discoverability, Peer, ReceiverOutcome};
+use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
+use tacit_psi::{Reuse, Sender, SenderKey, SenderPrecomputation};
+use tacit_store::Store;
+
+/// Who may authenticate to a receiver.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// Only senders that prove to be in our address book (default).
+    ContactsOnly,
+    /// Anyone; non-contacts are shown by device name only.
+    Everyone,
+    /// Nobody.
+    Off,
+}
+
+/// What the receiver does with an authenticated offer.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum AcceptArg {
+    /// Ask at a y/N prompt.
+    Ask,
+    /// Accept from mutual contacts, decline the rest.
+    Contacts,
+    /// Accept everything that passed authentication.
+    All,
+    /// Decline everything.
+    None,
+}
+
+/// PrivateDrop commands.
+#[derive(Debug, Subcommand)]
+pub enum DropCommand {
+    /// Receive files from senders that authenticate (PrivateDrop over HTTPS, mutual TLS).
+    #[command(after_help = "\
+Needs an enrolled identity (`tacit id enroll`) and an address book (`tacit contacts import`).
+Examples:
+  tacit drop receive --listen 0.0.0.0:8770 --dir ~/Downloads
+  tacit drop receive --listen 127.0.0.1:8770 --accept contacts --mode everyone
+  tacit drop receive --listen 127.0.0.1:8770 --legacy --capture seen.cap   # record what peers send")]
+    Receive {
+        /// Address to listen on (port 0 picks one; the address is printed).
+        #[arg(long, default_value = "127.0.0.1:8770")]
+        listen: String,
+        /// Where received files go.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// What to do with an offer.
+        #[arg(long, value_enum, default_value = "ask")]
+        accept: AcceptArg,
+        /// Discoverability.
+        #[arg(long, value_enum, default_value = "contacts-only")]
+        mode: ModeArg,
+        /// Also serve the legacy AirDrop `/Discover` flow (leaks identifier hashes).
+        #[arg(long)]
+        legacy: bool,
+        /// Record every request body received into FILE (for `attack-legacy`).
+        #[arg(long, value_name = "FILE")]
+        capture: Option<PathBuf>,
+        /// Exit after this many connections.
+        #[arg(long)]
+        sessions: Option<u64>,
+        /// Our device name.
+        #[arg(long, default_value = "tacit receiver")]
+        name: String,
+        #[command(flatten)]
+        params: DropParamArgs,
+    },
+    /// Authenticate to a receiver and send files.
+    #[command(after_help = "\
+Example:
+  tacit drop send report.pdf photo.jpg --peer 192.0.2.7:8770
+  tacit drop send --legacy --peer 127.0.0.1:8770     # the old, leaking AirDrop flow")]
+    Send {
+        /// Files to send (none: only authenticate).
+        files: Vec<PathBuf>,
+        /// The receiver's address.
+        #[arg(long)]
+        peer: String,
+        /// Run the legacy AirDrop `Discover` flow instead (for comparison; leaks).
+        #[arg(long)]
+        legacy: bool,
+        /// Our device name.
+        #[arg(long, default_value = "tacit sender")]
+        name: String,
+        #[command(flatten)]
+        params: DropParamArgs,
+    },
+    /// Recover phone numbers from the identifier hashes in a capture, by brute force.
+    #[command(after_help = "\
+The capture is what a receiver recorded with `tacit drop receive --capture FILE`.
+A legacy exchange leaks the sender's hashed identifiers to anyone; a PrivateDrop
+exchange with a non-contact carries nothing derived from an identifier.
+Example:
+  tacit drop attack-legacy --capture seen.cap --range +1415555XXXX")]
+    AttackLegacy {
+        /// The capture file.
+        #[arg(long)]
+        capture: PathBuf,
+        /// The numbers to try: leading digits and X wildcards (+1555XXXXXXX is 10^7).
+        #[arg(long)]
+        range: String,
+        #[command(flatten)]
+        params: DropParamArgs,
+    },
+}
+
+pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
+    let p = match &cmd {
+        DropCommand::AttackLegacy { capture, range, params } => return attack(capture, range, &params.params()?),
+        DropCommand::Receive { params, .. } | DropCommand::Send { params, .. } => params.params()?,
+    };
+    let st = open(store)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    match p.psi.group {
+        GroupId::Ristretto255 => rt.block_on(dispatch::<Ristretto255>(cmd, st, p)),
+        GroupId::P256 => rt.block_on(dispatch::<P256>(cmd, st, p)),
+    }
+}
+
+fn open(store: Option<&Path>) -> Result<Store> {
+    let path = store_path(store)?;
+    Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))
+}
+
+async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> Result<()> {
+    let identity = Arc::new(load_identity::<G>(&st)?);
+    if identity.params != p {
+        bail!(
+            "this device was enrolled with m = {}, n = {}; run with --max-ids {} --max-contacts {} (or enrol again)",
+            identity.params.max_ids(),
+            identity.params.max_contacts(),
+            identity.params.max_ids(),
+            identity.params.max_contacts()
+        );
+    }
+    let ca = load_ca_public(&st)?;
+    let entries = st.address_book()?;
+    if entries.len() > p.max_contacts() {
+        bail!(
+            "the address book has {} entries; the limit is {}",
+            entries.len(),
+            p.max_contacts()
+        );
+    }
+    let book = Arc::new(AddressBook::new(&entries));
+    match cmd {
+        DropCommand::Receive {
+            listen,
+            dir,
+            accept,
+            mode,
+            legacy,
+            capture,
+            sessions,
+            name,
+            ..
+        } => {
+            receive(
+                identity, book, ca, listen, dir, accept, mode, legacy, capture, sessions, name,
+            )
+            .await
+        }
+        DropCommand::Send {
+            files,
+            peer,
+            legacy,
+            name,
+            ..
+        } => send(identity, book, ca, files, peer, legacy, name).await,
+        DropCommand::AttackLegacy { .. } => unreachable!("no store needed"),
+    }
+}
+
+/// Keeps one address-book precomputation ready so a session does not wait for it.
+struct Supply<G: PrimeGroup> {
+    ready: Mutex<Option<Sender<G>>>,
+    book: Arc<AddressBook>,
+    params: DropParams,
+}
+
+impl<G: PrimeGroup> Supply<G> {
+    fn make(book: &AddressBook, params: &DropParams) -> tacit_drop::Result<Sender<G>> {
+        let mut rng = SecureRng::from_os();
+        let key = SenderKey::<G>::generate(&mut rng, 1);
+        let pre = SenderPrecomputation::compute(&params.psi, &key, book.entries(), Reuse::FreshPerSession, &mut rng)?;
+        Ok(Sender::new(&params.psi, key, pre)?)
+    }
+
+    fn take(self: &Arc<Self>) -> tacit_drop::Result<Sender<G>> {
+        let ready = self.ready.lock().map(|mut r| r.take()).unwrap_or(None);
+        let s = match ready {
+            Some(s) => s,
+            None => Self::make(&self.book, &self.params)?,
+        };
+        let me = self.clone();
+        std::thread::spawn(move || {
+            if let Ok(next) = Self::make(&me.book, &me.params) {
+                if let Ok(mut r) = me.ready.lock() {
+                    *r = Some(next);
+                }
+            }
+        });
+        Ok(s)
+    }
+}
+
+fn bar(total: u64, name: &str) -> ProgressBar {
+    let pb = ProgressBar::new(total);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>20} [{bar:30}] {bytes}/{total_bytes} ({eta})")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    pb.set_message(name.to_string());
+    pb
+}
+
+fn describe(p: &Peer) -> String {
+    match p {
+        Peer::Contact { identifier } => format!("your contact {identifier}"),
+        Peer::Unknown => "not identified as one of your contacts (device name only)".into(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn receive<G: PrimeGroup>(
+    identity: Arc<tacit_drop::ca::DropIdentity<G>>,
+    book: Arc<AddressBook>,
+    ca: tacit_drop::records::CaPublicKey,
+    listen: String,
+    dir: PathBuf,
+    accept: AcceptArg,
+    mode: ModeArg,
+    legacy: bool,
+    capture: Option<PathBuf>,
+    sessions: Option<u64>,
+    name: String,
+) -> Result<()> {
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let params = identity.params;
+    let supply = Arc::new(Supply::<G> {
+        ready: Mutex::new(None),
+        book: book.clone(),
+        params,
+    });
+    let t = Instant::now();
+    let first = Supply::<G>::make(&book, &params)?;
+    eprintln!(
+        "tacit drop receive: precomputed the address book ({} entries padded to {}) in {:.0} ms",
+        book.len(),
+        params.max_contacts(),
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    *supply.ready.lock().map_err(|_| anyhow::anyhow!("lock poisoned"))? = Some(first);
+    let capture = match capture {
+        Some(p) => Some(Arc::new(Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&p)
+                .with_context(|| format!("cannot open {}", p.display()))?,
+        ))),
+        None => None,
+    };
+    let bars: Arc<Mutex<std::collections::HashMap<String, ProgressBar>>> = Arc::default();
+    let decide: Arc<transport::Decide> = Arc::new(move |o: &ReceiverOutcome| {
+        let files: Vec<String> = o
+            .ask
+            .files
+            .iter()
+            .map(|f| format!("{} ({} B)", f.name, f.size))
+            .collect();
+        eprintln!(
+            "tacit drop receive: {} ({}) offers {}",
+            o.ask.sender_name,
+            describe(&o.sender),
+            if files.is_empty() {
+                "nothing".into()
+            } else {
+                files.join(", ")
+            }
+        );
+        match accept {
+            AcceptArg::All => true,
+            AcceptArg::None => false,
+            AcceptArg::Contacts => matches!(o.sender, Peer::Contact { .. }),
+            AcceptArg::Ask => {
+                eprint!("accept? [y/N] ");
+                let _ = std::io::stderr().flush();
+                let mut line = String::new();
+                std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
+            }
+        }
+    });
+    let b2 = bars.clone();
+    let events: Arc<transport::Events> = Arc::new(move |e: Event| match e {
+        Event::Connected(a) => eprintln!("tacit drop receive: connection from account {a}"),
+        Event::Authenticated(p) => eprintln!("tacit drop receive: sender is {}", describe(&p)),
+        Event::Progress { name, done, total } => {
+            if let Ok(mut b) = b2.lock() {
+                let pb = b.entry(name.clone()).or_insert_with(|| bar(total, &name));
+                pb.set_position(done);
+                if done >= total {
+                    pb.finish_and_clear();
+                    b.remove(&name);
+                }
+            }
+        }
+        Event::Received(p) => eprintln!("tacit drop receive: received {}", p.display()),
+        Event::Failed(why) => eprintln!("tacit drop receive: session failed: {why}"),
+    });
+    let cfg = Arc::new(ReceiverConfig {
+        identity,
+        book,
+        ca,
+        mode: match mode {
+            ModeArg::ContactsOnly => Discoverability::ContactsOnly,
+            ModeArg::Everyone => Discoverability::Everyone,
+            ModeArg::Off => Discoverability::Off,
+        },
+        name,
+        dir,
+        legacy,
+        limits: Limits::default(),
+        supply: Arc::new(move || supply.take()),
+        decide,
+        events,
+        capture,
+    });
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    eprintln!("tacit drop receive: listening on {}", listener.local_addr()?);
+    transport::serve(listener, cfg, sessions).await?;
+    Ok(())
+}
+
+async fn send<G: PrimeGroup>(
+    identity: Arc<tacit_drop::ca::DropIdentity<G>>,
+    book: Arc<AddressBook>,
+    ca: tacit_drop::records::CaPublicKey,
+    files: Vec<PathBuf>,
+    peer: String,
+    legacy: bool,
+    name: String,
+) -> Result<()> {
+    let current: Arc<Mutex<Option<ProgressBar>>> = Arc::default();
+    let c2 = current.clone();
+    let events: Arc<transport::Events> = Arc::new(move |e: Event| {
+        if let Event::Progress { name, done, total } = e {
+            if let Ok(mut c) = c2.lock() {
+                let pb = c.get_or_insert_with(|| bar(total, &name));
+                pb.set_position(done);
+                if done >= total {
+                    pb.finish_and_clear();
+                    *c = None;
+                }
+            }
+        }
+    });
+    let cfg = Arc::new(SenderConfig {
+        identity: identity.clone(),
+        book: book.clone(),
+        ca,
+        name,
+        limits: Limits::default(),
+        events,
+    });
+    if legacy {
+        let (receiver, rname, t) = transport::legacy_discover(&peer, cfg).await?;
+        println!("legacy Discover with {rname}: receiver is {}", describe(&receiver));
+        println!("authentication took {:.1} ms (TLS {:.1} ms)", ms(t.total), ms(t.tls));
+        return Ok(());
+    }
+    let mut offers = Vec::new();
+    for f in &files {
+        offers.push(transport::offer_for(f).await?);
+    }
+    let t = Instant::now();
+    let book_sender = Supply::<G>::make(&book, &identity.params)?;
+    let pre = t.elapsed();
+    let mut session = transport::authenticate(&peer, cfg, book_sender).await?;
+    println!("receiver is {}", describe(&session.outcome.receiver));
+    if session.outcome.known_by_receiver.is_empty() {
+        println!("the receiver does not have you in its contacts");
+    } else {
+        println!(
+            "the receiver has you in its contacts (as {})",
+            session.outcome.known_by_receiver.join(", ")
+        );
+    }
+    println!(
+        "authentication took {:.1} ms (TLS {:.1} ms, our computation {:.1} ms; address-book precomputation {:.0} ms beforehand)",
+        ms(session.timings.total),
+        ms(session.timings.tls),
+        ms(session.timings.compute),
+        ms(pre)
+    );
+    if !session.ask(&offers).await? {
+        bail!("the receiver declined");
+    }
+    for (i, (f, o)) in files.iter().zip(&offers).enumerate() {
+        let stored = session.upload(i, f, o).await?;
+        println!("sent {} ({} B) — stored as {stored}", f.display(), o.size);
+    }
+    Ok(())
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn attack(capture: &Path, range: &str, params: &DropParams) -> Result<()> {
+    let range = PhoneRange::parse(range)?;
+    let bytes = std::fs::read(capture).with_context(|| format!("cannot read {}", capture.display()))?;
+    let summary = read_capture(&bytes, params)?;
+    println!("capture {}: {} messages", capture.display(), summary.messages.len());
+    let mut kinds: Vec<(String, usize)> = Vec::new();
+    for m in &summary.messages {
+        match kinds.iter_mut().find(|(k, _)| k == m) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((m.clone(), 1)),
+        }
+    }
+    for (k, n) in &kinds {
+        println!("  {n} × {k}");
+    }
+    if summary.hashes.is_empty() {
+        println!("no identifier hashes in this capture: nothing derived from an identifier can be tested.");
+        println!("(PrivateDrop messages to a non-contact carry only blinded group elements and PRF values");
+        println!(" under keys the attacker does not have.)");
+        return Ok(());
+    }
+    println!(
+        "{} identifier hashes; trying {} numbers on {} threads…",
+        summary.hashes.len(),
+        range.len(),
+        rayon::current_num_threads()
+    );
+    let pb = ProgressBar::new(range.len());
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>10} [{bar:30}] {pos}/{len} ({per_sec}, {eta})")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    pb.set_message("hashing");
+    let t = Instant::now();
+    let found = brute_force(&summary.hashes, &range, &|k| pb.inc(k));
+    pb.finish_and_clear();
+    let secs = t.elapsed().as_secs_f64();
+    for (number, _) in &found {
+        println!("recovered +{number}");
+    }
+    println!(
+        "{} of {} hashes recovered in {:.2} s ({:.1} M numbers/s); the rest are outside the range or e-mail addresses",
+        found.len(),
+        summary.hashes.len(),
+        secs,
+        range.len() as f64 / secs / 1e6
+    );
+    Ok(())
+}
