@@ -196,6 +196,7 @@ async fn connection<G: PrimeGroup>(tcp: TcpStream, acceptor: TlsAcceptor, cfg: A
     let peer = account_of_certificate(peer_cert)?;
     (cfg.events)(Event::Connected(peer));
     let state = Arc::new(tokio::sync::Mutex::new(ConnState::Fresh));
+    let header_timeout = cfg.limits.read_timeout;
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let cfg = cfg.clone();
         let state = state.clone();
@@ -203,7 +204,7 @@ async fn connection<G: PrimeGroup>(tcp: TcpStream, acceptor: TlsAcceptor, cfg: A
     });
     hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(15))
+        .header_read_timeout(header_timeout)
         .keep_alive(true)
         .serve_connection(TokioIo::new(tls), service)
         .await

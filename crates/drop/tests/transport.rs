@@ -69,6 +69,18 @@ async fn start_receiver(
     tag: &str,
     sessions: u64,
 ) -> Receiver {
+    start_receiver_with(ca, d, mode, legacy, tag, sessions, Limits::default()).await
+}
+
+async fn start_receiver_with(
+    ca: &CertificateAuthority,
+    d: &Device,
+    mode: Discoverability,
+    legacy: bool,
+    tag: &str,
+    sessions: u64,
+    limits: Limits,
+) -> Receiver {
     let dir = tmpdir(tag);
     let events = Arc::new(Mutex::new(Vec::new()));
     let ev = events.clone();
@@ -81,7 +93,7 @@ async fn start_receiver(
         name: "receiver".into(),
         dir: dir.clone(),
         legacy,
-        limits: Limits::default(),
+        limits,
         supply: Arc::new(move || book_sender(&book)),
         decide: Arc::new(|_| true),
         events: Arc::new(move |e: Event| ev.lock().unwrap().push(format!("{e:?}"))),
@@ -208,5 +220,102 @@ async fn a_peer_from_another_ca_cannot_even_connect() {
     let r = start_receiver(&ca, &bob, Discoverability::Everyone, false, "rogue", 1).await;
     let err = transport::authenticate(&r.addr, sender_cfg(&rogue, &eve), book_sender(&eve.book).unwrap()).await;
     assert!(err.is_err());
+    r.task.await.unwrap().unwrap();
+}
+
+/// A raw HTTPS client with the device's certificate: sends `head` and `body`, returns
+/// the status line and body text (or an error if the server closed the connection).
+async fn raw(addr: &str, d: &Device, head: &str, body: &[u8], stall: bool) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tls = tacit_net::tls::MutualTls::new(
+        &d.identity.account_cert,
+        d.identity.tls_key.pkcs8_der(),
+        &d.identity.root_cert,
+    )
+    .unwrap();
+    let connector = tacit_net::tls::TlsConnector::from(tls.client_config().unwrap());
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let mut s = connector
+        .connect(
+            tacit_net::tls::server_name(tacit_drop::x509::TLS_SERVER_NAME).unwrap(),
+            tcp,
+        )
+        .await?;
+    s.write_all(head.as_bytes()).await?;
+    if stall {
+        // a slow client: headers never finish
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    }
+    s.write_all(body).await?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(5), s.read(&mut buf)).await {
+            Ok(Ok(0)) | Err(_) => break,
+            Ok(Ok(n)) => {
+                out.extend_from_slice(&buf[..n]);
+                if out.windows(4).any(|w| w == b"\r\n\r\n") && String::from_utf8_lossy(&out).contains("\n\n") {
+                    break;
+                }
+            }
+            Ok(Err(e)) => {
+                return if out.is_empty() {
+                    Err(e)
+                } else {
+                    Ok(String::from_utf8_lossy(&out).into_owned())
+                };
+            }
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_malformed_out_of_order_and_slow_requests_are_refused() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let limits = Limits {
+        read_timeout: std::time::Duration::from_millis(500),
+        ..Limits::default()
+    };
+    let r = start_receiver_with(&ca, &bob, Discoverability::Everyone, false, "limits", 4, limits).await;
+    // an oversize body is refused from its Content-Length: 413
+    let big = raw(
+        &r.addr,
+        &alice,
+        "POST /StartPSI HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n",
+        &[0; 5000],
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(big.starts_with("HTTP/1.1 413"), "{big}");
+    // a malformed body: 400 with a reason
+    let bad = raw(
+        &r.addr,
+        &alice,
+        "POST /StartPSI HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n",
+        b"junk",
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+    assert!(bad.contains("malformed message"), "{bad}");
+    // a request out of order: 409
+    let early = raw(
+        &r.addr,
+        &alice,
+        "POST /Ask HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        b"",
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(early.starts_with("HTTP/1.1 409"), "{early}");
+    // a client that never finishes its headers is cut off
+    let slow = raw(&r.addr, &alice, "POST /StartPSI HTTP/1.1\r\nHost: x\r\n", b"", true).await;
+    assert!(slow.map(|s| !s.starts_with("HTTP/1.1 200")).unwrap_or(true));
     r.task.await.unwrap().unwrap();
 }
