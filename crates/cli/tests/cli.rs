@@ -250,6 +250,10 @@ fn demo_runs_and_reports_what_each_side_learned() {
     assert!(s.contains("Alice learned: 2 of her identifiers"), "{s}");
     assert!(s.contains("Bob learned:   nothing"), "{s}");
     assert!(s.contains("is caught by Alice"), "{s}");
+    assert!(s.contains("Alice learned: the receiver is her contact bob@example.org"), "{s}");
+    assert!(s.contains("Bob learned: the sender is his contact 14155550142"), "{s}");
+    assert!(s.contains("Mallory's Ask was refused"), "{s}");
+    assert!(s.contains("arrived intact"), "{s}");
 }
 
 #[test]
