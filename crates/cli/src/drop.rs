@@ -29,6 +29,27 @@ pub enum ModeArg {
     Off,
 }
 
+/// Where mDNS runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MdnsArg {
+    /// All interfaces (the local network).
+    All,
+    /// Loopback only (for a single machine or a loopback-only network namespace).
+    Loopback,
+    /// No mDNS (senders need --peer).
+    Off,
+}
+
+impl MdnsArg {
+    fn scope(self) -> Option<tacit_net::mdns::Scope> {
+        match self {
+            MdnsArg::All => Some(tacit_net::mdns::Scope::All),
+            MdnsArg::Loopback => Some(tacit_net::mdns::Scope::Loopback),
+            MdnsArg::Off => None,
+        }
+    }
+}
+
 /// What the receiver does with an authenticated offer.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum AcceptArg {
@@ -77,20 +98,35 @@ Examples:
         /// Our device name.
         #[arg(long, default_value = "tacit receiver")]
         name: String,
+        /// Advertise on mDNS/DNS-SD (`_tacit-drop._tcp`, random instance name, no
+        /// identifier in the TXT record).
+        #[arg(long, value_enum, default_value = "all")]
+        mdns: MdnsArg,
         #[command(flatten)]
         params: DropParamArgs,
     },
     /// Authenticate to a receiver and send files.
     #[command(after_help = "\
 Example:
+  tacit drop send report.pdf --to bob@example.com      # discover receivers over mDNS
   tacit drop send report.pdf photo.jpg --peer 192.0.2.7:8770
   tacit drop send --legacy --peer 127.0.0.1:8770     # the old, leaking AirDrop flow")]
     Send {
         /// Files to send (none: only authenticate).
         files: Vec<PathBuf>,
-        /// The receiver's address.
+        /// The receiver's address (skips discovery).
         #[arg(long)]
-        peer: String,
+        peer: Option<String>,
+        /// Choose the discovered receiver whose contact entry, contact name or device
+        /// name is NAME (needed when several receivers answer).
+        #[arg(long, value_name = "NAME")]
+        to: Option<String>,
+        /// How long to browse mDNS for receivers.
+        #[arg(long, default_value_t = 3.0)]
+        discover_secs: f64,
+        /// Where mDNS browses.
+        #[arg(long, value_enum, default_value = "all")]
+        mdns: MdnsArg,
         /// Run the legacy AirDrop `Discover` flow instead (for comparison; leaks).
         #[arg(long)]
         legacy: bool,
@@ -171,20 +207,32 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> 
             capture,
             sessions,
             name,
+            mdns,
             ..
         } => {
             receive(
-                identity, book, ca, listen, dir, accept, mode, legacy, capture, sessions, name,
+                identity, book, ca, listen, dir, accept, mode, legacy, capture, sessions, name, mdns,
             )
             .await
         }
         DropCommand::Send {
             files,
             peer,
+            to,
+            discover_secs,
+            mdns,
             legacy,
             name,
             ..
-        } => send(identity, book, ca, files, peer, legacy, name).await,
+        } => {
+            let target = Target {
+                peer,
+                to,
+                wait: std::time::Duration::from_secs_f64(discover_secs.max(0.1)),
+                mdns,
+            };
+            send(identity, book, ca, files, target, legacy, name, &st).await
+        }
         DropCommand::AttackLegacy { .. } => unreachable!("no store needed"),
     }
 }
@@ -253,6 +301,7 @@ async fn receive<G: PrimeGroup>(
     capture: Option<PathBuf>,
     sessions: Option<u64>,
     name: String,
+    mdns: MdnsArg,
 ) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let params = identity.params;
@@ -348,19 +397,63 @@ async fn receive<G: PrimeGroup>(
     let listener = tokio::net::TcpListener::bind(&listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
-    eprintln!("tacit drop receive: listening on {}", listener.local_addr()?);
+    let local = listener.local_addr()?;
+    eprintln!("tacit drop receive: listening on {local}");
+    let _advertisement = match mdns.scope() {
+        Some(scope) => {
+            let mut random = [0u8; 8];
+            rand_core::RngCore::fill_bytes(&mut SecureRng::from_os(), &mut random);
+            let addrs = if local.ip().is_unspecified() {
+                vec![]
+            } else {
+                vec![local.ip()]
+            };
+            let ad = tacit_net::mdns::advertise(tacit_net::mdns::DROP_SERVICE, local.port(), &addrs, scope, random)?;
+            eprintln!("tacit drop receive: advertised as {} over mDNS", ad.fullname());
+            Some(ad)
+        }
+        None => None,
+    };
     transport::serve(listener, cfg, sessions).await?;
     Ok(())
 }
 
+/// Where to send: an address, or mDNS discovery with an optional name.
+struct Target {
+    peer: Option<String>,
+    to: Option<String>,
+    wait: std::time::Duration,
+    mdns: MdnsArg,
+}
+
+/// Whether `name` designates the receiver of `session`.
+fn matches_name<G: PrimeGroup>(st: &Store, session: &transport::Session<G>, name: &str) -> bool {
+    let want = name.trim().to_lowercase();
+    if session.outcome.receiver_name.to_lowercase() == want {
+        return true;
+    }
+    let Peer::Contact { identifier } = &session.outcome.receiver else {
+        return false;
+    };
+    if identifier.to_lowercase() == want || identifier.trim_start_matches('+') == want.trim_start_matches('+') {
+        return true;
+    }
+    st.contacts().is_ok_and(|cs| {
+        cs.iter()
+            .any(|c| c.display_name.to_lowercase() == want && c.identifiers.iter().any(|i| &i.value == identifier))
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn send<G: PrimeGroup>(
     identity: Arc<tacit_drop::ca::DropIdentity<G>>,
     book: Arc<AddressBook>,
     ca: tacit_drop::records::CaPublicKey,
     files: Vec<PathBuf>,
-    peer: String,
+    target: Target,
     legacy: bool,
     name: String,
+    st: &Store,
 ) -> Result<()> {
     let current: Arc<Mutex<Option<ProgressBar>>> = Arc::default();
     let c2 = current.clone();
@@ -384,7 +477,28 @@ async fn send<G: PrimeGroup>(
         limits: Limits::default(),
         events,
     });
+    let candidates: Vec<String> = match &target.peer {
+        Some(p) => vec![p.clone()],
+        None => {
+            let Some(scope) = target.mdns.scope() else {
+                bail!("no --peer given and mDNS is off");
+            };
+            eprintln!(
+                "tacit drop send: looking for receivers over mDNS for {:.1} s…",
+                target.wait.as_secs_f64()
+            );
+            let found = tacit_net::mdns::browse(tacit_net::mdns::DROP_SERVICE, scope, target.wait)?;
+            if found.is_empty() {
+                bail!("no receiver found over mDNS (is one running `tacit drop receive`? or give --peer)");
+            }
+            found.iter().map(|a| a.to_string()).collect()
+        }
+    };
     if legacy {
+        let peer = match candidates.as_slice() {
+            [one] => one.clone(),
+            _ => bail!("{} receivers found; the legacy flow needs --peer", candidates.len()),
+        };
         let (receiver, rname, t) = transport::legacy_discover(&peer, cfg).await?;
         println!("legacy Discover with {rname}: receiver is {}", describe(&receiver));
         println!("authentication took {:.1} ms (TLS {:.1} ms)", ms(t.total), ms(t.tls));
@@ -394,11 +508,38 @@ async fn send<G: PrimeGroup>(
     for f in &files {
         offers.push(transport::offer_for(f).await?);
     }
-    let t = Instant::now();
-    let book_sender = Supply::<G>::make(&book, &identity.params)?;
-    let pre = t.elapsed();
-    let mut session = transport::authenticate(&peer, cfg, book_sender).await?;
-    println!("receiver is {}", describe(&session.outcome.receiver));
+    let mut sessions = Vec::new();
+    let mut precompute = std::time::Duration::ZERO;
+    for addr in &candidates {
+        let t = Instant::now();
+        let book_sender = Supply::<G>::make(&book, &identity.params)?;
+        precompute = t.elapsed();
+        match transport::authenticate(addr, cfg.clone(), book_sender).await {
+            Ok(s) => {
+                eprintln!(
+                    "tacit drop send: {addr}: {} (device {:?})",
+                    describe(&s.outcome.receiver),
+                    s.outcome.receiver_name
+                );
+                sessions.push(s)
+            }
+            Err(e) if candidates.len() > 1 => eprintln!("tacit drop send: {addr}: {e}"),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut session = match &target.to {
+        Some(n) => match sessions.into_iter().find(|s| matches_name(st, s, n)) {
+            Some(s) => s,
+            None => bail!("no receiver matches {n:?}"),
+        },
+        None if sessions.len() == 1 => sessions.pop().expect("one session"),
+        None => bail!("{} receivers answered; choose one with --to NAME", sessions.len()),
+    };
+    println!(
+        "receiver is {} (device {:?})",
+        describe(&session.outcome.receiver),
+        session.outcome.receiver_name
+    );
     if session.outcome.known_by_receiver.is_empty() {
         println!("the receiver does not have you in its contacts");
     } else {
@@ -412,7 +553,7 @@ async fn send<G: PrimeGroup>(
         ms(session.timings.total),
         ms(session.timings.tls),
         ms(session.timings.compute),
-        ms(pre)
+        ms(precompute)
     );
     if !session.ask(&offers).await? {
         bail!("the receiver declined");

@@ -250,7 +250,10 @@ fn demo_runs_and_reports_what_each_side_learned() {
     assert!(s.contains("Alice learned: 2 of her identifiers"), "{s}");
     assert!(s.contains("Bob learned:   nothing"), "{s}");
     assert!(s.contains("is caught by Alice"), "{s}");
-    assert!(s.contains("Alice learned: the receiver is her contact bob@example.org"), "{s}");
+    assert!(
+        s.contains("Alice learned: the receiver is her contact bob@example.org"),
+        "{s}"
+    );
     assert!(s.contains("Bob learned: the sender is his contact 14155550142"), "{s}");
     assert!(s.contains("Mallory's Ask was refused"), "{s}");
     assert!(s.contains("arrived intact"), "{s}");
@@ -633,6 +636,8 @@ fn drop_between_two_processes_and_the_legacy_attack() {
         b,
         "drop",
         "receive",
+        "--mdns",
+        "off",
         "--listen",
         "127.0.0.1:0",
         "--dir",
@@ -681,6 +686,8 @@ fn drop_between_two_processes_and_the_legacy_attack() {
         m,
         "drop",
         "receive",
+        "--mdns",
+        "off",
         "--listen",
         "127.0.0.1:0",
         "--mode",
@@ -731,6 +738,8 @@ fn drop_between_two_processes_and_the_legacy_attack() {
         m,
         "drop",
         "receive",
+        "--mdns",
+        "off",
         "--listen",
         "127.0.0.1:0",
         "--mode",
@@ -781,5 +790,144 @@ fn drop_between_two_processes_and_the_legacy_attack() {
         stdout(&out).contains("no identifier hashes in this capture"),
         "{}",
         stdout(&out)
+    );
+}
+
+/// A loopback-only network namespace (deleted on drop), so mDNS multicast never
+/// leaves the machine. `None` when this user may not create namespaces.
+struct Netns(String);
+
+impl Netns {
+    fn new() -> Option<Netns> {
+        let name = format!("tacit-test-{}", std::process::id());
+        let ok = |args: &[&str]| Command::new("ip").args(args).output().is_ok_and(|o| o.status.success());
+        if !ok(&["netns", "add", &name]) {
+            return None;
+        }
+        let ns = Netns(name);
+        for args in [
+            vec!["netns", "exec", &ns.0, "ip", "link", "set", "lo", "up"],
+            vec!["netns", "exec", &ns.0, "ip", "link", "set", "lo", "multicast", "on"],
+            vec!["netns", "exec", &ns.0, "ip", "route", "add", "224.0.0.0/4", "dev", "lo"],
+        ] {
+            assert!(ok(&args), "setting up the namespace: ip {args:?}");
+        }
+        Some(ns)
+    }
+
+    fn tacit(&self) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0, env!("CARGO_BIN_EXE_tacit")]);
+        c
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+#[test]
+fn drop_discovers_the_receiver_over_mdns_in_a_loopback_namespace() {
+    let Some(ns) = Netns::new() else {
+        eprintln!("SKIPPED: cannot create a network namespace here (needs root and iproute2)");
+        return;
+    };
+    let ca = tmp("ca");
+    let ca_dir = ca.to_str().unwrap();
+    assert!(
+        tacit()
+            .args(["ca", "init", "--dir", ca_dir])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
+        .trim()
+        .to_string();
+    let (alice, bob) = (tmp("a.sqlite3"), tmp("b.sqlite3"));
+    let (a, b) = (alice.to_str().unwrap(), bob.to_str().unwrap());
+    enrol(
+        a,
+        ca_dir,
+        &key,
+        &["alice@example.com"],
+        &card("Bob Builder", "EMAIL:bob@example.com"),
+    );
+    enrol(
+        b,
+        ca_dir,
+        &key,
+        &["bob@example.com"],
+        &card("Alice", "EMAIL:alice@example.com"),
+    );
+    let inbox = tmp("inbox");
+    let mut rx = ns
+        .tacit()
+        .args([
+            "--store",
+            b,
+            "drop",
+            "receive",
+            "--listen",
+            "127.0.0.1:0",
+            "--mdns",
+            "loopback",
+        ])
+        .args([
+            "--dir",
+            inbox.to_str().unwrap(),
+            "--accept",
+            "contacts",
+            "--sessions",
+            "1",
+            "--max-contacts",
+            "100",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(rx.stderr.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("receiver output").unwrap();
+        if line.contains("advertised as") {
+            assert!(
+                !line.contains("bob"),
+                "the advertisement must not name its owner: {line}"
+            );
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let file = write("hello.txt", "found you over mDNS");
+    let out = ns
+        .tacit()
+        .args([
+            "--store",
+            a,
+            "drop",
+            "send",
+            file.to_str().unwrap(),
+            "--mdns",
+            "loopback",
+            "--to",
+            "Bob Builder",
+        ])
+        .args(["--max-contacts", "100"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("receiver is your contact bob@example.com"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(rx.wait().unwrap().success());
+    assert_eq!(
+        std::fs::read_to_string(inbox.join("hello.txt")).unwrap(),
+        "found you over mDNS"
     );
 }

@@ -133,6 +133,8 @@ pub struct Context<G: PrimeGroup> {
     pub peer: AccountId,
     /// The current time (Unix seconds).
     pub now: u64,
+    /// Our device name (shown to peers that cannot identify us as a contact).
+    pub device_name: String,
 }
 
 fn request_of<G: PrimeGroup>(params: &PsiParams, cert: &CertifiedBlindedIds<G>) -> Request<G> {
@@ -199,13 +201,16 @@ pub struct FinishPsiRequest<G: PrimeGroup> {
     pub response: Response<G>,
 }
 
-/// M3: the receiver's DO3 response and, if DO2 matched, one validation record.
+/// M3: the receiver's DO3 response and, if DO2 matched, one validation record; and
+/// the receiver's device name (AirDrop shows non-contacts by device name).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishPsiResponse<G: PrimeGroup> {
     /// DO3 response.
     pub response: Response<G>,
     /// `VR_σ,i` of one identifier of the receiver that the sender knows.
     pub record: Option<SignedValidationRecord>,
+    /// The receiver's device name.
+    pub receiver_name: String,
 }
 
 /// `Ask`: the sender's validation record (if DO3 matched) and what it offers.
@@ -341,6 +346,7 @@ impl<G: PrimeGroup> FinishPsiResponse<G> {
         w.put_envelope(tags::FINISH_PSI_RESPONSE);
         self.response.encode(&mut w);
         put_record(&mut w, &self.record);
+        w.put_str(&self.receiver_name);
         w.into_bytes()
     }
 
@@ -350,8 +356,13 @@ impl<G: PrimeGroup> FinishPsiResponse<G> {
         r.envelope(tags::FINISH_PSI_RESPONSE, "FinishPSI response")?;
         let response = Response::decode(&mut r, &params.psi)?;
         let record = read_record(&mut r)?;
+        let receiver_name = r.str("receiver name", MAX_NAME)?.to_string();
         r.finish()?;
-        Ok(FinishPsiResponse { response, record })
+        Ok(FinishPsiResponse {
+            response,
+            record,
+            receiver_name,
+        })
     }
 }
 
@@ -427,6 +438,8 @@ pub struct SenderOutcome {
     pub known_by_receiver: Vec<String>,
     /// Our validation record to put in `Ask` (only if DO3 matched).
     pub ask_record: Option<SignedValidationRecord>,
+    /// The receiver's device name.
+    pub receiver_name: String,
 }
 
 impl DropSender {
@@ -481,6 +494,7 @@ impl<G: PrimeGroup> SenderAwaitingM3<G> {
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .collect(),
             ask_record: pick_record(&self.ctx.identity, &known, rng),
+            receiver_name: m3.receiver_name,
         })
     }
 }
@@ -559,6 +573,7 @@ impl<G: PrimeGroup> ReceiverAwaitingM2<G> {
         let m3 = FinishPsiResponse {
             response,
             record: pick_record(&self.ctx.identity, &known, rng),
+            receiver_name: self.ctx.device_name.clone(),
         };
         Ok((
             ReceiverAwaitingAsk {

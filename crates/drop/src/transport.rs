@@ -279,6 +279,7 @@ async fn handle<G: PrimeGroup>(
         ca: cfg.ca,
         peer,
         now: now_unix(),
+        device_name: cfg.name.clone(),
     };
     let t = cfg.limits.read_timeout;
     let mut rng = SecureRng::from_os();
@@ -664,6 +665,7 @@ pub async fn authenticate<G: PrimeGroup>(
         ca: cfg.ca,
         peer,
         now: now_unix(),
+        device_name: cfg.name.clone(),
     };
     let rt = cfg.limits.read_timeout;
     let mut compute = Duration::ZERO;

@@ -49,6 +49,7 @@ fn ctx(me: &Device, ca: &CertificateAuthority, peer: &Device) -> Context<G> {
         ca: ca.public_key(),
         peer: peer.identity.account,
         now: NOW,
+        device_name: "device".into(),
     }
 }
 

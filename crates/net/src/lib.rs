@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod mdns;
 pub mod tls;
 
 use std::net::SocketAddr;
