@@ -24,6 +24,17 @@ Example:
   tacit bench psi --ids 10 --contacts 10000
   tacit bench psi --ids 10 --contacts 10000 --group p256 --json")]
     Psi(PsiBenchArgs),
+    /// PrivateDrop vs legacy AirDrop: the paper's Table 3 grid (Fig. 6), precomputation
+    /// against n (Fig. 10), PNG plots; --load for concurrent senders.
+    #[command(after_help = "\
+Examples:
+  tacit bench drop                                   # the paper's grid, 20 runs per point
+  tacit bench drop --ids 10 --contacts 1000,10000 --runs 10
+  tacit bench drop --load --runs 200 --ids 10 --contacts 10000")]
+    Drop(crate::bench_drop::DropBenchArgs),
+    /// The receiver process of `bench drop` (internal).
+    #[command(hide = true)]
+    DropPeer(crate::bench_drop::DropPeerArgs),
 }
 
 /// Options of `bench psi`.
@@ -58,6 +69,8 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             GroupId::Ristretto255 => bench_psi::<Ristretto255>(&a),
             GroupId::P256 => bench_psi::<P256>(&a),
         },
+        BenchCommand::Drop(a) => crate::bench_drop::run(a),
+        BenchCommand::DropPeer(a) => crate::bench_drop::run_peer(a),
     }
 }
 

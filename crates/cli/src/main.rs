@@ -4,10 +4,12 @@
 //! one-line reason and a non-zero exit code.
 
 mod bench;
+mod bench_drop;
 mod ca;
 mod contacts;
 mod demo;
 mod drop;
+mod plot;
 mod psi;
 mod util;
 

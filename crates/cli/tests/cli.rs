@@ -931,3 +931,64 @@ fn drop_discovers_the_receiver_over_mdns_in_a_loopback_namespace() {
         "found you over mDNS"
     );
 }
+
+#[test]
+fn bench_drop_grid_and_load_mode() {
+    let out_dir = tmp("bench");
+    let out = tacit()
+        .args([
+            "bench",
+            "drop",
+            "--ids",
+            "1,2",
+            "--contacts",
+            "20",
+            "--runs",
+            "2",
+            "--json",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for p in points {
+        assert!(p["ratio_vs_legacy"].as_f64().unwrap() > 0.0);
+        assert_eq!(p["privatedrop"]["runs"], 2);
+        assert_eq!(p["legacy"]["runs"], 2);
+    }
+    for f in ["drop.json", "fig6_authentication_delay.png", "fig10_precomputation.png"] {
+        let bytes = std::fs::read(out_dir.join(f)).unwrap();
+        assert!(bytes.len() > 1000, "{f} is too small");
+    }
+    assert_eq!(
+        &std::fs::read(out_dir.join("fig6_authentication_delay.png")).unwrap()[..4],
+        b"\x89PNG"
+    );
+
+    let out = tacit()
+        .args([
+            "bench",
+            "drop",
+            "--load",
+            "--runs",
+            "8",
+            "--ids",
+            "2",
+            "--contacts",
+            "20",
+            "--json",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["completed"], 8);
+    assert_eq!(v["failed"], 0);
+    assert!(v["receiver_peak_rss_kib"].as_u64().unwrap() > 0);
+}

@@ -155,6 +155,27 @@ fn refuse(status: StatusCode, why: impl core::fmt::Display) -> HttpResponse {
     reply(status, format!("{why}\n"))
 }
 
+/// Adds a `Server-Timing` header with the receiver's computation time, so a client
+/// can split its waiting time into transmission and the receiver's work (the paper's
+/// `T4 − T1 − (T3 − T2)`, §6.4).
+fn timed(mut r: HttpResponse, since: Instant) -> HttpResponse {
+    let ms = since.elapsed().as_secs_f64() * 1e3;
+    if let Ok(v) = hyper::header::HeaderValue::from_str(&format!("compute;dur={ms:.3}")) {
+        r.headers_mut().insert("server-timing", v);
+    }
+    r
+}
+
+fn server_compute(headers: &hyper::HeaderMap) -> Duration {
+    headers
+        .get("server-timing")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("compute;dur="))
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1e3))
+        .unwrap_or_default()
+}
+
 /// Serves PrivateDrop on `listener` until `sessions` connections were handled (or
 /// forever).
 pub async fn serve<G: PrimeGroup>(
@@ -290,6 +311,7 @@ async fn handle<G: PrimeGroup>(
                 Err(r) => return r,
             };
             record(cfg, &body);
+            let since = Instant::now();
             let sender = match (cfg.supply)() {
                 Ok(s) => s,
                 Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, e),
@@ -297,7 +319,7 @@ async fn handle<G: PrimeGroup>(
             match DropReceiver::on_start(ctx, cfg.mode, sender, &body) {
                 Ok((next, m1)) => {
                     *st = ConnState::AwaitingM2(next);
-                    reply(StatusCode::OK, m1)
+                    timed(reply(StatusCode::OK, m1), since)
                 }
                 Err(e) => refuse(status_of(&e), e),
             }
@@ -308,10 +330,11 @@ async fn handle<G: PrimeGroup>(
                 Err(r) => return r,
             };
             record(cfg, &body);
+            let since = Instant::now();
             match w.on_m2(&body, &mut rng) {
                 Ok((next, m3)) => {
                     *st = ConnState::AwaitingAsk(next);
-                    reply(StatusCode::OK, m3)
+                    timed(reply(StatusCode::OK, m3), since)
                 }
                 Err(e) => refuse(status_of(&e), e),
             }
@@ -361,6 +384,7 @@ async fn handle<G: PrimeGroup>(
                 Err(r) => return r,
             };
             record(cfg, &body);
+            let since = Instant::now();
             match legacy::receiver_on_discover(
                 &cfg.identity.legacy,
                 &cfg.name,
@@ -373,7 +397,7 @@ async fn handle<G: PrimeGroup>(
             ) {
                 Ok((sender, resp)) => {
                     (cfg.events)(Event::Authenticated(sender));
-                    reply(StatusCode::OK, resp)
+                    timed(reply(StatusCode::OK, resp), since)
                 }
                 Err(e) => refuse(status_of(&e), e),
             }
@@ -555,9 +579,11 @@ pub struct Timings {
     pub tls: Duration,
     /// Our own computation.
     pub compute: Duration,
-    /// Waiting for the peer's answers (transmission and its computation).
-    pub waiting: Duration,
-    /// From the first request to the authenticated result.
+    /// The receiver's computation, as its `Server-Timing` headers report it.
+    pub peer_compute: Duration,
+    /// Waiting for the peer's answers minus its computation: transmission.
+    pub transmission: Duration,
+    /// From the first request to the authenticated result, TLS set-up included.
     pub total: Duration,
 }
 
@@ -584,19 +610,33 @@ async fn post(
     len: u64,
     timeout: Duration,
 ) -> Result<(StatusCode, Bytes)> {
+    let (status, body, _) = post_timed(http, path, body, len, timeout).await?;
+    Ok((status, body))
+}
+
+async fn post_timed(
+    http: &mut hyper::client::conn::http1::SendRequest<BoxBody<Bytes, std::io::Error>>,
+    path: &str,
+    body: BoxBody<Bytes, std::io::Error>,
+    len: u64,
+    timeout: Duration,
+) -> Result<(StatusCode, Bytes, Duration)> {
     let req = Request::post(path)
         .header(hyper::header::HOST, TLS_SERVER_NAME)
         .header(hyper::header::CONTENT_LENGTH, len)
         .body(body)
         .map_err(|e| io_err("request", e))?;
+    // The connection accepts the next request only once it is idle again.
+    http.ready().await.map_err(|e| io_err(path, e))?;
     let resp = http.send_request(req).await.map_err(|e| io_err(path, e))?;
     let status = resp.status();
+    let remote = server_compute(resp.headers());
     let body = tokio::time::timeout(timeout, Limited::new(resp.into_body(), 64 << 20).collect())
         .await
         .map_err(|_| Error::Transport(format!("{path}: the receiver did not answer in time")))?
         .map_err(|e| io_err(path, e))?
         .to_bytes();
-    Ok((status, body))
+    Ok((status, body, remote))
 }
 
 fn expect_ok(path: &str, (status, body): (StatusCode, Bytes)) -> Result<Bytes> {
@@ -673,12 +713,14 @@ pub async fn authenticate<G: PrimeGroup>(
     let (w, start) = DropSender::start(ctx, book_sender)?;
     compute += t.elapsed();
     let len = start.len() as u64;
-    let m1 = expect_ok("/StartPSI", post(&mut http, "/StartPSI", full(start), len, rt).await?)?;
+    let (status, m1, remote1) = post_timed(&mut http, "/StartPSI", full(start), len, rt).await?;
+    let m1 = expect_ok("/StartPSI", (status, m1))?;
     let t = Instant::now();
     let (w, m2) = w.on_m1(&m1, &mut rng)?;
     compute += t.elapsed();
     let len = m2.len() as u64;
-    let m3 = expect_ok("/FinishPSI", post(&mut http, "/FinishPSI", full(m2), len, rt).await?)?;
+    let (status, m3, remote2) = post_timed(&mut http, "/FinishPSI", full(m2), len, rt).await?;
+    let m3 = expect_ok("/FinishPSI", (status, m3))?;
     let t = Instant::now();
     let outcome = w.on_m3(&m3, &mut rng)?;
     compute += t.elapsed();
@@ -691,7 +733,8 @@ pub async fn authenticate<G: PrimeGroup>(
         timings: Timings {
             tls,
             compute,
-            waiting: total.saturating_sub(compute),
+            peer_compute: remote1 + remote2,
+            transmission: total.saturating_sub(compute).saturating_sub(remote1 + remote2),
             total: total + tls,
         },
         cfg,
@@ -711,19 +754,20 @@ pub async fn legacy_discover<G: PrimeGroup>(addr: &str, cfg: Arc<SenderConfig<G>
     }
     .to_bytes();
     let len = req.len() as u64;
-    let resp = expect_ok(
-        "/Discover",
-        post(&mut http, "/Discover", full(req), len, cfg.limits.read_timeout).await?,
-    )?;
+    let (status, resp, remote) = post_timed(&mut http, "/Discover", full(req), len, cfg.limits.read_timeout).await?;
+    let resp = expect_ok("/Discover", (status, resp))?;
+    let t_local = Instant::now();
     let (receiver, name) = legacy::sender_on_response(&cfg.book, &cfg.ca, &peer, now_unix(), &resp)?;
+    let compute = t_local.elapsed();
     let total = t.elapsed();
     Ok((
         receiver,
         name,
         Timings {
             tls,
-            compute: Duration::ZERO,
-            waiting: total,
+            compute,
+            peer_compute: remote,
+            transmission: total.saturating_sub(compute).saturating_sub(remote),
             total: total + tls,
         },
     ))
