@@ -4,7 +4,7 @@ use crate::messages::{Request, Response};
 use crate::params::PsiParams;
 use crate::{Error, Result, Security, dedupe};
 use rand_core::CryptoRngCore;
-use std::collections::HashMap;
+use rayon::prelude::*;
 use tacit_crypto::oprf::Oprf;
 use tacit_crypto::rng::shuffle;
 use tacit_crypto::{PrimeGroup, SecretScalar};
@@ -257,6 +257,48 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
     }
 }
 
+/// The first (up to) 8 bytes of a truncated value as an integer.
+fn prefix(u: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let k = u.len().min(8);
+    b[..k].copy_from_slice(&u[..k]);
+    u64::from_le_bytes(b)
+}
+
+/// Marks the inputs whose truncated output appears among the sender's values. A scan
+/// compares 8-byte prefixes against the (at most m) wanted ones and checks the full
+/// value only on a prefix hit.
+fn match_truncated(outputs: &[(usize, Vec<u8>)], truncated: &[u8], lb: usize, inputs: usize) -> Vec<bool> {
+    let mut hit = vec![false; inputs];
+    if outputs.is_empty() {
+        return hit;
+    }
+    let prefixes: Vec<u64> = outputs.iter().map(|(_, o)| prefix(o)).collect();
+    let check = |u: &[u8], hit: &mut Vec<bool>| {
+        for (i, o) in outputs {
+            if o.as_slice() == u {
+                hit[*i] = true;
+            }
+        }
+    };
+    if prefixes.len() <= 16 {
+        for u in truncated.chunks_exact(lb) {
+            let p = prefix(u);
+            if prefixes.contains(&p) {
+                check(u, &mut hit);
+            }
+        }
+    } else {
+        let set: std::collections::HashSet<u64> = prefixes.iter().copied().collect();
+        for u in truncated.chunks_exact(lb) {
+            if set.contains(&prefix(u)) {
+                check(u, &mut hit);
+            }
+        }
+    }
+    hit
+}
+
 /// The PSI receiver's entry point.
 #[derive(Debug)]
 pub struct Receiver;
@@ -356,31 +398,21 @@ impl<G: PrimeGroup> ReceiverAwaitingResponse<G> {
             oprf.verify_proof(&resp.public_key, &self.blinded, &resp.evaluated, proof)
                 .map_err(|_| Error::ProofFailed)?;
         }
-        // Unblind and hash the real slots: u = Hash(x, αᵢ⁻¹·zᵢ)[..l].
-        let mut wanted: HashMap<&[u8], Vec<usize>> = HashMap::with_capacity(m);
-        let mut outputs = Vec::with_capacity(self.pre.inputs.len());
-        for (slot, z) in self.pre.slots.iter().zip(&resp.evaluated) {
-            if let Some((i, inverse_blind)) = &slot.input {
-                let i = *i;
-                let input = &self.pre.inputs[i as usize];
+        // Unblind and hash the real slots: u = Hash(x, αᵢ⁻¹·zᵢ)[..l], spread over the cores.
+        let outputs: Vec<(usize, Vec<u8>)> = self
+            .pre
+            .slots
+            .par_iter()
+            .zip(resp.evaluated.par_iter())
+            .with_min_len(crate::sender::PAR_MIN)
+            .filter_map(|(slot, z)| {
+                let (i, inverse_blind) = slot.input.as_ref()?;
+                let input = &self.pre.inputs[*i as usize];
                 let unblinded = G::mul(z, inverse_blind.expose());
-                let out = oprf.finalize_unblinded(input, &unblinded);
-                outputs.push((i as usize, out[..lb].to_vec()));
-            }
-        }
-        for (i, out) in &outputs {
-            wanted.entry(out.as_slice()).or_default().push(*i);
-        }
-        let mut hit = vec![false; self.pre.inputs.len()];
-        if !wanted.is_empty() {
-            for u in resp.truncated.chunks_exact(lb) {
-                if let Some(is) = wanted.get(u) {
-                    for &i in is {
-                        hit[i] = true;
-                    }
-                }
-            }
-        }
+                Some((*i as usize, oprf.finalize_unblinded(input, &unblinded)[..lb].to_vec()))
+            })
+            .collect();
+        let hit = match_truncated(&outputs, &resp.truncated, lb, self.pre.inputs.len());
         let mut result = Intersection::default();
         for (i, h) in hit.iter().enumerate() {
             if *h {

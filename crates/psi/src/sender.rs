@@ -108,6 +108,8 @@ pub struct SenderPrecomputation<G: PrimeGroup> {
 
 /// Elements per parallel work unit.
 const CHUNK: usize = 64;
+/// Scalar multiplications per parallel task in the online phase.
+pub(crate) const PAR_MIN: usize = 3;
 
 impl<G: PrimeGroup> SenderPrecomputation<G> {
     /// Precomputes the evaluations of `set` under `key` (duplicates removed, padded to
@@ -310,9 +312,11 @@ impl<G: PrimeGroup> Sender<G> {
             return Err(Error::PrecomputationReused);
         }
         self.used.store(true, Ordering::SeqCst);
+        // zᵢ = k·yᵢ, spread over the cores (each is a full scalar multiplication).
         let evaluated: Vec<G::Element> = req
             .blinded
-            .iter()
+            .par_iter()
+            .with_min_len(PAR_MIN)
             .map(|b| self.oprf.blind_evaluate(self.key.key_pair(), b))
             .collect();
         let proof = match self.params.security {
