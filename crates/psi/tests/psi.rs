@@ -511,3 +511,12 @@ fn certified_slots_keep_their_order_and_match() {
     // wrong number of slots
     assert!(ReceiverPrecomputation::<Ristretto255>::from_certified_slots(&p, vec![]).is_err());
 }
+
+#[test]
+fn many_receiver_elements_use_the_hashed_prefix_path() {
+    // More than 16 real receiver elements take the HashSet branch of the matcher.
+    let p = params::<Ristretto255>(Security::Malicious, 24, 64);
+    let recv: Vec<Vec<u8>> = (0..24).map(|i| format!("id-{i}").into_bytes()).collect();
+    let send: Vec<Vec<u8>> = (10..60).map(|i| format!("id-{i}").into_bytes()).collect();
+    assert_eq!(run::<Ristretto255>(&p, &recv, &send, 90), plain(&recv, &send));
+}
