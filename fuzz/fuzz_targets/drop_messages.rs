@@ -20,7 +20,9 @@ fn check<G: PrimeGroup>(params: &DropParams, msg: &[u8]) {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, msg)) = data.split_first() else { return };
-    let params = DropParams { psi: tacit_fuzz::params(sel & 1) };
+    let params = DropParams {
+        psi: tacit_fuzz::params(sel & 1),
+    };
     if sel & 1 == 0 {
         check::<Ristretto255>(&params, msg);
     } else {

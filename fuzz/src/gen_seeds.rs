@@ -48,7 +48,9 @@ fn drop_seeds<G: PrimeGroup>(sel: u8, rng: &mut SecureRng) {
     use std::sync::Arc;
     use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment};
     use tacit_drop::protocol::{AddressBook, Ask, Context, Discoverability, DropReceiver, DropSender};
-    let params = tacit_drop::DropParams { psi: tacit_fuzz::params(sel) };
+    let params = tacit_drop::DropParams {
+        psi: tacit_fuzz::params(sel),
+    };
     let ca = CertificateAuthority::generate(rng).unwrap();
     let now = 1_800_000_000;
     let mut device = |ids: &[&str], book: &[&str]| {
@@ -58,17 +60,34 @@ fn drop_seeds<G: PrimeGroup>(sel: u8, rng: &mut SecureRng) {
         let issued = ca.enroll(e.request(), &|_| true, now, rng).unwrap();
         let issued_bytes = issued.to_bytes();
         let id = e.finish(issued, &ca.public_key(), now).unwrap();
-        write("drop_enrollment", &format!("req{sel}{}", ids[0].len()), &with_sel(sel, &req));
-        write("drop_enrollment", &format!("pending{sel}{}", ids[0].len()), &with_sel(sel, &pending));
-        write("drop_enrollment", &format!("issued{sel}{}", ids[0].len()), &with_sel(sel, &issued_bytes));
-        write("drop_enrollment", &format!("identity{sel}{}", ids[0].len()), &with_sel(sel, &id.to_bytes()));
+        write(
+            "drop_enrollment",
+            &format!("req{sel}{}", ids[0].len()),
+            &with_sel(sel, &req),
+        );
+        write(
+            "drop_enrollment",
+            &format!("pending{sel}{}", ids[0].len()),
+            &with_sel(sel, &pending),
+        );
+        write(
+            "drop_enrollment",
+            &format!("issued{sel}{}", ids[0].len()),
+            &with_sel(sel, &issued_bytes),
+        );
+        write(
+            "drop_enrollment",
+            &format!("identity{sel}{}", ids[0].len()),
+            &with_sel(sel, &id.to_bytes()),
+        );
         (Arc::new(id), Arc::new(AddressBook::new(book)))
     };
     let (a_id, a_book) = device(&["alice@example.com"], &["bob@example.com"]);
     let (b_id, b_book) = device(&["bob@example.com", "14155550100"], &["alice@example.com"]);
     let book_sender = |book: &AddressBook, rng: &mut SecureRng| {
         let key = SenderKey::<G>::generate(rng, 1);
-        let pre = SenderPrecomputation::compute(&params.psi, &key, book.entries(), Reuse::FreshPerSession, rng).unwrap();
+        let pre =
+            SenderPrecomputation::compute(&params.psi, &key, book.entries(), Reuse::FreshPerSession, rng).unwrap();
         Sender::new(&params.psi, key, pre).unwrap()
     };
     let ctx = |id: &Arc<tacit_drop::ca::DropIdentity<G>>, book: &Arc<AddressBook>, peer| Context {
@@ -80,15 +99,35 @@ fn drop_seeds<G: PrimeGroup>(sel: u8, rng: &mut SecureRng) {
         device_name: "seed".into(),
     };
     let (sw, start) = DropSender::start(ctx(&a_id, &a_book, b_id.account), book_sender(&a_book, rng)).unwrap();
-    let (rw, m1) =
-        DropReceiver::on_start(ctx(&b_id, &b_book, a_id.account), Discoverability::Everyone, book_sender(&b_book, rng), &start)
-            .unwrap();
+    let (rw, m1) = DropReceiver::on_start(
+        ctx(&b_id, &b_book, a_id.account),
+        Discoverability::Everyone,
+        book_sender(&b_book, rng),
+        &start,
+    )
+    .unwrap();
     let (sw, m2) = sw.on_m1(&m1, rng).unwrap();
     let (_, m3) = rw.on_m2(&m2, rng).unwrap();
     let out = sw.on_m3(&m3, rng).unwrap();
-    let ask = Ask { record: out.ask_record, sender_name: "a".into(), files: vec![] }.to_bytes();
-    let legacy = tacit_drop::legacy::DiscoverRequest { record: a_id.legacy.clone(), sender_name: "a".into() }.to_bytes();
-    for (name, m) in [("start", &start), ("m1", &m1), ("m2", &m2), ("m3", &m3), ("ask", &ask), ("discover", &legacy)] {
+    let ask = Ask {
+        record: out.ask_record,
+        sender_name: "a".into(),
+        files: vec![],
+    }
+    .to_bytes();
+    let legacy = tacit_drop::legacy::DiscoverRequest {
+        record: a_id.legacy.clone(),
+        sender_name: "a".into(),
+    }
+    .to_bytes();
+    for (name, m) in [
+        ("start", &start),
+        ("m1", &m1),
+        ("m2", &m2),
+        ("m3", &m3),
+        ("ask", &ask),
+        ("discover", &legacy),
+    ] {
         write("drop_messages", &format!("{name}{sel}"), &with_sel(sel, m));
     }
     if sel == 0 {
@@ -109,7 +148,11 @@ fn main() {
     }
     drop_seeds::<Ristretto255>(0, &mut rng);
     drop_seeds::<P256>(1, &mut rng);
-    write("wire_error_message", "err", &ErrorMessage::new("refused: too many").to_wire());
+    write(
+        "wire_error_message",
+        "err",
+        &ErrorMessage::new("refused: too many").to_wire(),
+    );
     let mut frames = vec![3u8];
     frames.extend_from_slice(&tacit_wire::encode_frame(b"hello", 64).unwrap());
     frames.extend_from_slice(&tacit_wire::encode_frame(b"", 64).unwrap());
@@ -118,7 +161,11 @@ fn main() {
     write("vcard", "contacts", vcf.as_bytes());
     for f in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/store/tests/data")).unwrap() {
         let f = f.unwrap().path();
-        write("vcard", f.file_name().unwrap().to_str().unwrap(), &std::fs::read(&f).unwrap());
+        write(
+            "vcard",
+            f.file_name().unwrap().to_str().unwrap(),
+            &std::fs::read(&f).unwrap(),
+        );
     }
     println!("seed corpora written under fuzz/corpus/");
 }

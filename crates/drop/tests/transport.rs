@@ -319,3 +319,25 @@ async fn oversize_malformed_out_of_order_and_slow_requests_are_refused() {
     assert!(slow.map(|s| !s.starts_with("HTTP/1.1 200")).unwrap_or(true));
     r.task.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_upload_leaves_no_partial_file() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let r = start_receiver(&ca, &bob, Discoverability::ContactsOnly, false, "cut", 1).await;
+    let src = tmpdir("src3").join("big.bin");
+    std::fs::write(&src, vec![1u8; 300_000]).unwrap();
+    let mut offer = transport::offer_for(&src).await.unwrap();
+    // The sender announces more bytes than it has: the stream ends early.
+    offer.size += 1_000_000;
+    let mut s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+        .await
+        .unwrap();
+    assert!(s.ask(std::slice::from_ref(&offer)).await.unwrap());
+    assert!(s.upload(0, &src, &offer).await.is_err());
+    drop(s);
+    r.task.await.unwrap().unwrap();
+    let left: Vec<_> = std::fs::read_dir(&r.dir).unwrap().collect();
+    assert!(left.is_empty(), "nothing may remain: {left:?}");
+}
