@@ -37,22 +37,7 @@ fn stderr(o: &Output) -> String {
 
 /// Starts `tacit psi serve` on a free port; returns the child and its address.
 fn serve(args: &[&str]) -> (Child, String) {
-    let mut child = tacit()
-        .args(["psi", "serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("server printed its address").unwrap();
-        if let Some(i) = line.find("listening on ") {
-            break line[i + "listening on ".len()..].trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
+    spawn_listening(&[&["psi", "serve", "--listen", "127.0.0.1:0"][..], args].concat())
 }
 
 #[test]

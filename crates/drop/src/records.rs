@@ -99,7 +99,35 @@ pub struct ValidationRecord {
     pub validity: Validity,
 }
 
-impl ValidationRecord {
+/// A record the CA signs: its encoding, label and binding to an account.
+pub trait Record: Sized + Clone {
+    /// Domain-separation label of the signature.
+    const LABEL: &'static str;
+    /// Message-type tag of the signed record.
+    const TAG: u16;
+    /// What it is called in messages.
+    const WHAT: &'static str;
+    /// The account it names.
+    fn account(&self) -> &AccountId;
+    /// Its validity window.
+    fn validity(&self) -> &Validity;
+    /// Its canonical encoding (what is signed).
+    fn body(&self) -> Vec<u8>;
+    /// Reads the body.
+    fn decode_body(r: &mut Reader<'_>) -> tacit_wire::Result<Self>;
+}
+
+impl Record for ValidationRecord {
+    const LABEL: &'static str = "validation-record";
+    const TAG: u16 = tags::VALIDATION_RECORD;
+    const WHAT: &'static str = "validation record";
+
+    fn account(&self) -> &AccountId {
+        &self.account
+    }
+    fn validity(&self) -> &Validity {
+        &self.validity
+    }
     fn body(&self) -> Vec<u8> {
         let mut w = Writer::new();
         self.account.encode(&mut w);
@@ -107,60 +135,11 @@ impl ValidationRecord {
         self.validity.encode(&mut w);
         w.into_bytes()
     }
-}
-
-/// `VR_σ,i = (VRᵢ, sign(σ_VR, VRᵢ))`, Eq. (4).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignedValidationRecord {
-    /// The record.
-    pub record: ValidationRecord,
-    /// The CA's signature.
-    pub signature: [u8; SIGNATURE_LEN],
-}
-
-impl SignedValidationRecord {
-    const LABEL: &'static str = "validation-record";
-
-    pub(crate) fn sign(record: ValidationRecord, key: &SigningKey) -> Self {
-        let signature = key.sign(&signed_message(Self::LABEL, &record.body()));
-        SignedValidationRecord { record, signature }
-    }
-
-    /// Checks the CA signature, that the record names `peer` (the account in the peer's
-    /// TLS certificate) and that it is valid at `now`.
-    pub fn verify(&self, ca: &CaPublicKey, peer: &AccountId, now: u64) -> Result<&ValidationRecord> {
-        verify_common(
-            ca,
-            "validation record",
-            Self::LABEL,
-            &self.record.body(),
-            &self.signature,
-            (&self.record.account, &self.record.validity),
-            (peer, now),
-        )?;
-        Ok(&self.record)
-    }
-
-    /// Appends the encoding.
-    pub fn encode(&self, w: &mut Writer) {
-        w.put_envelope(tags::VALIDATION_RECORD);
-        w.put_fixed(&self.record.body());
-        w.put_fixed(&self.signature);
-    }
-
-    /// Reads one.
-    pub fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
-        r.envelope(tags::VALIDATION_RECORD, "validation record")?;
-        let account = AccountId::decode(r)?;
-        let id_hash = r.array("identifier hash")?;
-        let validity = Validity::decode(r)?;
-        Ok(SignedValidationRecord {
-            record: ValidationRecord {
-                account,
-                id_hash,
-                validity,
-            },
-            signature: read_signature(r)?,
+    fn decode_body(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        Ok(ValidationRecord {
+            account: AccountId::decode(r)?,
+            id_hash: r.array("identifier hash")?,
+            validity: Validity::decode(r)?,
         })
     }
 }
@@ -179,7 +158,17 @@ pub struct LegacyValidationRecord {
 /// Most identifiers a legacy record may hold.
 pub const MAX_LEGACY_IDS: usize = 4096;
 
-impl LegacyValidationRecord {
+impl Record for LegacyValidationRecord {
+    const LABEL: &'static str = "legacy-validation-record";
+    const TAG: u16 = tags::LEGACY_VALIDATION_RECORD;
+    const WHAT: &'static str = "legacy validation record";
+
+    fn account(&self) -> &AccountId {
+        &self.account
+    }
+    fn validity(&self) -> &Validity {
+        &self.validity
+    }
     fn body(&self) -> Vec<u8> {
         let mut w = Writer::new();
         self.account.encode(&mut w);
@@ -190,34 +179,51 @@ impl LegacyValidationRecord {
         self.validity.encode(&mut w);
         w.into_bytes()
     }
+    fn decode_body(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        let account = AccountId::decode(r)?;
+        let n = r.count("identifier hashes", MAX_LEGACY_IDS, 32)?;
+        let mut id_hashes = Vec::with_capacity(n);
+        for _ in 0..n {
+            id_hashes.push(r.array("identifier hash")?);
+        }
+        Ok(LegacyValidationRecord {
+            account,
+            id_hashes,
+            validity: Validity::decode(r)?,
+        })
+    }
 }
 
-/// `VR_σ = (VR, sign(σ_VR, VR))`, Eq. (2).
+/// A record with the CA's signature: `(R, sign(σ_VR, R))`, Eq. (2) and (4).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignedLegacyValidationRecord {
+pub struct Signed<R: Record> {
     /// The record.
-    pub record: LegacyValidationRecord,
+    pub record: R,
     /// The CA's signature.
     pub signature: [u8; SIGNATURE_LEN],
 }
 
-impl SignedLegacyValidationRecord {
-    const LABEL: &'static str = "legacy-validation-record";
+/// `VR_σ,i = (VRᵢ, sign(σ_VR, VRᵢ))`, Eq. (4).
+pub type SignedValidationRecord = Signed<ValidationRecord>;
+/// `VR_σ = (VR, sign(σ_VR, VR))`, Eq. (2).
+pub type SignedLegacyValidationRecord = Signed<LegacyValidationRecord>;
 
-    pub(crate) fn sign(record: LegacyValidationRecord, key: &SigningKey) -> Self {
-        let signature = key.sign(&signed_message(Self::LABEL, &record.body()));
-        SignedLegacyValidationRecord { record, signature }
+impl<R: Record> Signed<R> {
+    pub(crate) fn sign(record: R, key: &SigningKey) -> Self {
+        let signature = key.sign(&signed_message(R::LABEL, &record.body()));
+        Signed { record, signature }
     }
 
-    /// Checks signature, account binding and validity.
-    pub fn verify(&self, ca: &CaPublicKey, peer: &AccountId, now: u64) -> Result<&LegacyValidationRecord> {
+    /// Checks the CA signature, that the record names `peer` (the account in the peer's
+    /// TLS certificate) and that it is valid at `now`.
+    pub fn verify(&self, ca: &CaPublicKey, peer: &AccountId, now: u64) -> Result<&R> {
         verify_common(
             ca,
-            "legacy validation record",
-            Self::LABEL,
+            R::WHAT,
+            R::LABEL,
             &self.record.body(),
             &self.signature,
-            (&self.record.account, &self.record.validity),
+            (self.record.account(), self.record.validity()),
             (peer, now),
         )?;
         Ok(&self.record)
@@ -225,27 +231,17 @@ impl SignedLegacyValidationRecord {
 
     /// Appends the encoding.
     pub fn encode(&self, w: &mut Writer) {
-        w.put_envelope(tags::LEGACY_VALIDATION_RECORD);
+        w.put_envelope(R::TAG);
         w.put_fixed(&self.record.body());
         w.put_fixed(&self.signature);
     }
 
     /// Reads one.
     pub fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
-        r.envelope(tags::LEGACY_VALIDATION_RECORD, "legacy validation record")?;
-        let account = AccountId::decode(r)?;
-        let n = r.count("identifier hashes", MAX_LEGACY_IDS, 32)?;
-        let mut id_hashes = Vec::with_capacity(n);
-        for _ in 0..n {
-            id_hashes.push(r.array("identifier hash")?);
-        }
-        let validity = Validity::decode(r)?;
-        Ok(SignedLegacyValidationRecord {
-            record: LegacyValidationRecord {
-                account,
-                id_hashes,
-                validity,
-            },
+        r.envelope(R::TAG, R::WHAT)?;
+        let record = R::decode_body(r)?;
+        Ok(Signed {
+            record,
             signature: read_signature(r)?,
         })
     }
