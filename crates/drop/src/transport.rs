@@ -775,6 +775,11 @@ pub async fn legacy_discover<G: PrimeGroup>(addr: &str, cfg: Arc<SenderConfig<G>
 
 /// Hashes a file (streaming) for its offer.
 pub async fn offer_for(path: &Path) -> Result<FileOffer> {
+    offer_with_progress(path, &|_, _| {}).await
+}
+
+/// [`offer_for`] reporting `progress(bytes hashed, total)` about every MiB.
+pub async fn offer_with_progress(path: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<FileOffer> {
     use tokio::io::AsyncReadExt;
     let mut f = tokio::fs::File::open(path)
         .await
