@@ -791,6 +791,7 @@ pub async fn offer_with_progress(path: &Path, progress: &(dyn Fn(u64, u64) + Syn
         .len();
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
+    let (mut done, mut last) = (0u64, 0u64);
     loop {
         let n = f
             .read(&mut buf)
@@ -800,7 +801,13 @@ pub async fn offer_with_progress(path: &Path, progress: &(dyn Fn(u64, u64) + Syn
             break;
         }
         h.update(&buf[..n]);
+        done += n as u64;
+        if done - last >= 1 << 20 {
+            last = done;
+            progress(done, size);
+        }
     }
+    progress(done, size);
     Ok(FileOffer {
         name: path
             .file_name()
