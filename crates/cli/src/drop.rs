@@ -507,7 +507,11 @@ async fn send<G: PrimeGroup>(
     let mut offers = Vec::new();
     for f in &files {
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
-        let pb = if size >= 64 << 20 { bar(size, "hashing") } else { ProgressBar::hidden() };
+        let pb = if size >= 64 << 20 {
+            bar(size, "hashing")
+        } else {
+            ProgressBar::hidden()
+        };
         offers.push(transport::offer_with_progress(f, &|done, _| pb.set_position(done)).await?);
         pb.finish_and_clear();
     }
