@@ -773,6 +773,33 @@ pub async fn legacy_discover<G: PrimeGroup>(addr: &str, cfg: Arc<SenderConfig<G>
     ))
 }
 
+/// The media type of a file name, from its extension (`application/octet-stream` when
+/// unknown).
+pub fn media_type_of(name: &str) -> &'static str {
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "txt" | "md" => "text/plain",
+        "html" | "htm" => "text/html",
+        "csv" => "text/csv",
+        "json" => "application/json",
+        "pdf" => "application/pdf",
+        "zip" => "application/zip",
+        "jpg" | "jpeg" => "image/jpeg",
+        "png" => "image/png",
+        "gif" => "image/gif",
+        "heic" => "image/heic",
+        "webp" => "image/webp",
+        "mp4" => "video/mp4",
+        "mov" => "video/quicktime",
+        "mp3" => "audio/mpeg",
+        "vcf" => "text/vcard",
+        _ => "application/octet-stream",
+    }
+}
+
 /// Hashes a file (streaming) for its offer.
 pub async fn offer_for(path: &Path) -> Result<FileOffer> {
     offer_with_progress(path, &|_, _| {}).await
@@ -814,7 +841,7 @@ pub async fn offer_with_progress(path: &Path, progress: &(dyn Fn(u64, u64) + Syn
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "file".into()),
         size,
-        media_type: "application/octet-stream".into(),
+        media_type: media_type_of(&path.to_string_lossy()).into(),
         sha256: h.finalize().into(),
     })
 }

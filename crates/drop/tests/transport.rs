@@ -130,6 +130,8 @@ async fn mutual_contacts_transfer_a_file() {
     let src = tmpdir("src").join("hello.txt");
     std::fs::write(&src, b"hello, bob").unwrap();
     let offer = transport::offer_for(&src).await.unwrap();
+    assert_eq!(offer.media_type, "text/plain");
+    assert_eq!(offer.size, 10);
     let mut s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
         .await
         .unwrap();
