@@ -4,7 +4,6 @@ use crate::messages::{Request, Response};
 use crate::params::PsiParams;
 use crate::{Error, Result, Security, dedupe};
 use rand_core::CryptoRngCore;
-use rayon::prelude::*;
 use tacit_crypto::oprf::Oprf;
 use tacit_crypto::rng::shuffle;
 use tacit_crypto::{PrimeGroup, SecretScalar};
@@ -398,13 +397,12 @@ impl<G: PrimeGroup> ReceiverAwaitingResponse<G> {
             oprf.verify_proof(&resp.public_key, &self.blinded, &resp.evaluated, proof)
                 .map_err(|_| Error::ProofFailed)?;
         }
-        // Unblind and hash the real slots: u = Hash(x, αᵢ⁻¹·zᵢ)[..l], spread over the cores.
+        // Unblind and hash the real slots: u = Hash(x, αᵢ⁻¹·zᵢ)[..l].
         let outputs: Vec<(usize, Vec<u8>)> = self
             .pre
             .slots
-            .par_iter()
-            .zip(resp.evaluated.par_iter())
-            .with_min_len(crate::sender::PAR_MIN)
+            .iter()
+            .zip(resp.evaluated.iter())
             .filter_map(|(slot, z)| {
                 let (i, inverse_blind) = slot.input.as_ref()?;
                 let input = &self.pre.inputs[*i as usize];

@@ -108,8 +108,6 @@ pub struct SenderPrecomputation<G: PrimeGroup> {
 
 /// Elements per parallel work unit.
 const CHUNK: usize = 64;
-/// Scalar multiplications per parallel task in the online phase.
-pub(crate) const PAR_MIN: usize = 3;
 
 impl<G: PrimeGroup> SenderPrecomputation<G> {
     /// Precomputes the evaluations of `set` under `key` (duplicates removed, padded to
@@ -312,11 +310,11 @@ impl<G: PrimeGroup> Sender<G> {
             return Err(Error::PrecomputationReused);
         }
         self.used.store(true, Ordering::SeqCst);
-        // zᵢ = k·yᵢ, spread over the cores (each is a full scalar multiplication).
+        // zᵢ = k·yᵢ. Sequential: with m = 10, waking a second thread cost more than it
+        // saved (measured with `tacit bench psi`, see docs/psi.md).
         let evaluated: Vec<G::Element> = req
             .blinded
-            .par_iter()
-            .with_min_len(PAR_MIN)
+            .iter()
             .map(|b| self.oprf.blind_evaluate(self.key.key_pair(), b))
             .collect();
         let proof = match self.params.security {
