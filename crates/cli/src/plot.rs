@@ -171,10 +171,10 @@ pub fn precomputation(path: &Path, points: &[(u32, f64)], slope_ms: f64) -> Resu
             chart
                 .draw_series(LineSeries::new(
                     vec![(0.0, at(0.0)), (xmax, at(xmax))],
-                    PALETTE[2].stroke_width(2),
+                    RED.stroke_width(2),
                 ))?
                 .label(format!("fit: {:.4} ms per entry", slope_ms))
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], PALETTE[2].stroke_width(2)));
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], RED.stroke_width(2)));
         }
         chart
             .configure_series_labels()
