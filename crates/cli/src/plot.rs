@@ -27,11 +27,12 @@ fn svg_to_png(svg: &str, path: &Path, (w, h): (u32, u32)) -> Result<()> {
 }
 
 const SIZE: (u32, u32) = (960, 540);
+/// Bar colours; red is kept for the legacy baseline.
 const PALETTE: [RGBColor; 4] = [
     RGBColor(31, 119, 180),
     RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
     RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
 ];
 
 fn f(v: &serde_json::Value, k: &str) -> f64 {
