@@ -20,13 +20,24 @@ use std::process::ExitCode;
 /// tacit — private discovery, authentication and matching between devices that do
 /// not trust each other.
 #[derive(Debug, Parser)]
-#[command(name = "tacit", version, about, long_about = None, after_help = "\
+#[command(
+    name = "tacit",
+    version,
+    about = "tacit — private discovery, authentication and matching between devices that do not trust each other",
+    long_about = None,
+    after_help = "\
 Examples:
-  tacit demo                                  two local parties intersect privately
+  tacit demo                                  two local parties, PSI and PrivateDrop
   tacit contacts import examples/contacts.vcf
   tacit psi serve --set book.txt --listen 127.0.0.1:7878
   tacit psi query --set ids.txt --connect 127.0.0.1:7878
-  tacit bench psi --ids 10 --contacts 10000")]
+  tacit ca init --dir ./ca
+  tacit id enroll --ca 127.0.0.1:7700 --ca-key <hex> --id +14155550142
+  tacit drop receive --dir ~/Downloads
+  tacit drop send photo.jpg --to \"Bob Builder\"
+  tacit bench psi --ids 10 --contacts 10000
+  tacit bench drop"
+)]
 struct Cli {
     /// The SQLite store (default: $TACIT_STORE, else $XDG_DATA_HOME/tacit/tacit.sqlite3,
     /// else ~/.local/share/tacit/tacit.sqlite3).
