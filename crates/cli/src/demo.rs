@@ -203,14 +203,6 @@ fn demo_device<G: PrimeGroup>(
     })
 }
 
-fn book_sender<G: PrimeGroup>(book: &AddressBook, params: &DropParams) -> tacit_drop::Result<tacit_psi::Sender<G>> {
-    let mut rng = SecureRng::from_os();
-    let key = tacit_psi::SenderKey::<G>::generate(&mut rng, 1);
-    let pre =
-        tacit_psi::SenderPrecomputation::compute(&params.psi, &key, book.entries(), Reuse::FreshPerSession, &mut rng)?;
-    Ok(tacit_psi::Sender::new(&params.psi, key, pre)?)
-}
-
 fn ms_of(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -259,7 +251,7 @@ async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
         dir: inbox.clone(),
         legacy: false,
         limits: Limits::default(),
-        supply: Arc::new(move || book_sender::<G>(&supply_book, &params)),
+        supply: Arc::new(move || supply_book.fresh_sender::<G>(&params)),
         decide: Arc::new(|o| matches!(o.sender, Peer::Contact { .. })),
         events: Arc::new(move |e: Event| {
             let line = match e {
@@ -303,7 +295,7 @@ async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     let mut s = transport::authenticate(
         &addr,
         sender_cfg(&alice, "Alice's laptop"),
-        book_sender::<G>(&alice.book, &params)?,
+        alice.book.fresh_sender::<G>(&params)?,
     )
     .await?;
     let t = s.timings;
@@ -328,7 +320,7 @@ async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     let mut m = transport::authenticate(
         &addr,
         sender_cfg(&mallory, "Mallory's phone"),
-        book_sender::<G>(&mallory.book, &params)?,
+        mallory.book.fresh_sender::<G>(&params)?,
     )
     .await?;
     println!("  Mallory → Bob:");

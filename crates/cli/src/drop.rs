@@ -15,7 +15,7 @@ use tacit_drop::DropParams;
 use tacit_drop::attack::{PhoneRange, brute_force, read_capture};
 use tacit_drop::protocol::{AddressBook, Discoverability, Peer, ReceiverOutcome};
 use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
-use tacit_psi::{Reuse, Sender, SenderKey, SenderPrecomputation};
+use tacit_psi::Sender;
 use tacit_store::Store;
 
 /// Who may authenticate to a receiver.
@@ -246,10 +246,7 @@ struct Supply<G: PrimeGroup> {
 
 impl<G: PrimeGroup> Supply<G> {
     fn make(book: &AddressBook, params: &DropParams) -> tacit_drop::Result<Sender<G>> {
-        let mut rng = SecureRng::from_os();
-        let key = SenderKey::<G>::generate(&mut rng, 1);
-        let pre = SenderPrecomputation::compute(&params.psi, &key, book.entries(), Reuse::FreshPerSession, &mut rng)?;
-        Ok(Sender::new(&params.psi, key, pre)?)
+        book.fresh_sender(params)
     }
 
     fn take(self: &Arc<Self>) -> tacit_drop::Result<Sender<G>> {

@@ -105,6 +105,21 @@ impl AddressBook {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+
+    /// A fresh key and precomputation over the book: the PSI sender of one session
+    /// (PrivateDrop §4.4; made ahead of the session, off the online path).
+    pub fn fresh_sender<G: PrimeGroup>(&self, params: &DropParams) -> Result<Sender<G>> {
+        let mut rng = tacit_crypto::rng::SecureRng::from_os();
+        let key = tacit_psi::SenderKey::<G>::generate(&mut rng, 1);
+        let pre = tacit_psi::SenderPrecomputation::compute(
+            &params.psi,
+            &key,
+            &self.entries,
+            tacit_psi::Reuse::FreshPerSession,
+            &mut rng,
+        )?;
+        Ok(Sender::new(&params.psi, key, pre)?)
+    }
 }
 
 /// What a party concluded about its peer.
