@@ -79,7 +79,7 @@ pub trait PrimeGroup: 'static + Send + Sync + Copy + Clone + fmt::Debug + Defaul
     /// A scalar modulo the group order.
     type Scalar: Copy + Clone + Send + Sync + Zeroize + PartialEq;
     /// The fixed-size encoding of an element.
-    type ElementBytes: AsRef<[u8]> + Copy + Clone + Send + Sync + fmt::Debug;
+    type ElementBytes: AsRef<[u8]> + for<'a> TryFrom<&'a [u8]> + Copy + Clone + Send + Sync + PartialEq + fmt::Debug;
     /// The hash function of the RFC 9497 suite.
     type Hash: Digest + BlockSizeUser + Clone + Send + Sync;
 

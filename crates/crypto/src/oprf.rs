@@ -189,11 +189,10 @@ impl<G: PrimeGroup> Oprf<G> {
         Ok(self.finalize_unblinded(input, &e))
     }
 
-    fn composite_seed(&self, pk: &G::Element) -> Output<G::Hash> {
-        let bm = G::element_bytes(pk);
+    fn composite_seed(&self, pk: &[u8]) -> Output<G::Hash> {
         let mut h = G::Hash::new();
-        h.update(i2osp2(bm.as_ref().len()));
-        h.update(bm.as_ref());
+        h.update(i2osp2(pk.len()));
+        h.update(pk);
         let seed_dst_len = 5 + self.context.len();
         h.update(i2osp2(seed_dst_len));
         h.update(b"Seed-");
@@ -201,15 +200,14 @@ impl<G: PrimeGroup> Oprf<G> {
         h.finalize()
     }
 
-    fn composite_scalars(&self, pk: &G::Element, c: &[G::Element], d: &[G::Element]) -> Result<Vec<G::Scalar>> {
+    /// The composite weights `dᵢ = H(seed, i, Cᵢ, Dᵢ)` over the canonical encodings.
+    fn composite_scalars(&self, pk: &[u8], c: &[G::ElementBytes], d: &[G::ElementBytes]) -> Result<Vec<G::Scalar>> {
         let seed = self.composite_seed(pk);
         let seed_len = i2osp2(seed.len());
         c.iter()
             .zip(d)
             .enumerate()
-            .map(|(i, (ci, di))| {
-                let cb = G::element_bytes(ci);
-                let db = G::element_bytes(di);
+            .map(|(i, (cb, db))| {
                 self.hash_to_scalar(&[
                     &seed_len,
                     &seed,
@@ -226,14 +224,13 @@ impl<G: PrimeGroup> Oprf<G> {
 
     fn challenge(
         &self,
-        pk: &G::Element,
+        pk: &[u8],
         m: &G::Element,
         z: &G::Element,
         t2: &G::Element,
         t3: &G::Element,
     ) -> Result<G::Scalar> {
         let parts = [
-            G::element_bytes(pk),
             G::element_bytes(m),
             G::element_bytes(z),
             G::element_bytes(t2),
@@ -241,6 +238,8 @@ impl<G: PrimeGroup> Oprf<G> {
         ];
         let lens: Vec<[u8; 2]> = parts.iter().map(|p| i2osp2(p.as_ref().len())).collect();
         self.hash_to_scalar(&[
+            &i2osp2(pk.len()),
+            pk,
             &lens[0],
             parts[0].as_ref(),
             &lens[1],
@@ -249,8 +248,6 @@ impl<G: PrimeGroup> Oprf<G> {
             parts[2].as_ref(),
             &lens[3],
             parts[3].as_ref(),
-            &lens[4],
-            parts[4].as_ref(),
             b"Challenge",
         ])
     }
@@ -276,18 +273,43 @@ impl<G: PrimeGroup> Oprf<G> {
         evaluated: &[G::Element],
         r: &G::Scalar,
     ) -> Result<Proof<G>> {
-        if blinded.len() != evaluated.len() || blinded.is_empty() || blinded.len() > u16::MAX as usize {
-            return Err(Error::LengthMismatch(
-                "proof batch must be 1..=65535 equal-length lists",
-            ));
-        }
+        let cb: Vec<G::ElementBytes> = blinded.iter().map(G::element_bytes).collect();
+        let db: Vec<G::ElementBytes> = evaluated.iter().map(G::element_bytes).collect();
+        self.prove(key, (blinded, &cb), (evaluated, &db), r)
+    }
+
+    /// [`Oprf::generate_proof`] for a caller that already holds the canonical
+    /// encodings of `C` and `D` (decoded from, or about to be written to, the wire):
+    /// saves one point compression per element. `blinded.1[i]` must be the encoding of
+    /// `blinded.0[i]`, and likewise for `evaluated` (checked in debug builds).
+    pub fn generate_proof_encoded(
+        &self,
+        key: &KeyPair<G>,
+        blinded: (&[G::Element], &[G::ElementBytes]),
+        evaluated: (&[G::Element], &[G::ElementBytes]),
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Proof<G>> {
+        let r = SecretScalar::<G>::random(rng);
+        self.prove(key, blinded, evaluated, r.expose())
+    }
+
+    fn prove(
+        &self,
+        key: &KeyPair<G>,
+        (blinded, cb): (&[G::Element], &[G::ElementBytes]),
+        (evaluated, db): (&[G::Element], &[G::ElementBytes]),
+        r: &G::Scalar,
+    ) -> Result<Proof<G>> {
+        check_batch::<G>(blinded, cb, evaluated, db)
+            .map_err(|_| Error::LengthMismatch("proof batch must be 1..=65535 equal-length lists"))?;
+        let pk = G::element_bytes(&key.public);
         // ComputeCompositesFast: M = Σ dᵢ·Cᵢ, Z = k·M.
-        let d = self.composite_scalars(&key.public, blinded, evaluated)?;
+        let d = self.composite_scalars(pk.as_ref(), cb, db)?;
         let m = G::vartime_lincomb(&d, blinded);
         let z = G::mul(&m, key.secret.expose());
         let t2 = G::mul_base(r);
         let t3 = G::mul(&m, r);
-        let c = self.challenge(&key.public, &m, &z, &t2, &t3)?;
+        let c = self.challenge(pk.as_ref(), &m, &z, &t2, &t3)?;
         // s = r - c·k
         let s = G::scalar_sub(r, &G::scalar_mul(&c, key.secret.expose()));
         Ok(Proof { c, s })
@@ -305,23 +327,62 @@ impl<G: PrimeGroup> Oprf<G> {
         evaluated: &[G::Element],
         proof: &Proof<G>,
     ) -> Result<()> {
-        if blinded.len() != evaluated.len() || blinded.is_empty() || blinded.len() > u16::MAX as usize {
-            return Err(Error::ProofInvalid("DLEQ"));
-        }
+        let cb: Vec<G::ElementBytes> = blinded.iter().map(G::element_bytes).collect();
+        let db: Vec<G::ElementBytes> = evaluated.iter().map(G::element_bytes).collect();
+        self.verify_proof_encoded((pk, &G::element_bytes(pk)), (blinded, &cb), (evaluated, &db), proof)
+    }
+
+    /// [`Oprf::verify_proof`] for a caller that already holds the canonical encodings
+    /// of `pk`, `C` and `D` (as decoded from the wire): saves one point compression per
+    /// element. Each encoding must be that of the element beside it (checked in debug
+    /// builds); elements decoded from those very bytes satisfy this by construction.
+    pub fn verify_proof_encoded(
+        &self,
+        (pk, pk_bytes): (&G::Element, &G::ElementBytes),
+        (blinded, cb): (&[G::Element], &[G::ElementBytes]),
+        (evaluated, db): (&[G::Element], &[G::ElementBytes]),
+        proof: &Proof<G>,
+    ) -> Result<()> {
+        check_batch::<G>(blinded, cb, evaluated, db)?;
+        debug_assert_eq!(G::element_bytes(pk).as_ref(), pk_bytes.as_ref());
         // ComputeComposites: M = Σ dᵢ·Cᵢ, Z = Σ dᵢ·Dᵢ.
-        let d = self.composite_scalars(pk, blinded, evaluated)?;
+        let d = self.composite_scalars(pk_bytes.as_ref(), cb, db)?;
         let m = G::vartime_lincomb(&d, blinded);
         let z = G::vartime_lincomb(&d, evaluated);
         // t2 = s·G + c·pk, t3 = s·M + c·Z
         let t2 = G::vartime_double_base(&proof.c, pk, &proof.s);
         let t3 = G::vartime_lincomb(&[proof.s, proof.c], &[m, z]);
-        let expected = self.challenge(pk, &m, &z, &t2, &t3)?;
+        let expected = self.challenge(pk_bytes.as_ref(), &m, &z, &t2, &t3)?;
         if expected == proof.c {
             Ok(())
         } else {
             Err(Error::ProofInvalid("DLEQ"))
         }
     }
+}
+
+/// The batch shape a DLEQ proof accepts: `1..=65535` elements on each side, equal
+/// lengths, one encoding per element.
+fn check_batch<G: PrimeGroup>(
+    c: &[G::Element],
+    cb: &[G::ElementBytes],
+    d: &[G::Element],
+    db: &[G::ElementBytes],
+) -> Result<()> {
+    if c.len() != d.len() || c.is_empty() || c.len() > u16::MAX as usize || cb.len() != c.len() || db.len() != d.len() {
+        return Err(Error::ProofInvalid("DLEQ"));
+    }
+    debug_assert!(
+        c.iter()
+            .zip(cb)
+            .all(|(e, b)| G::element_bytes(e).as_ref() == b.as_ref())
+    );
+    debug_assert!(
+        d.iter()
+            .zip(db)
+            .all(|(e, b)| G::element_bytes(e).as_ref() == b.as_ref())
+    );
+    Ok(())
 }
 
 impl<G: PrimeGroup> core::fmt::Debug for Proof<G> {

@@ -153,10 +153,7 @@ pub struct Context<G: PrimeGroup> {
 }
 
 fn request_of<G: PrimeGroup>(params: &PsiParams, cert: &CertifiedBlindedIds<G>) -> Request<G> {
-    Request {
-        params: *params,
-        blinded: cert.elements.clone(),
-    }
+    cert.as_request(params)
 }
 
 /// Checks a validation record the peer sent and looks its identifier up in our book.

@@ -16,6 +16,7 @@ use crate::account::AccountId;
 use crate::{Error, Result, signed_message};
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::sign::{SIGNATURE_LEN, SigningKey, VerifyingKey};
+use tacit_psi::{EncodingMemo, PsiParams, Request};
 use tacit_wire::{Reader, Writer};
 
 /// Message-type tags of this module (registered in `docs/wire.md`).
@@ -261,33 +262,47 @@ pub struct CertifiedBlindedIds<G: PrimeGroup> {
     pub validity: Validity,
     /// The CA's signature.
     pub signature: [u8; SIGNATURE_LEN],
+    /// The elements' encodings, made once (used only while the elements are unchanged).
+    memo: EncodingMemo<G>,
 }
 
 impl<G: PrimeGroup> CertifiedBlindedIds<G> {
     const LABEL: &'static str = "certified-blinded-ids";
 
-    fn body(account: &AccountId, elements: &[G::Element], validity: &Validity) -> Vec<u8> {
+    fn body(account: &AccountId, encoded: &[G::ElementBytes], validity: &Validity) -> Vec<u8> {
         let mut w = Writer::new();
         account.encode(&mut w);
         w.put_u8(G::ID.code());
-        w.put_count(elements.len());
-        for e in elements {
-            w.put_fixed(G::element_bytes(e).as_ref());
+        w.put_count(encoded.len());
+        for e in encoded {
+            w.put_fixed(e.as_ref());
         }
         validity.encode(&mut w);
         w.into_bytes()
     }
 
+    /// The canonical encodings of the elements.
+    pub fn element_bytes(&self) -> Vec<G::ElementBytes> {
+        self.memo.bytes(&self.elements)
+    }
+
+    /// These elements as a PSI request under `params`, encodings included.
+    pub fn as_request(&self, params: &PsiParams) -> Request<G> {
+        Request::with_encodings(*params, self.elements.clone(), &self.element_bytes())
+    }
+
     pub(crate) fn sign(account: AccountId, elements: Vec<G::Element>, validity: Validity, key: &SigningKey) -> Self {
+        let memo = EncodingMemo::of(&elements);
         let signature = key.sign(&signed_message(
             Self::LABEL,
-            &Self::body(&account, &elements, &validity),
+            &Self::body(&account, &memo.bytes(&elements), &validity),
         ));
         CertifiedBlindedIds {
             account,
             elements,
             validity,
             signature,
+            memo,
         }
     }
 
@@ -304,7 +319,7 @@ impl<G: PrimeGroup> CertifiedBlindedIds<G> {
             ca,
             "certified blinded identifiers",
             Self::LABEL,
-            &Self::body(&self.account, &self.elements, &self.validity),
+            &Self::body(&self.account, &self.element_bytes(), &self.validity),
             &self.signature,
             (&self.account, &self.validity),
             (peer, now),
@@ -314,7 +329,7 @@ impl<G: PrimeGroup> CertifiedBlindedIds<G> {
     /// Appends the encoding.
     pub fn encode(&self, w: &mut Writer) {
         w.put_envelope(tags::CERTIFIED_BLINDED_IDS);
-        w.put_fixed(&Self::body(&self.account, &self.elements, &self.validity));
+        w.put_fixed(&Self::body(&self.account, &self.element_bytes(), &self.validity));
         w.put_fixed(&self.signature);
     }
 
@@ -328,11 +343,18 @@ impl<G: PrimeGroup> CertifiedBlindedIds<G> {
         }
         let n = r.count("blinded identifiers", max, G::ELEMENT_LEN)?;
         let mut elements = Vec::with_capacity(n);
+        let mut encoded = Vec::with_capacity(n);
         for _ in 0..n {
-            elements.push(G::decode_element(r.fixed("blinded identifier", G::ELEMENT_LEN)?)?);
+            let raw = r.fixed("blinded identifier", G::ELEMENT_LEN)?;
+            elements.push(G::decode_element(raw)?);
+            encoded.push(
+                G::ElementBytes::try_from(raw)
+                    .map_err(|_| tacit_wire::Error::invalid("blinded identifier", "wrong length"))?,
+            );
         }
         let validity = Validity::decode(r)?;
         Ok(CertifiedBlindedIds {
+            memo: EncodingMemo::from_parts(&elements, &encoded),
             account,
             elements,
             validity,

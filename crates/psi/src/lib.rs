@@ -46,7 +46,7 @@ mod sender;
 pub mod two_way;
 
 pub use error::Error;
-pub use messages::{Request, Response};
+pub use messages::{EncodingMemo, Request, Response};
 pub use params::{MAX_RECEIVER_BOUND, MAX_SENDER_BOUND, PsiParams, Security};
 pub use receiver::{CertifiedSlot, Intersection, Receiver, ReceiverAwaitingResponse, ReceiverPrecomputation};
 pub use sender::{Reuse, Sender, SenderKey, SenderPrecomputation};

@@ -19,6 +19,59 @@ use tacit_crypto::PrimeGroup;
 use tacit_crypto::oprf::Proof;
 use tacit_wire::{Envelope, ErrorMessage, Reader, Writer, tags};
 
+/// Canonical encodings remembered beside the elements they encode, so that an element
+/// decoded from the wire (or encoded for it) is not compressed again for the DLEQ
+/// proof's hashes or for the next message. An encoding is used only while the element
+/// beside it still equals the remembered one (a cheap comparison), so changing a
+/// message's public fields can never put a stale encoding into a hash or onto the wire.
+#[derive(Clone)]
+pub struct EncodingMemo<G: PrimeGroup>(Vec<(G::Element, G::ElementBytes)>);
+
+impl<G: PrimeGroup> Default for EncodingMemo<G> {
+    fn default() -> Self {
+        EncodingMemo(Vec::new())
+    }
+}
+
+impl<G: PrimeGroup> EncodingMemo<G> {
+    /// Encodes each element once.
+    pub fn of(elements: &[G::Element]) -> Self {
+        EncodingMemo(elements.iter().map(|e| (*e, G::element_bytes(e))).collect())
+    }
+
+    /// Remembers encodings the caller already holds (`bytes[i]` encodes `elements[i]`).
+    pub fn from_parts(elements: &[G::Element], bytes: &[G::ElementBytes]) -> Self {
+        debug_assert_eq!(elements.len(), bytes.len());
+        EncodingMemo(elements.iter().copied().zip(bytes.iter().copied()).collect())
+    }
+
+    /// The encodings of `elements`: remembered ones where the element is unchanged,
+    /// computed ones elsewhere.
+    pub fn bytes(&self, elements: &[G::Element]) -> Vec<G::ElementBytes> {
+        elements
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match self.0.get(i) {
+                Some((m, b)) if m == e => *b,
+                _ => G::element_bytes(e),
+            })
+            .collect()
+    }
+}
+
+impl<G: PrimeGroup> core::fmt::Debug for EncodingMemo<G> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "EncodingMemo({} entries)", self.0.len())
+    }
+}
+
+/// A memo is a cache: two messages are equal when their fields are.
+impl<G: PrimeGroup> PartialEq for EncodingMemo<G> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 /// PSI message 1 (receiver → sender): the receiver's padded, blinded elements.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request<G: PrimeGroup> {
@@ -26,6 +79,7 @@ pub struct Request<G: PrimeGroup> {
     pub params: PsiParams,
     /// Exactly `m` blinded elements `yᵢ = αᵢ·H(xᵢ)` (real and dummy, indistinguishable).
     pub blinded: Vec<G::Element>,
+    memo: EncodingMemo<G>,
 }
 
 /// PSI message 2 (sender → receiver): evaluations, proof, and the sender's set.
@@ -35,6 +89,7 @@ pub struct Response<G: PrimeGroup> {
     pub params: PsiParams,
     /// The sender's public key `k·G`.
     pub public_key: G::Element,
+    memo: EncodingMemo<G>,
     /// `zᵢ = k·yᵢ`, in request order.
     pub evaluated: Vec<G::Element>,
     /// The batched DLEQ proof (malicious security only).
@@ -45,13 +100,31 @@ pub struct Response<G: PrimeGroup> {
     _g: PhantomData<G>,
 }
 
-/// Reads `count` group elements of fixed size.
-fn read_elements<G: PrimeGroup>(r: &mut Reader<'_>, count: usize) -> Result<Vec<G::Element>> {
+/// Elements with their canonical encodings, as read from the wire.
+type ElementsAndEncodings<G> = (Vec<<G as PrimeGroup>::Element>, Vec<<G as PrimeGroup>::ElementBytes>);
+
+/// Reads `count` group elements of fixed size, with their encodings.
+pub(crate) fn read_elements<G: PrimeGroup>(r: &mut Reader<'_>, count: usize) -> Result<ElementsAndEncodings<G>> {
     let mut out = Vec::with_capacity(count);
+    let mut bytes = Vec::with_capacity(count);
     for _ in 0..count {
-        out.push(G::decode_element(r.fixed("group element", G::ELEMENT_LEN)?)?);
+        let (e, b) = read_element::<G>(r, "group element")?;
+        out.push(e);
+        bytes.push(b);
     }
-    Ok(out)
+    Ok((out, bytes))
+}
+
+/// Reads one group element and keeps its encoding.
+pub(crate) fn read_element<G: PrimeGroup>(
+    r: &mut Reader<'_>,
+    what: &'static str,
+) -> Result<(G::Element, G::ElementBytes)> {
+    let raw = r.fixed(what, G::ELEMENT_LEN)?;
+    let e = G::decode_element(raw)?;
+    let b =
+        G::ElementBytes::try_from(raw).map_err(|_| tacit_wire::Error::invalid(what, "wrong length for the group"))?;
+    Ok((e, b))
 }
 
 /// Turns a peer's [`ErrorMessage`] into [`Error::PeerRefused`].
@@ -66,6 +139,27 @@ pub(crate) fn check_refusal(bytes: &[u8]) -> Result<()> {
 }
 
 impl<G: PrimeGroup> Request<G> {
+    /// Builds a request.
+    pub fn new(params: PsiParams, blinded: Vec<G::Element>) -> Self {
+        Request {
+            params,
+            blinded,
+            memo: EncodingMemo::default(),
+        }
+    }
+
+    /// Builds a request from elements whose canonical encodings the caller already
+    /// holds (`bytes[i]` must encode `blinded[i]`; both usually come from one decode).
+    pub fn with_encodings(params: PsiParams, blinded: Vec<G::Element>, bytes: &[G::ElementBytes]) -> Self {
+        let memo = EncodingMemo::from_parts(&blinded, bytes);
+        Request { params, blinded, memo }
+    }
+
+    /// The canonical encodings of the blinded elements.
+    pub fn blinded_bytes(&self) -> Vec<G::ElementBytes> {
+        self.memo.bytes(&self.blinded)
+    }
+
     /// Encoded size for the given parameters (independent of the real set size).
     pub fn encoded_len(params: &PsiParams) -> usize {
         3 + 12 + 4 + params.max_receiver as usize * G::ELEMENT_LEN
@@ -76,8 +170,8 @@ impl<G: PrimeGroup> Request<G> {
         w.put_envelope(tags::PSI_REQUEST);
         self.params.encode(w);
         w.put_count(self.blinded.len());
-        for e in &self.blinded {
-            w.put_fixed(G::element_bytes(e).as_ref());
+        for b in self.blinded_bytes() {
+            w.put_fixed(b.as_ref());
         }
     }
 
@@ -105,8 +199,8 @@ impl<G: PrimeGroup> Request<G> {
                 expected: m,
             });
         }
-        let blinded = read_elements::<G>(r, count)?;
-        Ok(Request { params, blinded })
+        let (blinded, bytes) = read_elements::<G>(r, count)?;
+        Ok(Request::with_encodings(params, blinded, &bytes))
     }
 
     /// Decodes a complete request message (or surfaces the peer's refusal).
@@ -128,14 +222,47 @@ impl<G: PrimeGroup> Response<G> {
         proof: Option<Proof<G>>,
         truncated: Vec<u8>,
     ) -> Self {
+        let mut all = vec![public_key];
+        all.extend_from_slice(&evaluated);
         Response {
             params,
             public_key,
+            memo: EncodingMemo::of(&all),
             evaluated,
             proof,
             truncated,
             _g: PhantomData,
         }
+    }
+
+    /// Like [`Response::new`] with the encodings of `[public_key, evaluated…]` the
+    /// caller already holds.
+    pub(crate) fn with_encodings(
+        params: PsiParams,
+        public_key: G::Element,
+        evaluated: Vec<G::Element>,
+        bytes: &[G::ElementBytes],
+        proof: Option<Proof<G>>,
+        truncated: Vec<u8>,
+    ) -> Self {
+        let mut all = vec![public_key];
+        all.extend_from_slice(&evaluated);
+        Response {
+            params,
+            public_key,
+            memo: EncodingMemo::from_parts(&all, bytes),
+            evaluated,
+            proof,
+            truncated,
+            _g: PhantomData,
+        }
+    }
+
+    /// The canonical encodings of `[public_key, evaluated…]`.
+    pub(crate) fn element_bytes(&self) -> Vec<G::ElementBytes> {
+        let mut all = vec![self.public_key];
+        all.extend_from_slice(&self.evaluated);
+        self.memo.bytes(&all)
     }
 
     /// Encoded size for the given parameters (independent of the real set sizes).
@@ -159,10 +286,11 @@ impl<G: PrimeGroup> Response<G> {
     pub fn encode(&self, w: &mut Writer) {
         w.put_envelope(tags::PSI_RESPONSE);
         self.params.encode(w);
-        w.put_fixed(G::element_bytes(&self.public_key).as_ref());
+        let bytes = self.element_bytes();
+        w.put_fixed(bytes[0].as_ref());
         w.put_count(self.evaluated.len());
-        for e in &self.evaluated {
-            w.put_fixed(G::element_bytes(e).as_ref());
+        for b in &bytes[1..] {
+            w.put_fixed(b.as_ref());
         }
         match &self.proof {
             Some(p) => {
@@ -191,7 +319,7 @@ impl<G: PrimeGroup> Response<G> {
         let params = PsiParams::decode(r)?;
         params.expect_group::<G>()?;
         ours.expect_equal(&params)?;
-        let public_key = G::decode_element(r.fixed("public key", G::ELEMENT_LEN)?)?;
+        let (public_key, pk_bytes) = read_element::<G>(r, "public key")?;
         let m = ours.max_receiver as usize;
         let count = r.count("evaluated elements", usize::MAX, G::ELEMENT_LEN)?;
         if count != m {
@@ -202,7 +330,8 @@ impl<G: PrimeGroup> Response<G> {
                 expected: m,
             });
         }
-        let evaluated = read_elements::<G>(r, count)?;
+        let (evaluated, mut bytes) = read_elements::<G>(r, count)?;
+        bytes.insert(0, pk_bytes);
         let has_proof = r.bool("proof flag")?;
         let proof = match (has_proof, ours.security) {
             (true, Security::Malicious) => Some(Proof::<G>::from_bytes(r.fixed("proof", Proof::<G>::LEN)?)?),
@@ -232,7 +361,9 @@ impl<G: PrimeGroup> Response<G> {
             });
         }
         let truncated = r.fixed("sender elements", n * lb)?.to_vec();
-        Ok(Response::new(params, public_key, evaluated, proof, truncated))
+        Ok(Response::with_encodings(
+            params, public_key, evaluated, &bytes, proof, truncated,
+        ))
     }
 
     /// Decodes a complete response message (or surfaces the peer's refusal).

@@ -17,6 +17,18 @@ struct Slot<G: PrimeGroup> {
     input: Option<(u32, SecretScalar<G>)>,
     /// `yᵢ = αᵢ·H(xᵢ)`.
     blinded: G::Element,
+    /// Its canonical encoding (made once, at precomputation).
+    encoded: G::ElementBytes,
+}
+
+impl<G: PrimeGroup> Slot<G> {
+    fn new(input: Option<(u32, SecretScalar<G>)>, blinded: G::Element) -> Self {
+        Slot {
+            input,
+            encoded: G::element_bytes(&blinded),
+            blinded,
+        }
+    }
 }
 
 /// A request slot whose blinded element a CA certified (PrivateDrop Eq. (5)–(6)): a
@@ -99,10 +111,10 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
             if G::scalar_is_zero(alpha.expose()) {
                 return Err(Error::InvalidParams("a blinding scalar is zero".into()));
             }
-            slots.push(Slot {
-                input: input.map(|i| (i, SecretScalar::new(G::scalar_invert(alpha.expose())))),
-                blinded: G::mul(&point, alpha.expose()),
-            });
+            slots.push(Slot::new(
+                input.map(|i| (i, SecretScalar::new(G::scalar_invert(alpha.expose())))),
+                G::mul(&point, alpha.expose()),
+            ));
         }
         shuffle(rng, &mut slots);
         Ok(ReceiverPrecomputation {
@@ -137,17 +149,17 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
                         return Err(Error::InvalidParams("a blinding scalar is zero".into()));
                     }
                     let blinded = G::mul(&oprf.hash_to_group(&input)?, blind.expose());
-                    slots.push(Slot {
-                        input: Some((inputs.len() as u32, SecretScalar::new(G::scalar_invert(blind.expose())))),
+                    slots.push(Slot::new(
+                        Some((inputs.len() as u32, SecretScalar::new(G::scalar_invert(blind.expose())))),
                         blinded,
-                    });
+                    ));
                     inputs.push(input);
                 }
                 CertifiedSlot::Dummy { blinded } => {
                     if G::is_identity(&blinded) {
                         return Err(Error::InvalidParams("a dummy slot holds the identity".into()));
                     }
-                    slots.push(Slot { input: None, blinded });
+                    slots.push(Slot::new(None, blinded));
                 }
             }
         }
@@ -203,7 +215,7 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
                 }
                 None => w.put_u8(0),
             }
-            w.put_fixed(G::element_bytes(&s.blinded).as_ref());
+            w.put_fixed(s.encoded.as_ref());
         }
         zeroize::Zeroizing::new(w.into_bytes())
     }
@@ -245,8 +257,12 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
                     return Err(tacit_wire::Error::invalid("slot", format!("unknown tag {x}")).into());
                 }
             };
-            let blinded = G::decode_element(r.fixed("blinded element", G::ELEMENT_LEN)?)?;
-            slots.push(Slot { input, blinded });
+            let (blinded, encoded) = crate::messages::read_element::<G>(&mut r, "blinded element")?;
+            slots.push(Slot {
+                input,
+                blinded,
+                encoded,
+            });
         }
         r.finish()?;
         if seen.iter().any(|s| !s) {
@@ -311,14 +327,13 @@ impl Receiver {
 
     /// Like [`Receiver::start`] with the typed request.
     pub fn start_typed<G: PrimeGroup>(pre: &ReceiverPrecomputation<G>) -> (ReceiverAwaitingResponse<G>, Request<G>) {
-        let request = Request {
-            params: pre.params,
-            blinded: pre.request_elements(),
-        };
+        let encoded: Vec<G::ElementBytes> = pre.slots.iter().map(|s| s.encoded).collect();
+        let request = Request::with_encodings(pre.params, pre.request_elements(), &encoded);
         (
             ReceiverAwaitingResponse {
                 pre: pre.clone(),
                 blinded: request.blinded.clone(),
+                encoded,
             },
             request,
         )
@@ -330,6 +345,7 @@ impl Receiver {
 pub struct ReceiverAwaitingResponse<G: PrimeGroup> {
     pre: ReceiverPrecomputation<G>,
     blinded: Vec<G::Element>,
+    encoded: Vec<G::ElementBytes>,
 }
 
 /// What the receiver learned: the elements of its set that the sender also holds, in
@@ -394,8 +410,14 @@ impl<G: PrimeGroup> ReceiverAwaitingResponse<G> {
         let oprf = Oprf::<G>::new(params.security.mode());
         if params.security == Security::Malicious {
             let proof = resp.proof.as_ref().ok_or(Error::ProofFailed)?;
-            oprf.verify_proof(&resp.public_key, &self.blinded, &resp.evaluated, proof)
-                .map_err(|_| Error::ProofFailed)?;
+            let bytes = resp.element_bytes();
+            oprf.verify_proof_encoded(
+                (&resp.public_key, &bytes[0]),
+                (&self.blinded, &self.encoded),
+                (&resp.evaluated, &bytes[1..]),
+                proof,
+            )
+            .map_err(|_| Error::ProofFailed)?;
         }
         // Unblind and hash the real slots: u = Hash(x, αᵢ⁻¹·zᵢ)[..l].
         let outputs: Vec<(usize, Vec<u8>)> = self

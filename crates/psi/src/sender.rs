@@ -317,17 +317,29 @@ impl<G: PrimeGroup> Sender<G> {
             .iter()
             .map(|b| self.oprf.blind_evaluate(self.key.key_pair(), b))
             .collect();
+        // Each element is compressed once: the encodings feed both the proof's hashes
+        // and the response on the wire.
+        let mut bytes = Vec::with_capacity(evaluated.len() + 1);
+        bytes.push(G::element_bytes(self.key.public()));
+        bytes.extend(evaluated.iter().map(G::element_bytes));
         let proof = match self.params.security {
             Security::Malicious => Some(
                 self.oprf
-                    .generate_proof(self.key.key_pair(), &req.blinded, &evaluated, rng),
+                    .generate_proof_encoded(
+                        self.key.key_pair(),
+                        (&req.blinded, &req.blinded_bytes()),
+                        (&evaluated, &bytes[1..]),
+                        rng,
+                    )
+                    .map_err(|_| Error::ProofFailed)?,
             ),
             Security::SemiHonest => None,
         };
-        Ok(Response::new(
+        Ok(Response::with_encodings(
             self.params,
             *self.key.public(),
             evaluated,
+            &bytes,
             proof,
             self.precomputation.truncated.clone(),
         ))

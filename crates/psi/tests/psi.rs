@@ -433,7 +433,7 @@ fn receiver_sending_more_elements_than_the_bound_is_refused() {
     let blinded: Vec<_> = (0..4)
         .map(|_| Ristretto255::mul_base(&Ristretto255::random_scalar(&mut r)))
         .collect();
-    let req = Request::<Ristretto255> { params: p, blinded };
+    let req = Request::<Ristretto255>::new(p, blinded);
     let err = s.respond(&req.to_bytes(), &mut r).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -442,10 +442,7 @@ fn receiver_sending_more_elements_than_the_bound_is_refused() {
     // or declaring a larger bound than ours
     let mut big = p;
     big.max_receiver = 4;
-    let req = Request::<Ristretto255> {
-        params: big,
-        blinded: req.blinded,
-    };
+    let req = Request::<Ristretto255>::new(big, req.blinded);
     assert!(matches!(
         s.respond(&req.to_bytes(), &mut r).unwrap_err(),
         Error::ParamsMismatch { .. }
@@ -519,4 +516,25 @@ fn many_receiver_elements_use_the_hashed_prefix_path() {
     let recv: Vec<Vec<u8>> = (0..24).map(|i| format!("id-{i}").into_bytes()).collect();
     let send: Vec<Vec<u8>> = (10..60).map(|i| format!("id-{i}").into_bytes()).collect();
     assert_eq!(run::<Ristretto255>(&p, &recv, &send, 90), plain(&recv, &send));
+}
+
+#[test]
+fn remembered_encodings_never_outlive_a_changed_element() {
+    // Messages remember the encodings they were decoded from; changing an element
+    // must change what is encoded (and hashed), never reuse the old bytes.
+    let mut h = honest_run(Security::Malicious);
+    let other = Ristretto255::mul_base(&Ristretto255::random_scalar(&mut rng(71)));
+    let decoded = Response::<Ristretto255>::from_bytes(&h.resp.to_bytes(), &h.p).unwrap();
+    let mut changed = decoded.clone();
+    changed.evaluated[0] = other;
+    let again = Response::<Ristretto255>::from_bytes(&changed.to_bytes(), &h.p).unwrap();
+    assert_eq!(again.evaluated[0], other);
+    assert_eq!(again.evaluated[1..], decoded.evaluated[1..]);
+    // and the receiver, hashing the changed element, rejects the proof
+    assert!(matches!(h.deliver(&changed.to_bytes()), Err(Error::ProofFailed)));
+
+    let mut req = Request::<Ristretto255>::from_bytes(&h.req.to_bytes(), &h.p).unwrap();
+    req.blinded[2] = other;
+    let again = Request::<Ristretto255>::from_bytes(&req.to_bytes(), &h.p).unwrap();
+    assert_eq!(again.blinded[2], other);
 }
