@@ -6,9 +6,15 @@
 //!   certificate chains, prefix policies;
 //! * [`ibe`]: Boneh–Boyen BB2 identity-based encryption over BLS12-381, CCA-secure by
 //!   the Fujisaki–Okamoto transform;
-//! * [`prefix`]: prefix encryption built from the IBE (paper §3.1).
+//! * [`prefix`]: prefix encryption built from the IBE (paper §3.1);
+//! * [`handshake`]: SIGMA-I, private mutual authentication (§4, Fig. 1) and private
+//!   service discovery with 0-RTT (§5, Fig. 2), sans-I/O;
+//! * [`carrier`]: advertisements in mDNS TXT records, or behind a short pointer
+//!   served by an auxiliary service.
 #![deny(missing_docs)]
 
 pub mod blessing;
+pub mod carrier;
+pub mod handshake;
 pub mod ibe;
 pub mod prefix;

@@ -1,0 +1,325 @@
+//! The three handshakes between honest and deviating peers: a home camera whose
+//! policy is `Home/*`, the owner's phone `Home/Owner/Phone`, a visitor's phone
+//! `Street/Visitor/Phone`, all with prefix keys from one IBE root.
+
+use std::sync::Arc;
+use tacit_crypto::rng::SecureRng;
+use tacit_discovery::blessing::{Blessing, Policy, Principal, TrustedRoots};
+use tacit_discovery::handshake::client::Client;
+use tacit_discovery::handshake::server::{ServerConfig, on_client_hello};
+use tacit_discovery::handshake::zero_rtt::{Service, connect, open_advert};
+use tacit_discovery::handshake::{Credentials, DecryptionCache, Error, Mode, PrefixCredentials};
+use tacit_discovery::prefix::{Prefix, PrefixAuthority};
+
+const NOW: u64 = 1_800_000_000;
+const YEAR: u64 = 365 * 24 * 3600;
+
+struct World {
+    rng: SecureRng,
+    roots: TrustedRoots,
+    ibe: PrefixAuthority,
+    home: (Principal, Blessing),
+    street: (Principal, Blessing),
+}
+
+struct Party {
+    creds: Credentials,
+    prefix: PrefixCredentials,
+}
+
+impl World {
+    fn new(seed: u8) -> Self {
+        let mut rng = SecureRng::from_seed([seed; 32]);
+        let home = Principal::new_root(&mut rng, "Home", NOW + YEAR).unwrap();
+        let street = Principal::new_root(&mut rng, "Street", NOW + YEAR).unwrap();
+        let mut roots = TrustedRoots::new();
+        roots.add("Home", home.0.public_key()).unwrap();
+        roots.add("Street", street.0.public_key()).unwrap();
+        let ibe = PrefixAuthority::generate(&mut rng);
+        World {
+            rng,
+            roots,
+            ibe,
+            home,
+            street,
+        }
+    }
+
+    /// A principal blessed `root/a/b` with policy `policy`.
+    fn party(&mut self, under_home: bool, path: &[&str], policy: &str) -> Party {
+        let (root, root_blessing) = if under_home { &self.home } else { &self.street };
+        let me = Principal::generate(&mut self.rng);
+        // intermediate principal for a three-link chain
+        let mid = Principal::generate(&mut self.rng);
+        let mid_b = root
+            .bless(root_blessing, &mid.public_key(), path[0], NOW + YEAR, vec![])
+            .unwrap();
+        let b = mid
+            .bless(&mid_b, &me.public_key(), path[1], NOW + YEAR, vec![])
+            .unwrap();
+        let name = b.unverified_name();
+        let key = self
+            .ibe
+            .extract(&Prefix::parse(name.as_str()).unwrap(), &mut self.rng)
+            .unwrap();
+        Party {
+            creds: Credentials {
+                principal: Arc::new(me),
+                blessing: b,
+                roots: self.roots.clone(),
+                policy: policy.parse::<Policy>().unwrap(),
+            },
+            prefix: PrefixCredentials {
+                mpk: Arc::new(self.ibe.public().clone()),
+                key: Some(Arc::new(key)),
+            },
+        }
+    }
+}
+
+fn run(
+    mode: Mode,
+    w: &mut World,
+    client: &Party,
+    server: &ServerConfig,
+    cache: Option<Arc<DecryptionCache>>,
+) -> Result<(String, String), Error> {
+    let (c, hello) = Client::start(
+        mode,
+        client.creds.clone(),
+        Some(client.prefix.clone()),
+        cache,
+        &mut w.rng,
+    )?;
+    let (s, sh) = on_client_hello(server, &hello, &mut w.rng)?;
+    let (mut ce, fin) = c.on_server_hello(&sh, NOW)?;
+    let mut se = s.on_client_finish(&fin, NOW)?;
+    let m = se.keys.open(&ce.keys.seal(b"ping"))?;
+    assert_eq!(m, b"ping");
+    let m = ce.keys.open(&se.keys.seal(b"pong"))?;
+    assert_eq!(m, b"pong");
+    Ok((ce.peer.name().to_string(), se.peer.name().to_string()))
+}
+
+fn camera(w: &mut World, cache: bool) -> (Party, ServerConfig) {
+    let cam = w.party(true, &["Devices", "Camera"], "Home/*");
+    let cfg = ServerConfig::new(cam.creds.clone(), Some(cam.prefix.clone()), cache);
+    (cam, cfg)
+}
+
+#[test]
+fn sigma_and_private_authenticate_mutually() {
+    let mut w = World::new(1);
+    let (_, cam) = camera(&mut w, false);
+    let owner = w.party(true, &["Owner", "Phone"], "Home/Devices/*");
+    for mode in [Mode::Sigma, Mode::Private] {
+        let (c_saw, s_saw) = run(mode, &mut w, &owner, &cam, None).unwrap();
+        assert_eq!(c_saw, "Home/Devices/Camera");
+        assert_eq!(s_saw, "Home/Owner/Phone");
+    }
+    // with the server's identity cached and the client's decryption cached
+    let (_, cam) = camera(&mut w, true);
+    let cache = Arc::new(DecryptionCache::new());
+    for _ in 0..3 {
+        run(Mode::Private, &mut w, &owner, &cam, Some(cache.clone())).unwrap();
+    }
+}
+
+#[test]
+fn a_client_outside_the_server_policy_learns_nothing_and_reveals_nothing() {
+    let mut w = World::new(2);
+    let (_, cam) = camera(&mut w, false);
+    let visitor = w.party(false, &["Visitor", "Phone"], "Home/*");
+    let (c, hello) = Client::start(
+        Mode::Private,
+        visitor.creds.clone(),
+        Some(visitor.prefix.clone()),
+        None,
+        &mut w.rng,
+    )
+    .unwrap();
+    let (_s, sh) = on_client_hello(&cam, &hello, &mut w.rng).unwrap();
+    // the visitor's key does not satisfy Home/*: no pairing, no identity, no finish
+    let err = c.on_server_hello(&sh, NOW).unwrap_err();
+    assert!(
+        matches!(err, Error::NotAuthorizedByPeer(ref p) if p == "Home/*"),
+        "{err}"
+    );
+    // the server's identity is not in the clear anywhere in its hello
+    let cam_name = b"Camera";
+    assert!(!sh.windows(cam_name.len()).any(|x| x == cam_name));
+    // while SIGMA-I shows the camera's identity to the same visitor
+    let (c, hello) = Client::start(Mode::Sigma, visitor.creds.clone(), None, None, &mut w.rng).unwrap();
+    let (_s, sh) = on_client_hello(&cam, &hello, &mut w.rng).unwrap();
+    let (e, _) = c.on_server_hello(&sh, NOW).unwrap();
+    assert_eq!(e.peer.name().to_string(), "Home/Devices/Camera");
+}
+
+#[test]
+fn a_server_outside_the_client_policy_never_sees_the_client() {
+    let mut w = World::new(3);
+    let (_, cam) = camera(&mut w, false);
+    // the owner only talks to Home/Lights/*
+    let owner = w.party(true, &["Owner", "Phone"], "Home/Lights/*");
+    for mode in [Mode::Sigma, Mode::Private] {
+        let (c, hello) =
+            Client::start(mode, owner.creds.clone(), Some(owner.prefix.clone()), None, &mut w.rng).unwrap();
+        let (_s, sh) = on_client_hello(&cam, &hello, &mut w.rng).unwrap();
+        let err = c.on_server_hello(&sh, NOW).unwrap_err();
+        assert!(matches!(err, Error::PeerNotAuthorized { .. }), "{err}");
+        // no finish message exists, so ID_C was never sent
+    }
+}
+
+#[test]
+fn the_server_refuses_a_client_outside_its_policy() {
+    let mut w = World::new(4);
+    let (_, cam) = camera(&mut w, false);
+    let visitor = w.party(false, &["Visitor", "Phone"], "Home/*");
+    let (c, hello) = Client::start(Mode::Sigma, visitor.creds.clone(), None, None, &mut w.rng).unwrap();
+    let (s, sh) = on_client_hello(&cam, &hello, &mut w.rng).unwrap();
+    let (_, fin) = c.on_server_hello(&sh, NOW).unwrap();
+    assert!(matches!(
+        s.on_client_finish(&fin, NOW),
+        Err(Error::PeerNotAuthorized { .. })
+    ));
+}
+
+#[test]
+fn tampered_messages_and_stolen_blessings_are_rejected() {
+    let mut w = World::new(5);
+    let (_, cam) = camera(&mut w, false);
+    let owner = w.party(true, &["Owner", "Phone"], "Home/*");
+    for mode in [Mode::Sigma, Mode::Private] {
+        // flip each byte of the server hello's ciphertext region
+        let (_, hello) =
+            Client::start(mode, owner.creds.clone(), Some(owner.prefix.clone()), None, &mut w.rng).unwrap();
+        let (_, sh) = on_client_hello(&cam, &hello, &mut w.rng).unwrap();
+        for i in (3..sh.len()).step_by(37) {
+            let (c, hello2) =
+                Client::start(mode, owner.creds.clone(), Some(owner.prefix.clone()), None, &mut w.rng).unwrap();
+            let (_, mut sh2) = on_client_hello(&cam, &hello2, &mut w.rng).unwrap();
+            sh2[i] ^= 1;
+            assert!(c.on_server_hello(&sh2, NOW).is_err(), "flip at {i} accepted");
+        }
+        // a tampered finish
+        let (c, hello) =
+            Client::start(mode, owner.creds.clone(), Some(owner.prefix.clone()), None, &mut w.rng).unwrap();
+        let (s, sh) = on_client_hello(&cam, &hello, &mut w.rng).unwrap();
+        let (_, mut fin) = c.on_server_hello(&sh, NOW).unwrap();
+        let last = fin.len() - 1;
+        fin[last] ^= 0x80;
+        assert!(matches!(s.on_client_finish(&fin, NOW), Err(Error::Decrypt(_))));
+    }
+    // a server presenting the camera's blessing without its key
+    let thief = Principal::generate(&mut w.rng);
+    let mut stolen = cam.creds.clone();
+    stolen.principal = Arc::new(thief);
+    let fake = ServerConfig::new(stolen, cam.prefix.clone(), false);
+    for mode in [Mode::Sigma, Mode::Private] {
+        let (c, hello) =
+            Client::start(mode, owner.creds.clone(), Some(owner.prefix.clone()), None, &mut w.rng).unwrap();
+        let (_, sh) = on_client_hello(&fake, &hello, &mut w.rng).unwrap();
+        assert!(matches!(c.on_server_hello(&sh, NOW), Err(Error::BadSignature(_))));
+    }
+    // an expired chain
+    let (c, hello) = Client::start(Mode::Sigma, owner.creds.clone(), None, None, &mut w.rng).unwrap();
+    let (_, sh) = on_client_hello(&cam, &hello, &mut w.rng).unwrap();
+    assert!(matches!(
+        c.on_server_hello(&sh, NOW + 2 * YEAR),
+        Err(Error::Blessing(_))
+    ));
+}
+
+#[test]
+fn zero_rtt_discovery_round_trip_replay_and_expiry() {
+    let mut w = World::new(6);
+    let (cam, _) = camera(&mut w, false);
+    let owner = w.party(true, &["Owner", "Phone"], "Home/Devices/*");
+    let svc = Service::new(cam.creds.clone());
+    let ad = svc.refresh(&cam.prefix.mpk, NOW, NOW + 3600, &mut w.rng).unwrap();
+    let advert = ad.advert().to_vec();
+    assert!(advert.len() <= 700, "advert is {} bytes", advert.len());
+
+    let found = open_advert(&advert, &owner.creds, &owner.prefix, NOW).unwrap();
+    assert_eq!(found.server.name().to_string(), "Home/Devices/Camera");
+    let (waiting, hello) = connect(found.clone(), &owner.creds, b"unlock the door", &mut w.rng).unwrap();
+    let acc = svc.on_hello(&hello, NOW + 1).unwrap();
+    assert_eq!(acc.early_data, b"unlock the door");
+    assert_eq!(acc.client.name().to_string(), "Home/Owner/Phone");
+    let (mut se, reply) = acc.reply(b"door unlocked", &mut w.rng).unwrap();
+    let mut done = waiting.on_reply(&reply).unwrap();
+    assert_eq!(done.data, b"door unlocked");
+    assert_eq!(se.keys.open(&done.session.keys.seal(b"thanks")).unwrap(), b"thanks");
+
+    // the same first flight again is a replay
+    assert!(matches!(svc.on_hello(&hello, NOW + 2), Err(Error::Replay)));
+    // a tampered first flight
+    let (_, mut h2) = connect(found.clone(), &owner.creds, b"x", &mut w.rng).unwrap();
+    let n = h2.len();
+    h2[n - 3] ^= 1;
+    assert!(matches!(svc.on_hello(&h2, NOW), Err(Error::Decrypt(_))));
+    // after the advert expired: the client refuses it, the server refuses flights
+    assert!(matches!(
+        open_advert(&advert, &owner.creds, &owner.prefix, NOW + 3601),
+        Err(Error::AdvertExpired { .. })
+    ));
+    let (_, h3) = connect(found, &owner.creds, b"late", &mut w.rng).unwrap();
+    assert!(matches!(
+        svc.on_hello(&h3, NOW + 3601),
+        Err(Error::AdvertExpired { .. })
+    ));
+    // a refresh retires expired adverts: their flights become unknown
+    svc.refresh(&cam.prefix.mpk, NOW + 4000, NOW + 8000, &mut w.rng)
+        .unwrap();
+    assert!(matches!(svc.on_hello(&h3, NOW + 4001), Err(Error::UnknownAdvert)));
+}
+
+#[test]
+fn zero_rtt_unauthorised_forged_and_tampered_adverts() {
+    let mut w = World::new(7);
+    let (cam, _) = camera(&mut w, false);
+    let visitor = w.party(false, &["Visitor", "Phone"], "Home/*");
+    let owner = w.party(true, &["Owner", "Phone"], "Home/*");
+    let svc = Service::new(cam.creds.clone());
+    let advert = svc
+        .refresh(&cam.prefix.mpk, NOW, NOW + 3600, &mut w.rng)
+        .unwrap()
+        .advert()
+        .to_vec();
+    // a visitor sees only the policy
+    assert!(matches!(
+        open_advert(&advert, &visitor.creds, &visitor.prefix, NOW),
+        Err(Error::NotAuthorizedByPeer(_))
+    ));
+    // every byte flipped in the advert is caught
+    for i in 0..advert.len() {
+        let mut bad = advert.clone();
+        bad[i] ^= 0x01;
+        assert!(
+            open_advert(&bad, &owner.creds, &owner.prefix, NOW).is_err(),
+            "flip at {i} accepted"
+        );
+    }
+    // a forged advert: the camera's blessing signed by another key
+    let mut forged = cam.creds.clone();
+    forged.principal = Arc::new(Principal::generate(&mut w.rng));
+    let fake = Service::new(forged);
+    let fake_ad = fake.refresh(&cam.prefix.mpk, NOW, NOW + 3600, &mut w.rng).unwrap();
+    assert!(matches!(
+        open_advert(fake_ad.advert(), &owner.creds, &owner.prefix, NOW),
+        Err(Error::BadSignature(_))
+    ));
+    // an advert whose server is outside the client's policy
+    let picky = w.party(true, &["Owner", "Tablet"], "Home/Lights/*");
+    assert!(matches!(
+        open_advert(&advert, &picky.creds, &picky.prefix, NOW),
+        Err(Error::PeerNotAuthorized { .. })
+    ));
+    // a first flight for an advert this service never made
+    let found = open_advert(fake_ad.advert(), &owner.creds, &owner.prefix, NOW);
+    assert!(found.is_err());
+    let real = open_advert(&advert, &owner.creds, &owner.prefix, NOW).unwrap();
+    let (_, hello) = connect(real, &owner.creds, b"", &mut w.rng).unwrap();
+    assert!(matches!(fake.on_hello(&hello, NOW), Err(Error::UnknownAdvert)));
+}
