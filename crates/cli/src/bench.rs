@@ -32,6 +32,13 @@ Examples:
   tacit bench drop --ids 10 --contacts 1000,10000 --runs 10
   tacit bench drop --load --runs 200 --ids 10 --contacts 10000")]
     Drop(crate::bench_drop::DropBenchArgs),
+    /// Private discovery (Wu et al. Table 1): SIGMA-I vs private mutual authentication,
+    /// 0-RTT, advertisement size and processing, IBE microbenchmarks.
+    #[command(after_help = "\
+Examples:
+  tacit bench discovery
+  tacit bench discovery --runs 500 --json")]
+    Discovery(crate::bench_discovery::DiscoveryBenchArgs),
     /// The receiver process of `bench drop` (internal).
     #[command(hide = true)]
     DropPeer(crate::bench_drop::DropPeerArgs),
@@ -71,6 +78,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         },
         BenchCommand::Drop(a) => crate::bench_drop::run(a),
         BenchCommand::DropPeer(a) => crate::bench_drop::run_peer(a),
+        BenchCommand::Discovery(a) => crate::bench_discovery::run(a),
     }
 }
 

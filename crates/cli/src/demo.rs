@@ -40,13 +40,14 @@ pub fn run(a: DemoArgs) -> Result<()> {
     match a.group {
         GroupId::Ristretto255 => {
             rt.block_on(psi_demo::<Ristretto255>(&a))?;
-            rt.block_on(drop_demo::<Ristretto255>(&a))
+            rt.block_on(drop_demo::<Ristretto255>(&a))?;
         }
         GroupId::P256 => {
             rt.block_on(psi_demo::<P256>(&a))?;
-            rt.block_on(drop_demo::<P256>(&a))
+            rt.block_on(drop_demo::<P256>(&a))?;
         }
     }
+    rt.block_on(crate::demo_discovery::discovery_demo())
 }
 
 fn phone(rng: &mut SecureRng) -> String {

@@ -4,10 +4,13 @@
 //! one-line reason and a non-zero exit code.
 
 mod bench;
+mod bench_discovery;
 mod bench_drop;
 mod ca;
 mod contacts;
 mod demo;
+mod demo_discovery;
+mod discover_world;
 mod drop;
 mod plot;
 mod psi;

@@ -10,7 +10,8 @@
 //! * [`handshake`]: SIGMA-I, private mutual authentication (§4, Fig. 1) and private
 //!   service discovery with 0-RTT (§5, Fig. 2), sans-I/O;
 //! * [`carrier`]: advertisements in mDNS TXT records, or behind a short pointer
-//!   served by an auxiliary service.
+//!   served by an auxiliary service;
+//! * [`service`]: the handshakes over framed TCP (the async shell).
 #![deny(missing_docs)]
 
 pub mod blessing;
@@ -18,3 +19,4 @@ pub mod carrier;
 pub mod handshake;
 pub mod ibe;
 pub mod prefix;
+pub mod service;

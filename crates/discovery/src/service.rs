@@ -1,0 +1,213 @@
+//! The async shell around [`crate::handshake`]: handshakes over framed TCP
+//! (`tacit_net::FramedConn`), no cryptography of its own.
+//!
+//! One listener answers all three handshakes; the first frame's tag says which:
+//!
+//! ```text
+//! SIGMA-I / private:  hello → server hello → finish → {request}_atk → {response}_atk
+//! 0-RTT:              hello (+ early request) → reply (+ response under atk)
+//! ```
+//!
+//! The application exchange is one request and one response (the CLI's "message");
+//! a failed handshake closes the connection without a reason, so a peer outside the
+//! policy learns nothing from the refusal.
+
+use crate::handshake::server::{ServerConfig, on_client_hello};
+use crate::handshake::zero_rtt::{DiscoveredService, Service, connect as zero_rtt_connect};
+use crate::handshake::{
+    Credentials, DecryptionCache, Error as HsError, Established, Mode, PrefixCredentials, client::Client, tags,
+};
+use rand_core::RngCore;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tacit_crypto::rng::SecureRng;
+use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_wire::Envelope;
+
+/// Errors of a networked handshake.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The handshake itself failed (see the variant for why).
+    #[error(transparent)]
+    Handshake(#[from] HsError),
+    /// The network failed, or the peer closed the connection (which is how a server
+    /// refuses).
+    #[error("{0}")]
+    Net(#[from] tacit_net::Error),
+}
+
+/// The service's answer to a request: `(client name, request) → response`.
+pub type Responder = Arc<dyn Fn(&str, &[u8]) -> Vec<u8> + Send + Sync>;
+
+/// What one accepted connection did (for logs).
+#[derive(Debug, Clone)]
+pub enum ServerEvent {
+    /// A client authenticated.
+    Authenticated {
+        /// Which handshake.
+        handshake: &'static str,
+        /// The client's name.
+        client: String,
+    },
+    /// A handshake failed (the reason stays on this side).
+    Refused(String),
+}
+
+/// Everything a server needs.
+pub struct ServerState {
+    /// SIGMA-I and private mutual authentication.
+    pub config: ServerConfig,
+    /// 0-RTT advertisements and their secrets.
+    pub service: Service,
+    /// The application.
+    pub respond: Responder,
+    /// Called after each connection.
+    pub events: Arc<dyn Fn(ServerEvent) + Send + Sync>,
+}
+
+impl core::fmt::Debug for ServerState {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "ServerState({:?})", self.config)
+    }
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Serves connections until the listener fails; each connection on its own task.
+pub async fn serve(listener: FramedListener, state: Arc<ServerState>) -> Result<(), Error> {
+    loop {
+        let conn = listener.accept().await?;
+        let state = state.clone();
+        tokio::spawn(async move {
+            let ev = match handle(conn, &state).await {
+                Ok((handshake, client)) => ServerEvent::Authenticated { handshake, client },
+                Err(e) => ServerEvent::Refused(e.to_string()),
+            };
+            (state.events)(ev);
+        });
+    }
+}
+
+async fn handle(mut conn: FramedConn, state: &ServerState) -> Result<(&'static str, String), Error> {
+    let mut rng = SecureRng::from_os();
+    let first = conn.recv().await?;
+    let tag = Envelope::peek(&first).map_err(HsError::from)?.tag;
+    if tag == tags::ZERO_RTT_HELLO {
+        let acc = state.service.on_hello(&first, now_unix())?;
+        let client = acc.client.name().to_string();
+        let response = (state.respond)(&client, &acc.early_data);
+        let (_session, reply) = acc.reply(&response, &mut rng)?;
+        conn.send(&reply).await?;
+        return Ok(("0-RTT", client));
+    }
+    let (waiting, server_hello) = on_client_hello(&state.config, &first, &mut rng)?;
+    let handshake = match crate::handshake::hello_mode(&first)? {
+        Mode::Sigma => "SIGMA-I",
+        Mode::Private => "private mutual authentication",
+    };
+    conn.send(&server_hello).await?;
+    let finish = conn.recv().await?;
+    let mut session = waiting.on_client_finish(&finish, now_unix())?;
+    let client = session.peer.name().to_string();
+    let request = session.keys.open(&conn.recv().await?)?;
+    let response = (state.respond)(&client, &request);
+    conn.send(&session.keys.seal(&response)).await?;
+    Ok((handshake, client))
+}
+
+/// Timings of one client connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientTimings {
+    /// TCP connect.
+    pub connect: Duration,
+    /// From the first handshake byte to an established session.
+    pub handshake: Duration,
+    /// Connect + handshake + one request/response.
+    pub total: Duration,
+}
+
+/// The result of a client connection.
+#[derive(Debug)]
+pub struct ClientOutcome {
+    /// The session (the server's authenticated identity and the keys).
+    pub session: Established,
+    /// The server's response to our request.
+    pub response: Vec<u8>,
+    /// Timings.
+    pub timings: ClientTimings,
+}
+
+/// Connects with SIGMA-I or private mutual authentication and sends one request.
+pub async fn connect(
+    addr: &str,
+    mode: Mode,
+    creds: &Credentials,
+    prefix: Option<&PrefixCredentials>,
+    cache: Option<Arc<DecryptionCache>>,
+    request: &[u8],
+    net: &NetConfig,
+) -> Result<ClientOutcome, Error> {
+    let mut rng = SecureRng::from_os();
+    let t0 = Instant::now();
+    let mut conn = FramedConn::connect(addr, net).await?;
+    let connect = t0.elapsed();
+    let t1 = Instant::now();
+    let (c, hello) = Client::start(mode, creds.clone(), prefix.cloned(), cache, &mut rng)?;
+    conn.send(&hello).await?;
+    let sh = conn.recv().await?;
+    let (mut session, finish) = c.on_server_hello(&sh, now_unix())?;
+    conn.send(&finish).await?;
+    let handshake = t1.elapsed();
+    conn.send(&session.keys.seal(request)).await?;
+    let response = session.keys.open(&conn.recv().await?)?;
+    Ok(ClientOutcome {
+        session,
+        response,
+        timings: ClientTimings {
+            connect,
+            handshake,
+            total: t0.elapsed(),
+        },
+    })
+}
+
+/// Opens a 0-RTT session to a discovered service with `early` as early data.
+pub async fn connect_zero_rtt(
+    addr: &str,
+    service: DiscoveredService,
+    creds: &Credentials,
+    early: &[u8],
+    net: &NetConfig,
+) -> Result<ClientOutcome, Error> {
+    let mut rng = SecureRng::from_os();
+    let t0 = Instant::now();
+    let mut conn = FramedConn::connect(addr, net).await?;
+    let connect = t0.elapsed();
+    let t1 = Instant::now();
+    let (waiting, hello) = zero_rtt_connect(service, creds, early, &mut rng)?;
+    conn.send(&hello).await?;
+    let reply = conn.recv().await?;
+    let done = waiting.on_reply(&reply)?;
+    let handshake = t1.elapsed();
+    Ok(ClientOutcome {
+        session: done.session,
+        response: done.data,
+        timings: ClientTimings {
+            connect,
+            handshake,
+            total: t0.elapsed(),
+        },
+    })
+}
+
+/// A random 16-byte hex token (instance names, pointers in logs).
+pub fn random_token() -> String {
+    let mut b = [0u8; 8];
+    SecureRng::from_os().fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
