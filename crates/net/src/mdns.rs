@@ -1,17 +1,39 @@
 //! mDNS / DNS-SD discovery with the `mdns-sd` crate.
 //!
 //! An advertisement carries nothing that identifies its owner: the instance name and
-//! host name are random per session, and the TXT record holds only the protocol
-//! version. Discovery returns socket addresses; who is behind them is learned only by
-//! the authenticated protocol that follows.
+//! host name are random per session, and the TXT record holds only what the caller
+//! puts there (PrivateDrop: the protocol version; private service discovery: an
+//! encrypted advertisement or a pointer to one, see `tacit_discovery::carrier`).
+//! Discovery returns socket addresses and TXT entries; who is behind them is learned
+//! only by the authenticated protocol that follows.
+//!
+//! TXT values are raw bytes: `mdns-sd` 0.21 keeps a [`TxtProperty`] value as a
+//! `Vec<u8>` on both the sending and the receiving side and splits each
+//! `key=value` string at its *first* `=`, so a value may hold any byte, `=` and NUL
+//! included. No base64 is needed. Keys must be printable ASCII without `=` (RFC 6763
+//! §6.4) and each `key=value` string is at most 255 bytes (RFC 6763 §6.1).
+//!
+//! Every daemon this module starts is shut down before the call (or, for an
+//! [`Advertisement`], its drop) returns, and the shutdown is confirmed by the daemon
+//! thread, so browsing leaves no thread behind.
 
-use mdns_sd::{IfKind, ServiceDaemon, ServiceEvent, ServiceInfo};
-use std::collections::BTreeSet;
+use mdns_sd::{IfKind, ServiceDaemon, ServiceEvent, ServiceInfo, TxtProperty};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 /// PrivateDrop's service type.
 pub const DROP_SERVICE: &str = "_tacit-drop._tcp.local.";
+
+/// The service type of private service discovery (Wu, Taly, Shankar, Boneh, §5 and
+/// §6.3): instances carry an encrypted advertisement, or a pointer to one, in TXT.
+pub const DISCOVERY_SERVICE: &str = "_tacit-disc._tcp.local.";
+
+/// The longest `key=value` string of a TXT record (one length byte, RFC 6763 §6.1).
+pub const TXT_STRING_MAX: usize = 255;
+
+/// How long a caller waits for the daemon thread to confirm its shutdown.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 
 /// Which interfaces mDNS uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,18 +53,34 @@ fn err(e: impl core::fmt::Display) -> MdnsError {
     MdnsError(e.to_string())
 }
 
-fn daemon(scope: Scope) -> Result<ServiceDaemon, MdnsError> {
-    let d = ServiceDaemon::new().map_err(err)?;
-    if scope == Scope::Loopback {
-        d.disable_interface(IfKind::All).map_err(err)?;
-        d.enable_interface(IfKind::LoopbackV4).map_err(err)?;
+/// A running daemon, shut down (and the shutdown awaited) when dropped.
+struct Daemon(ServiceDaemon);
+
+impl Daemon {
+    fn start(scope: Scope) -> Result<Daemon, MdnsError> {
+        let d = Daemon(ServiceDaemon::new().map_err(err)?);
+        if scope == Scope::Loopback {
+            d.0.disable_interface(IfKind::All).map_err(err)?;
+            d.0.enable_interface(IfKind::LoopbackV4).map_err(err)?;
+        }
+        Ok(d)
     }
-    Ok(d)
 }
 
-/// A registered advertisement; withdrawn when dropped.
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        // The daemon thread answers `Shutdown` as the last thing it does before it
+        // returns; waiting for the answer means no daemon thread outlives the call.
+        if let Ok(status) = self.0.shutdown() {
+            let _ = status.recv_timeout(SHUTDOWN_WAIT);
+        }
+    }
+}
+
+/// A registered advertisement; withdrawn (with a DNS-SD goodbye) when dropped.
 pub struct Advertisement {
-    daemon: ServiceDaemon,
+    /// Shut down after `drop` has unregistered the instance.
+    daemon: Daemon,
     fullname: String,
 }
 
@@ -61,8 +99,12 @@ impl Advertisement {
 
 impl Drop for Advertisement {
     fn drop(&mut self) {
-        let _ = self.daemon.unregister(&self.fullname);
-        let _ = self.daemon.shutdown();
+        if let Ok(status) = self.daemon.0.unregister(&self.fullname) {
+            // The goodbye is sent when the command runs; wait briefly so that it
+            // leaves before the daemon shuts down.
+            let _ = status.recv_timeout(SHUTDOWN_WAIT);
+        }
+        // `self.daemon` shuts down when dropped.
     }
 }
 
@@ -70,9 +112,32 @@ fn random_label(seed: &[u8; 8]) -> String {
     seed.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Checks TXT entries before handing them to `mdns-sd`, with messages that say which
+/// entry is wrong.
+fn check_txt(txt: &[(String, Vec<u8>)]) -> Result<(), MdnsError> {
+    let mut keys = HashSet::new();
+    for (key, val) in txt {
+        if key.is_empty() || !key.bytes().all(|b| (0x20..=0x7e).contains(&b) && b != b'=') {
+            return Err(MdnsError(format!(
+                "TXT key {key:?} must be non-empty printable ASCII without '='"
+            )));
+        }
+        let len = key.len() + 1 + val.len();
+        if len > TXT_STRING_MAX {
+            return Err(MdnsError(format!(
+                "TXT entry {key:?} is {len} bytes long; a TXT string holds at most {TXT_STRING_MAX}"
+            )));
+        }
+        if !keys.insert(key.to_ascii_lowercase()) {
+            return Err(MdnsError(format!("TXT key {key:?} appears twice")));
+        }
+    }
+    Ok(())
+}
+
 /// Advertises `service` on `port` under a random instance and host name. `addrs`
 /// empty means the addresses of the enabled interfaces. `random` provides the names'
-/// randomness.
+/// randomness. The TXT record is `v=1`.
 pub fn advertise(
     service: &str,
     port: u16,
@@ -80,10 +145,28 @@ pub fn advertise(
     scope: Scope,
     random: [u8; 8],
 ) -> Result<Advertisement, MdnsError> {
-    let d = daemon(scope)?;
+    advertise_txt(service, port, addrs, &[("v".into(), b"1".to_vec())], scope, random)
+}
+
+/// Advertises `service` on `port` (the SRV record's port) under a random instance and
+/// host name, with the TXT record made of `txt`: one `key=value` string per entry, in
+/// this order, values as raw bytes. `addrs` empty means the addresses of the enabled
+/// interfaces; `random` provides the names' randomness.
+///
+/// Refuses keys that are empty, not printable ASCII, contain `=` or repeat (ignoring
+/// case, RFC 6763 §6.4), and entries over [`TXT_STRING_MAX`] bytes.
+pub fn advertise_txt(
+    service: &str,
+    port: u16,
+    addrs: &[IpAddr],
+    txt: &[(String, Vec<u8>)],
+    scope: Scope,
+    random: [u8; 8],
+) -> Result<Advertisement, MdnsError> {
+    check_txt(txt)?;
+    let props: Vec<TxtProperty> = txt.iter().map(|(k, v)| TxtProperty::from((k.as_str(), v))).collect();
     let label = random_label(&random);
     let host = format!("tacit-{label}.local.");
-    let props: &[(&str, &str)] = &[("v", "1")];
     let info = if addrs.is_empty() {
         ServiceInfo::new(service, &label, &host, (), port, props)
             .map_err(err)?
@@ -92,30 +175,128 @@ pub fn advertise(
         ServiceInfo::new(service, &label, &host, addrs, port, props).map_err(err)?
     };
     let fullname = info.get_fullname().to_string();
-    d.register(info).map_err(err)?;
-    Ok(Advertisement { daemon: d, fullname })
+    let daemon = Daemon::start(scope)?;
+    daemon.0.register(info).map_err(err)?;
+    Ok(Advertisement { daemon, fullname })
 }
 
-/// Browses for `service` for `wait`, returning every resolved IPv4 address.
-pub fn browse(service: &str, scope: Scope, wait: Duration) -> Result<Vec<SocketAddr>, MdnsError> {
-    let d = daemon(scope)?;
-    let rx = d.browse(service).map_err(err)?;
+/// One resolved DNS-SD instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The instance's full DNS-SD name (random for tacit's own advertisements).
+    pub instance: String,
+    /// Its IPv4 addresses (only loopback ones under [`Scope::Loopback`]), sorted.
+    pub addrs: Vec<IpAddr>,
+    /// The SRV record's port.
+    pub port: u16,
+    /// The TXT record's entries in record order, values as raw bytes. A key without
+    /// `=` is reported with an empty value; `mdns-sd` keeps only the first of
+    /// entries whose keys repeat.
+    pub txt: Vec<(String, Vec<u8>)>,
+}
+
+impl Found {
+    /// Every address with the SRV port.
+    pub fn socket_addrs(&self) -> Vec<SocketAddr> {
+        self.addrs.iter().map(|ip| SocketAddr::new(*ip, self.port)).collect()
+    }
+}
+
+/// Browses for `service` for `wait`, returning every instance resolved in that time
+/// (its latest state; instances that said goodbye are left out), sorted by name.
+/// Blocks the calling thread for `wait`; the daemon is shut down before returning.
+pub fn browse_txt(service: &str, scope: Scope, wait: Duration) -> Result<Vec<Found>, MdnsError> {
+    let d = Daemon::start(scope)?;
+    let rx = d.0.browse(service).map_err(err)?;
     let deadline = Instant::now() + wait;
-    let mut found = BTreeSet::new();
+    let mut found = BTreeMap::new();
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match rx.recv_timeout(left) {
             Ok(ServiceEvent::ServiceResolved(info)) => {
-                for ip in info.get_addresses_v4() {
-                    if scope == Scope::All || ip.is_loopback() {
-                        found.insert(SocketAddr::new(IpAddr::V4(ip), info.get_port()));
-                    }
-                }
+                let addrs: BTreeSet<IpAddr> = info
+                    .get_addresses_v4()
+                    .into_iter()
+                    .filter(|ip| scope == Scope::All || ip.is_loopback())
+                    .map(IpAddr::V4)
+                    .collect();
+                let txt = info
+                    .get_properties()
+                    .iter()
+                    .map(|p| (p.key().to_string(), p.val().unwrap_or_default().to_vec()))
+                    .collect();
+                let entry = Found {
+                    instance: info.get_fullname().to_string(),
+                    addrs: addrs.into_iter().collect(),
+                    port: info.get_port(),
+                    txt,
+                };
+                found.insert(entry.instance.clone(), entry);
+            }
+            Ok(ServiceEvent::ServiceRemoved(_, fullname)) => {
+                found.remove(&fullname);
             }
             Ok(_) => {}
             Err(_) => break,
         }
     }
-    let _ = d.stop_browse(service);
-    let _ = d.shutdown();
+    let _ = d.0.stop_browse(service);
+    drop(d);
+    Ok(found.into_values().collect())
+}
+
+/// Browses for `service` for `wait`, returning every resolved IPv4 address with the
+/// instance's port (only loopback addresses under [`Scope::Loopback`]).
+pub fn browse(service: &str, scope: Scope, wait: Duration) -> Result<Vec<SocketAddr>, MdnsError> {
+    let found: BTreeSet<SocketAddr> = browse_txt(service, scope, wait)?
+        .iter()
+        .flat_map(Found::socket_addrs)
+        .collect();
     Ok(found.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(k: &str, v: &[u8]) -> (String, Vec<u8>) {
+        (k.to_string(), v.to_vec())
+    }
+
+    #[test]
+    fn labels_are_hex_of_the_randomness() {
+        assert_eq!(random_label(&[0, 1, 0xab, 0xff, 2, 3, 4, 5]), "0001abff02030405");
+    }
+
+    #[test]
+    fn binary_values_are_accepted() {
+        let all: Vec<u8> = (0..=250).collect();
+        check_txt(&[entry("v", b"1"), entry("a0", &[0, b'=', 0xff]), entry("b", &all)]).unwrap();
+        check_txt(&[entry("k", &[0; 253])]).unwrap();
+        check_txt(&[]).unwrap();
+    }
+
+    #[test]
+    fn bad_txt_entries_are_refused() {
+        for bad in [
+            vec![entry("", b"x")],
+            vec![entry("a=b", b"x")],
+            vec![entry("é", b"x")],
+            vec![entry("a\n", b"x")],
+            vec![entry("k", &[0; 254])],
+            vec![entry("k", b"1"), entry("K", b"2")],
+        ] {
+            assert!(check_txt(&bad).is_err(), "{bad:?}");
+        }
+        let e = check_txt(&[entry("k", &[0; 300])]).unwrap_err().to_string();
+        assert!(e.contains("302 bytes") && e.contains("255"), "{e}");
+    }
+
+    #[test]
+    fn mdns_sd_keeps_binary_values() {
+        // What `advertise_txt` hands to mdns-sd comes back byte for byte.
+        let val: Vec<u8> = vec![0, b'=', 0x80, 0xff, b'='];
+        let p = TxtProperty::from(("a0", &val));
+        assert_eq!(p.key(), "a0");
+        assert_eq!(p.val(), Some(val.as_slice()));
+    }
 }
