@@ -27,6 +27,9 @@ pub struct DiscoveryBenchArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Where discovery.json goes.
+    #[arg(long, default_value = "tacit-bench-discovery")]
+    out: std::path::PathBuf,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -170,6 +173,10 @@ pub fn run(a: DiscoveryBenchArgs) -> Result<()> {
         "ibe_ms": ibe.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         "paper_desktop": {"sigma_i_ms": 5.3, "private_ms": 9.5, "slowdown": 1.8, "advert_bytes": 820},
     });
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let json_path = a.out.join("discovery.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&out)?)
+        .with_context(|| format!("writing {}", json_path.display()))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
@@ -206,11 +213,6 @@ pub fn run(a: DiscoveryBenchArgs) -> Result<()> {
     for (k, v) in &ibe {
         println!("  {k:<40} {v:>8.3} ms");
     }
-    std::fs::create_dir_all("tacit-bench-discovery").context("creating tacit-bench-discovery/")?;
-    std::fs::write(
-        "tacit-bench-discovery/discovery.json",
-        serde_json::to_string_pretty(&out)?,
-    )?;
-    println!("\nwrote tacit-bench-discovery/discovery.json");
+    println!("\nwrote {}", json_path.display());
     Ok(())
 }

@@ -130,7 +130,7 @@ pub async fn discovery_demo() -> Result<()> {
         Err(SvcError::Handshake(HsError::PeerNotAuthorized { peer, .. })) => println!(
             "  Visitor, SIGMA-I (the non-private baseline): learned the camera is {peer} before anyone checked a policy."
         ),
-        Err(SvcError::Net(_)) => println!(
+        Err(SvcError::Refused) => println!(
             "  Visitor, SIGMA-I (the non-private baseline): learned the camera's name and revealed its own; the camera then refused."
         ),
         Err(e) => println!("  Visitor, SIGMA-I: {e}"),

@@ -41,7 +41,7 @@ pub enum MdnsArg {
 }
 
 impl MdnsArg {
-    fn scope(self) -> Option<tacit_net::mdns::Scope> {
+    pub(crate) fn scope(self) -> Option<tacit_net::mdns::Scope> {
         match self {
             MdnsArg::All => Some(tacit_net::mdns::Scope::All),
             MdnsArg::Loopback => Some(tacit_net::mdns::Scope::Loopback),

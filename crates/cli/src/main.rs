@@ -10,6 +10,7 @@ mod ca;
 mod contacts;
 mod demo;
 mod demo_discovery;
+mod discover;
 mod discover_world;
 mod drop;
 mod plot;
@@ -38,8 +39,11 @@ Examples:
   tacit id enroll --ca 127.0.0.1:7700 --ca-key <hex> --id +14155550142
   tacit drop receive --dir ~/Downloads
   tacit drop send photo.jpg --to \"Bob Builder\"
+  tacit discover advertise --policy 'Home/*'
+  tacit discover browse --policy 'Home/Devices/*' --message 'status?'
   tacit bench psi --ids 10 --contacts 10000
-  tacit bench drop"
+  tacit bench drop
+  tacit bench discovery"
 )]
 struct Cli {
     /// The SQLite store (default: $TACIT_STORE, else $XDG_DATA_HOME/tacit/tacit.sqlite3,
@@ -68,6 +72,9 @@ enum Command {
     /// Import and list the address book (vCard 3.0 / 4.0).
     #[command(subcommand)]
     Contacts(contacts::ContactsCommand),
+    /// Private discovery and private mutual authentication (IBE prefix encryption).
+    #[command(subcommand)]
+    Discover(discover::DiscoverCommand),
     /// Private set intersection between two processes.
     #[command(subcommand)]
     Psi(psi::PsiCommand),
@@ -85,6 +92,7 @@ fn main() -> ExitCode {
         Command::Id(c) => ca::run_id(c, cli.store.as_deref()),
         Command::Contacts(c) => contacts::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::run(c, cli.store.as_deref()),
+        Command::Discover(c) => discover::run(c),
         Command::Bench(c) => bench::run(c),
     };
     match result {

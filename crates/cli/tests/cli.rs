@@ -784,7 +784,8 @@ struct Netns(String);
 
 impl Netns {
     fn new() -> Option<Netns> {
-        let name = format!("tacit-test-{}", std::process::id());
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("tacit-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst));
         let ok = |args: &[&str]| Command::new("ip").args(args).output().is_ok_and(|o| o.status.success());
         if !ok(&["netns", "add", &name]) {
             return None;
@@ -976,4 +977,233 @@ fn bench_drop_grid_and_load_mode() {
     assert_eq!(v["completed"], 8);
     assert_eq!(v["failed"], 0);
     assert!(v["receiver_peak_rss_kib"].as_u64().unwrap() > 0);
+}
+
+fn ok_out(c: &mut Command) -> String {
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{:?}: {}", c, stderr(&o));
+    stdout(&o)
+}
+
+fn public_key(home: &str) -> String {
+    let out = ok_out(tacit().args(["discover", "id", "show", "--home", home, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["public_key"].as_str().unwrap().to_string()
+}
+
+/// An IBE root, a `Home` root that blesses a camera and a phone, and a visitor who is
+/// its own root `Street`; every principal trusts both roots.
+fn discover_world() -> (String, String, String) {
+    let dir = tmp("discover");
+    let d = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let (ibe, home, cam, phone, visitor) = (d("ibe"), d("home"), d("cam"), d("phone"), d("visitor"));
+    ok_out(tacit().args(["discover", "root", "init", "--dir", &ibe]));
+    ok_out(tacit().args(["discover", "id", "new", "--home", &home, "--root", "Home"]));
+    ok_out(tacit().args(["discover", "id", "new", "--home", &visitor, "--root", "Street"]));
+    for (p, ext) in [(&cam, "Camera"), (&phone, "Phone")] {
+        ok_out(tacit().args(["discover", "id", "new", "--home", p]));
+        let b = d(&format!("{ext}.blessing"));
+        ok_out(tacit().args([
+            "discover",
+            "id",
+            "bless",
+            "--home",
+            &home,
+            "--key",
+            &public_key(p),
+            "--extension",
+            ext,
+            "--out",
+            &b,
+        ]));
+        ok_out(tacit().args(["discover", "id", "add-blessing", "--home", p, &b]));
+    }
+    let (hk, sk) = (public_key(&home), public_key(&visitor));
+    for (p, name) in [(&cam, "Home/Camera"), (&phone, "Home/Phone"), (&visitor, "Street")] {
+        ok_out(tacit().args(["discover", "id", "trust", "--home", p, "Home", &hk]));
+        ok_out(tacit().args(["discover", "id", "trust", "--home", p, "Street", &sk]));
+        let k = d(&format!("{}.prefix-key", name.replace('/', "-")));
+        ok_out(tacit().args(["discover", "root", "extract", name, "--dir", &ibe, "--out", &k]));
+        let mpk = format!("{ibe}/ibe.mpk");
+        ok_out(tacit().args(["discover", "id", "use-prefix-key", "--home", p, &k, "--mpk", &mpk]));
+    }
+    let shown = ok_out(tacit().args(["discover", "id", "show", "--home", &phone]));
+    assert!(shown.contains("name:        Home/Phone"), "{shown}");
+    assert!(shown.contains("prefix key:  Home/Phone"), "{shown}");
+    (cam, phone, visitor)
+}
+
+/// Starts `tacit discover advertise`; returns it and its handshake address once it
+/// has advertised.
+fn advertise(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut addr = String::new();
+    loop {
+        let line = lines.next().expect("advertise printed its state").unwrap();
+        if let Some(i) = line.find("serving private handshakes on ") {
+            let rest = &line[i + "serving private handshakes on ".len()..];
+            addr = rest.split_whitespace().next().unwrap().to_string();
+        }
+        if line.starts_with("advertise") {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+#[test]
+fn discover_private_handshakes_between_processes() {
+    let (cam, phone, visitor) = discover_world();
+    let (mut server, addr) = advertise(tacit().args([
+        "discover",
+        "advertise",
+        "--home",
+        &cam,
+        "--policy",
+        "Home/*",
+        "--listen",
+        "127.0.0.1:0",
+        "--mdns",
+        "off",
+        "--reply",
+        "camera here",
+        "--for-secs",
+        "60",
+    ]));
+    let out = ok_out(tacit().args(["discover", "connect", &addr, "--home", &phone, "--policy", "Home/*"]));
+    assert!(
+        out.contains("authenticated Home/Camera (private mutual authentication)"),
+        "{out}"
+    );
+    assert!(out.contains("reply: camera here"), "{out}");
+    // the visitor cannot read the camera's identity and reveals nothing
+    let o = tacit()
+        .args(["discover", "connect", &addr, "--home", &visitor, "--policy", "Home/*"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert_eq!(
+        stderr(&o).trim(),
+        "tacit: error: this identity does not satisfy the service's policy Home/*"
+    );
+    // SIGMA-I gets the visitor the camera's name, then the camera refuses it
+    let o = tacit()
+        .args([
+            "discover", "connect", &addr, "--home", &visitor, "--policy", "Home/*", "--sigma",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
+    // one-line errors for bad input
+    let o = tacit()
+        .args(["discover", "connect", &addr, "--home", &phone, "--policy", "Home"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("tacit: error: --policy") && e.trim().lines().count() == 1,
+        "{e}"
+    );
+    let o = tacit()
+        .args(["discover", "id", "show", "--home", &tmp("nobody").to_string_lossy()])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&o).contains("run `tacit discover id new` first"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+#[test]
+fn discover_over_mdns_in_a_loopback_namespace() {
+    let Some(ns) = Netns::new() else {
+        eprintln!("SKIPPED: cannot create a network namespace here (needs root and iproute2)");
+        return;
+    };
+    let (cam, phone, visitor) = discover_world();
+    let base = [
+        "discover",
+        "advertise",
+        "--home",
+        &cam,
+        "--policy",
+        "Home/*",
+        "--listen",
+        "127.0.0.1:0",
+        "--mdns",
+        "loopback",
+        "--reply",
+        "camera here",
+        "--for-secs",
+        "60",
+    ];
+    let (mut inline, _) = advertise(ns.tacit().args(base));
+    let (mut pointer, _) = advertise(ns.tacit().args(base).arg("--pointer"));
+    let browse = |home: &str| {
+        ok_out(ns.tacit().args([
+            "discover",
+            "browse",
+            "--home",
+            home,
+            "--policy",
+            "Home/*",
+            "--mdns",
+            "loopback",
+            "--wait",
+            "3",
+            "--message",
+            "status?",
+            "--json",
+        ]))
+    };
+    let v: serde_json::Value = serde_json::from_str(&browse(&phone)).unwrap();
+    let services = v["services"].as_array().unwrap();
+    assert_eq!(services.len(), 2, "{v}");
+    for s in services {
+        assert_eq!(s["service"], "Home/Camera");
+        assert_eq!(s["reply"], "camera here");
+    }
+    assert_eq!(services.iter().filter(|s| s["via_pointer"] == true).count(), 1, "{v}");
+    let v: serde_json::Value = serde_json::from_str(&browse(&visitor)).unwrap();
+    assert_eq!(v["services"].as_array().unwrap().len(), 0, "{v}");
+    assert_eq!(v["unreadable_adverts"], 2, "{v}");
+    for c in [&mut inline, &mut pointer] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+#[test]
+fn bench_discovery_json_has_the_table() {
+    let dir = tmp("bench-discovery");
+    let out = ok_out(
+        tacit()
+            .args([
+                "bench",
+                "discovery",
+                "--runs",
+                "3",
+                "--micro-runs",
+                "2",
+                "--json",
+                "--out",
+            ])
+            .arg(&dir),
+    );
+    assert!(dir.join("discovery.json").exists());
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["private_vs_sigma"].as_f64().unwrap() > 0.0);
+    assert!(v["advert_bytes"].as_u64().unwrap() <= 700, "{v}");
+    assert_eq!(v["advert_chain_links"], 3);
+    for k in ["sigma_i", "private_mutual_auth", "zero_rtt"] {
+        assert_eq!(v[k]["runs"], 3, "{k}");
+    }
+    assert!(v["ibe_ms"]["pairing (prepared G2)"].as_f64().unwrap() > 0.0, "{v}");
 }

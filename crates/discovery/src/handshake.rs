@@ -508,12 +508,7 @@ fn two_part(tag: u16, sid: &[u8; ID_LEN], share: Option<&[u8; 32]>, c: &[u8]) ->
 /// A session id, an optional DH share, and a ciphertext.
 type TwoPart = ([u8; ID_LEN], Option<([u8; 32], Element)>, Vec<u8>);
 
-fn read_two_part(
-    b: &[u8],
-    tag: u16,
-    what: &'static str,
-    with_share: bool,
-) -> Result<TwoPart> {
+fn read_two_part(b: &[u8], tag: u16, what: &'static str, with_share: bool) -> Result<TwoPart> {
     let mut r = Reader::new(b);
     r.envelope(tag, what)?;
     let sid = r.array("session id")?;

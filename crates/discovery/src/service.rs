@@ -30,10 +30,13 @@ pub enum Error {
     /// The handshake itself failed (see the variant for why).
     #[error(transparent)]
     Handshake(#[from] HsError),
-    /// The network failed, or the peer closed the connection (which is how a server
-    /// refuses).
+    /// The network failed.
     #[error("{0}")]
     Net(#[from] tacit_net::Error),
+    /// The server closed the connection after our finish: it refused our identity
+    /// (servers say nothing more), or it failed.
+    #[error("the service refused this identity (it closed the connection after the handshake)")]
+    Refused,
 }
 
 /// The service's answer to a request: `(client name, request) → response`.
@@ -163,8 +166,11 @@ pub async fn connect(
     let (mut session, finish) = c.on_server_hello(&sh, now_unix())?;
     conn.send(&finish).await?;
     let handshake = t1.elapsed();
-    conn.send(&session.keys.seal(request)).await?;
-    let response = session.keys.open(&conn.recv().await?)?;
+    conn.send(&session.keys.seal(request))
+        .await
+        .map_err(|_| Error::Refused)?;
+    let answer = conn.recv().await.map_err(|_| Error::Refused)?;
+    let response = session.keys.open(&answer)?;
     Ok(ClientOutcome {
         session,
         response,

@@ -1,0 +1,772 @@
+//! `tacit discover`: identities with hierarchical names, the IBE root authority,
+//! private advertisements over mDNS, and the private handshakes.
+//!
+//! State lives in files under `--home` (default `$XDG_DATA_HOME/tacit/discovery`, else
+//! `~/.local/share/tacit/discovery`): `principal` (signing key and blessings, secret),
+//! `roots` (trusted roots), `prefix.key` (prefix-encryption key, secret), `ibe.mpk`.
+
+use crate::drop::MdnsArg;
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tacit_crypto::rng::SecureRng;
+use tacit_crypto::sign::VerifyingKey;
+use tacit_discovery::blessing::{Blessing, Policy, Principal, TrustedRoots};
+use tacit_discovery::carrier::{self, AuxStore, Budget};
+use tacit_discovery::handshake::server::ServerConfig;
+use tacit_discovery::handshake::zero_rtt::{Service, open_advert};
+use tacit_discovery::handshake::{Credentials, Mode, PrefixCredentials};
+use tacit_discovery::ibe::{MasterPublicKey, MasterSecretKey};
+use tacit_discovery::prefix::{Prefix, PrefixAuthority, PrefixKey};
+use tacit_discovery::service::{self, ServerEvent, ServerState};
+use tacit_net::{FramedListener, NetConfig};
+use tacit_wire::{Decode, Encode};
+
+const DAY: u64 = 24 * 3600;
+
+/// `tacit discover ...`
+#[derive(Debug, Subcommand)]
+pub enum DiscoverCommand {
+    /// This principal: its key, its blessings (names), the roots it trusts.
+    #[command(subcommand)]
+    Id(IdCommand),
+    /// The IBE root authority that issues prefix-encryption keys.
+    #[command(subcommand)]
+    Root(RootCommand),
+    /// Serve the private handshakes and broadcast an advertisement only `--policy` can read.
+    #[command(after_help = "\
+Examples:
+  tacit discover advertise --policy 'Home/*' --mdns all
+  tacit discover advertise --policy 'Home/*' --listen 127.0.0.1:7900 --mdns loopback --refresh 600
+  tacit discover advertise --policy 'Home/*' --pointer      # only a 21-byte pointer in the TXT record")]
+    Advertise(AdvertiseArgs),
+    /// List the services this identity may see, then talk to them with 0-RTT.
+    #[command(after_help = "\
+Examples:
+  tacit discover browse --policy 'Home/Devices/*' --mdns all --message 'status?'
+  tacit discover browse --policy 'Home/*' --mdns loopback --wait 2 --json")]
+    Browse(BrowseArgs),
+    /// The private mutual authentication (or SIGMA-I) with a known address, no discovery.
+    #[command(after_help = "\
+Examples:
+  tacit discover connect 192.168.1.20:7900 --policy 'Home/Devices/*' --message 'status?'
+  tacit discover connect 127.0.0.1:7900 --policy 'Home/*' --sigma")]
+    Connect(ConnectArgs),
+}
+
+/// Where the identity files live.
+#[derive(Debug, Args, Clone)]
+pub struct HomeArg {
+    /// Directory with this principal's files (default $XDG_DATA_HOME/tacit/discovery).
+    #[arg(long, value_name = "DIR")]
+    home: Option<PathBuf>,
+}
+
+/// `tacit discover id ...`
+#[derive(Debug, Subcommand)]
+pub enum IdCommand {
+    /// Create this principal's signing key; with --root, also a self-signed root name.
+    #[command(after_help = "Examples:\n  tacit discover id new --root Home\n  tacit discover id new --home ./phone")]
+    New {
+        #[command(flatten)]
+        home: HomeArg,
+        /// Make this principal the root NAME (one name component).
+        #[arg(long, value_name = "NAME")]
+        root: Option<String>,
+        /// Validity of the root blessing in days.
+        #[arg(long, default_value_t = 365)]
+        days: u64,
+    },
+    /// Bless another principal's key with NAME = our name + "/" + EXTENSION.
+    #[command(
+        after_help = "Example:\n  tacit discover id bless --key 3b6a…(64 hex) --extension Phone --out phone.blessing"
+    )]
+    Bless {
+        #[command(flatten)]
+        home: HomeArg,
+        /// The other principal's public key (hex, from its `id show`).
+        #[arg(long)]
+        key: String,
+        /// The name component to add.
+        #[arg(long)]
+        extension: String,
+        /// Which of our names to extend (default: the first).
+        #[arg(long)]
+        name: Option<String>,
+        /// Validity in days (never beyond our own blessing).
+        #[arg(long, default_value_t = 365)]
+        days: u64,
+        /// Where to write the blessing.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Keep a blessing another principal made for our key.
+    #[command(after_help = "Example:\n  tacit discover id add-blessing phone.blessing")]
+    AddBlessing {
+        #[command(flatten)]
+        home: HomeArg,
+        /// The blessing file.
+        file: PathBuf,
+    },
+    /// Trust a root: chains must start at one of the trusted roots.
+    #[command(after_help = "Example:\n  tacit discover id trust Home 3b6a…(64 hex)")]
+    Trust {
+        #[command(flatten)]
+        home: HomeArg,
+        /// The root name.
+        name: String,
+        /// Its public key (hex).
+        key: String,
+    },
+    /// Install our prefix-encryption key and the IBE root's public key.
+    #[command(after_help = "Example:\n  tacit discover id use-prefix-key phone.prefix-key --mpk ibe.mpk")]
+    UsePrefixKey {
+        #[command(flatten)]
+        home: HomeArg,
+        /// The key file from `tacit discover root extract`.
+        file: PathBuf,
+        /// The IBE root's public key file.
+        #[arg(long)]
+        mpk: PathBuf,
+    },
+    /// Print the key, names, trusted roots and prefix key.
+    #[command(after_help = "Example:\n  tacit discover id show --json")]
+    Show {
+        #[command(flatten)]
+        home: HomeArg,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `tacit discover root ...`
+#[derive(Debug, Subcommand)]
+pub enum RootCommand {
+    /// Create an IBE root authority (master secret key and public key).
+    #[command(after_help = "Example:\n  tacit discover root init --dir ./ibe-root")]
+    Init {
+        /// Directory for ibe.msk (secret) and ibe.mpk.
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Issue the prefix key of NAME (IBE keys for each of its prefixes). The operator
+    /// must check that the requester holds a blessing for NAME; tacit does not do it.
+    #[command(
+        after_help = "Example:\n  tacit discover root extract Home/Owner/Phone --dir ./ibe-root --out phone.prefix-key"
+    )]
+    Extract {
+        /// The name.
+        name: String,
+        /// The authority's directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Where to write the key (secret).
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// Options of `advertise`.
+#[derive(Debug, Args)]
+pub struct AdvertiseArgs {
+    #[command(flatten)]
+    home: HomeArg,
+    /// Who may discover and connect: prefix patterns, comma-separated.
+    #[arg(long)]
+    policy: String,
+    /// Which of our names to present (default: the first).
+    #[arg(long)]
+    name: Option<String>,
+    /// Address for the handshakes.
+    #[arg(long, default_value = "0.0.0.0:0")]
+    listen: String,
+    /// Seconds between fresh advertisements (new broadcast id, new semi-static key).
+    #[arg(long, default_value_t = 3600)]
+    refresh: u64,
+    /// Where mDNS runs (off: serve handshakes only).
+    #[arg(long, value_enum, default_value = "all")]
+    mdns: MdnsArg,
+    /// The DNS-SD service type.
+    #[arg(long, default_value = tacit_net::mdns::DISCOVERY_SERVICE)]
+    service: String,
+    /// Always publish a pointer to an auxiliary service instead of the advertisement
+    /// (as a BLE-sized broadcast would).
+    #[arg(long)]
+    pointer: bool,
+    /// Reply to each client's message with this text.
+    #[arg(long, default_value = "hello from the service")]
+    reply: String,
+    /// Stop after this many seconds (default: run until interrupted).
+    #[arg(long)]
+    for_secs: Option<u64>,
+}
+
+/// Options of `browse`.
+#[derive(Debug, Args)]
+pub struct BrowseArgs {
+    #[command(flatten)]
+    home: HomeArg,
+    /// Which services we accept (prefix patterns, comma-separated).
+    #[arg(long)]
+    policy: String,
+    /// Which of our names to present (default: the first).
+    #[arg(long)]
+    name: Option<String>,
+    /// Where mDNS runs.
+    #[arg(long, value_enum, default_value = "all")]
+    mdns: MdnsArg,
+    /// The DNS-SD service type.
+    #[arg(long, default_value = tacit_net::mdns::DISCOVERY_SERVICE)]
+    service: String,
+    /// Seconds to listen for advertisements.
+    #[arg(long, default_value_t = 3)]
+    wait: u64,
+    /// Send this as 0-RTT early data to each service we may see (omit to only list).
+    #[arg(long)]
+    message: Option<String>,
+    /// JSON output.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of `connect`.
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    #[command(flatten)]
+    home: HomeArg,
+    /// The service's address.
+    addr: String,
+    /// Which servers we accept (prefix patterns, comma-separated).
+    #[arg(long)]
+    policy: String,
+    /// Which of our names to present (default: the first).
+    #[arg(long)]
+    name: Option<String>,
+    /// Use SIGMA-I (the server's identity is not private) instead.
+    #[arg(long)]
+    sigma: bool,
+    /// The message to send once authenticated.
+    #[arg(long, default_value = "hello")]
+    message: String,
+}
+
+fn home_dir(h: &HomeArg) -> Result<PathBuf> {
+    if let Some(p) = &h.home {
+        return Ok(p.clone());
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
+        return Ok(PathBuf::from(d).join("tacit").join("discovery"));
+    }
+    match std::env::var_os("HOME") {
+        Some(h) => Ok(PathBuf::from(h).join(".local/share/tacit/discovery")),
+        None => bail!("no --home given and neither XDG_DATA_HOME nor HOME is set"),
+    }
+}
+
+/// Writes `bytes` to `path` atomically (temporary file + rename), owner-only when
+/// `secret`.
+fn write_file(path: &Path, bytes: &[u8], secret: bool) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let tmp = path.with_extension("tmp");
+    {
+        use std::io::Write;
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.mode(if secret { 0o600 } else { 0o644 });
+        }
+        let mut f = o.open(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {what} {}", path.display()))
+}
+
+fn parse_key(hex_key: &str) -> Result<VerifyingKey> {
+    let b = hex::decode(hex_key.trim()).map_err(|_| anyhow!("the key must be 64 hex digits"))?;
+    VerifyingKey::from_bytes(&b).map_err(|e| anyhow!("invalid public key: {e}"))
+}
+
+struct Home {
+    dir: PathBuf,
+}
+
+impl Home {
+    fn open(h: &HomeArg) -> Result<Self> {
+        Ok(Home { dir: home_dir(h)? })
+    }
+    fn principal(&self) -> Result<Principal> {
+        let p = self.dir.join("principal");
+        ensure!(
+            p.exists(),
+            "no principal in {} (run `tacit discover id new` first)",
+            self.dir.display()
+        );
+        Ok(Principal::from_file_bytes(&read(&p, "principal")?)?)
+    }
+    fn save_principal(&self, p: &Principal) -> Result<()> {
+        write_file(&self.dir.join("principal"), &p.to_file_bytes(), true)
+    }
+    fn roots(&self) -> Result<TrustedRoots> {
+        let p = self.dir.join("roots");
+        if !p.exists() {
+            return Ok(TrustedRoots::new());
+        }
+        Ok(TrustedRoots::from_file_bytes(&read(&p, "trusted roots")?)?)
+    }
+    fn save_roots(&self, r: &TrustedRoots) -> Result<()> {
+        write_file(&self.dir.join("roots"), &r.to_file_bytes(), false)
+    }
+    fn mpk(&self) -> Result<Option<MasterPublicKey>> {
+        let p = self.dir.join("ibe.mpk");
+        if !p.exists() {
+            return Ok(None);
+        }
+        Ok(Some(MasterPublicKey::from_wire(&read(&p, "IBE public key")?)?))
+    }
+    fn prefix(&self) -> Result<Option<PrefixCredentials>> {
+        let Some(mpk) = self.mpk()? else { return Ok(None) };
+        let p = self.dir.join("prefix.key");
+        let key = if p.exists() {
+            Some(Arc::new(PrefixKey::from_bytes(&mpk, &read(&p, "prefix key")?)?))
+        } else {
+            None
+        };
+        Ok(Some(PrefixCredentials {
+            mpk: Arc::new(mpk),
+            key,
+        }))
+    }
+    /// Credentials presenting `name` (default: our first blessing) with `policy`.
+    fn credentials(&self, name: Option<&str>, policy: &str) -> Result<Credentials> {
+        let principal = self.principal()?;
+        let blessing = pick(&principal, name)?;
+        let roots = self.roots()?;
+        ensure!(
+            !roots.is_empty(),
+            "no trusted roots in {} (run `tacit discover id trust`)",
+            self.dir.display()
+        );
+        Ok(Credentials {
+            principal: Arc::new(principal),
+            blessing,
+            roots,
+            policy: policy.parse::<Policy>().map_err(|e| anyhow!("--policy: {e}"))?,
+        })
+    }
+}
+
+fn pick(p: &Principal, name: Option<&str>) -> Result<Blessing> {
+    let all = p.blessings();
+    ensure!(
+        !all.is_empty(),
+        "this principal has no name yet (get a blessing: `tacit discover id add-blessing FILE`)"
+    );
+    match name {
+        None => Ok(all[0].clone()),
+        Some(n) => all
+            .iter()
+            .find(|b| b.unverified_name().as_str() == n)
+            .cloned()
+            .ok_or_else(|| anyhow!("this principal holds no blessing named {n}")),
+    }
+}
+
+fn now() -> u64 {
+    crate::discover_world::now()
+}
+
+pub fn run(cmd: DiscoverCommand) -> Result<()> {
+    match cmd {
+        DiscoverCommand::Id(c) => run_id(c),
+        DiscoverCommand::Root(c) => run_root(c),
+        DiscoverCommand::Advertise(a) => runtime()?.block_on(advertise(a)),
+        DiscoverCommand::Browse(a) => runtime()?.block_on(browse(a)),
+        DiscoverCommand::Connect(a) => runtime()?.block_on(connect(a)),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+fn run_id(c: IdCommand) -> Result<()> {
+    let mut rng = SecureRng::from_os();
+    match c {
+        IdCommand::New { home, root, days } => {
+            let h = Home::open(&home)?;
+            ensure!(
+                !h.dir.join("principal").exists(),
+                "{} already holds a principal; use another --home",
+                h.dir.display()
+            );
+            let mut p = Principal::generate(&mut rng);
+            if let Some(r) = &root {
+                p.bless_self(r, now() + days * DAY)?;
+                let mut roots = h.roots()?;
+                roots.add(r, p.public_key())?;
+                h.save_roots(&roots)?;
+            }
+            h.save_principal(&p)?;
+            println!("public key: {}", hex::encode(p.public_key().to_bytes()));
+            if let Some(r) = root {
+                println!("root name:  {r} (trusted by this principal; others run `tacit discover id trust {r} <key>`)");
+            }
+            println!("stored in {}", h.dir.display());
+        }
+        IdCommand::Bless {
+            home,
+            key,
+            extension,
+            name,
+            days,
+            out,
+        } => {
+            let h = Home::open(&home)?;
+            let p = h.principal()?;
+            let mine = pick(&p, name.as_deref())?;
+            let child = parse_key(&key)?;
+            let b = p.bless(&mine, &child, &extension, now() + days * DAY, vec![])?;
+            write_file(&out, &b.to_file_bytes(), false)?;
+            println!("blessed {} as {} → {}", key, b.unverified_name(), out.display());
+        }
+        IdCommand::AddBlessing { home, file } => {
+            let h = Home::open(&home)?;
+            let mut p = h.principal()?;
+            let b = Blessing::from_file_bytes(&read(&file, "blessing")?)?;
+            let name = b.unverified_name();
+            ensure!(
+                b.public_key() == p.public_key(),
+                "{} blesses another key, not this principal's",
+                file.display()
+            );
+            p.add_blessing(b)?;
+            h.save_principal(&p)?;
+            println!("this principal is now also {name}");
+        }
+        IdCommand::Trust { home, name, key } => {
+            let h = Home::open(&home)?;
+            let mut roots = h.roots()?;
+            let added = roots.add(&name, parse_key(&key)?)?;
+            h.save_roots(&roots)?;
+            println!("{} root {name}", if added { "trusting" } else { "already trusted:" });
+        }
+        IdCommand::UsePrefixKey { home, file, mpk } => {
+            let h = Home::open(&home)?;
+            let mpk_bytes = read(&mpk, "IBE public key")?;
+            let m = MasterPublicKey::from_wire(&mpk_bytes)?;
+            let kb = read(&file, "prefix key")?;
+            let k = PrefixKey::from_bytes(&m, &kb).context("the prefix key does not belong to this IBE root")?;
+            write_file(&h.dir.join("ibe.mpk"), &mpk_bytes, false)?;
+            write_file(&h.dir.join("prefix.key"), &kb, true)?;
+            println!("installed the prefix key of {}", k.name());
+        }
+        IdCommand::Show { home, json } => {
+            let h = Home::open(&home)?;
+            let p = h.principal()?;
+            let roots = h.roots()?;
+            let prefix = h.prefix()?;
+            let t = now();
+            let names: Vec<serde_json::Value> = p
+                .blessings()
+                .iter()
+                .map(|b| {
+                    let valid = b.validate(&roots, t);
+                    serde_json::json!({
+                        "name": b.unverified_name().to_string(),
+                        "links": b.depth(),
+                        "bytes": b.encoded_len(),
+                        "expires_at": b.expires_at(),
+                        "valid": valid.is_ok(),
+                        "problem": valid.err().map(|e| e.to_string()),
+                    })
+                })
+                .collect();
+            let out = serde_json::json!({
+                "home": h.dir.display().to_string(),
+                "public_key": hex::encode(p.public_key().to_bytes()),
+                "names": names,
+                "trusted_roots": roots.iter().map(|r| serde_json::json!({"name": r.name(), "key": hex::encode(r.public_key().to_bytes())})).collect::<Vec<_>>(),
+                "prefix_key": prefix.as_ref().and_then(|p| p.key.as_ref()).map(|k| k.name().to_string()),
+                "ibe_root": prefix.is_some(),
+            });
+            if json {
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            } else {
+                println!("home:        {}", h.dir.display());
+                println!("public key:  {}", out["public_key"].as_str().unwrap_or(""));
+                for n in &names {
+                    println!(
+                        "name:        {} ({} links, {} bytes){}",
+                        n["name"].as_str().unwrap_or(""),
+                        n["links"],
+                        n["bytes"],
+                        match n["problem"].as_str() {
+                            Some(p) => format!(" — not valid here: {p}"),
+                            None => String::new(),
+                        }
+                    );
+                }
+                if names.is_empty() {
+                    println!("name:        (none yet)");
+                }
+                for r in roots.iter() {
+                    println!("trusts root: {} {}", r.name(), hex::encode(r.public_key().to_bytes()));
+                }
+                match out["prefix_key"].as_str() {
+                    Some(k) => println!("prefix key:  {k}"),
+                    None => println!("prefix key:  (none: cannot read private services)"),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run_root(c: RootCommand) -> Result<()> {
+    let mut rng = SecureRng::from_os();
+    match c {
+        RootCommand::Init { dir } => {
+            let msk_path = dir.join("ibe.msk");
+            ensure!(!msk_path.exists(), "{} already exists", msk_path.display());
+            let msk = MasterSecretKey::generate(&mut rng);
+            write_file(&msk_path, &msk.to_bytes(), true)?;
+            write_file(&dir.join("ibe.mpk"), &msk.public().to_wire(), false)?;
+            println!(
+                "IBE root authority in {} (ibe.msk is secret; give ibe.mpk to every principal)",
+                dir.display()
+            );
+        }
+        RootCommand::Extract { name, dir, out } => {
+            let msk = MasterSecretKey::from_bytes(&read(&dir.join("ibe.msk"), "IBE master secret key")?)?;
+            let auth = PrefixAuthority::from_master_secret_key(msk);
+            let prefix = Prefix::parse(&name).map_err(|e| anyhow!("name {name:?}: {e}"))?;
+            let key = auth.extract(&prefix, &mut rng)?;
+            write_file(&out, &key.to_bytes(), true)?;
+            println!("prefix key of {name} ({} IBE keys) → {}", prefix.len(), out.display());
+        }
+    }
+    Ok(())
+}
+
+async fn advertise(a: AdvertiseArgs) -> Result<()> {
+    let h = Home::open(&a.home)?;
+    let creds = h.credentials(a.name.as_deref(), &a.policy)?;
+    let prefix = h
+        .prefix()?
+        .ok_or_else(|| anyhow!("no IBE public key (run `tacit discover id use-prefix-key`)"))?;
+    ensure!(a.refresh >= 10, "--refresh must be at least 10 seconds");
+    let net = NetConfig::default();
+    let listener = FramedListener::bind(&a.listen, &net)
+        .await
+        .with_context(|| format!("listening on {}", a.listen))?;
+    let local = listener.local_addr()?;
+    let reply = a.reply.clone();
+    let state = Arc::new(ServerState {
+        config: ServerConfig::new(creds.clone(), Some(prefix.clone()), true),
+        service: Service::new(creds.clone()),
+        respond: Arc::new(move |_who: &str, _req: &[u8]| reply.clone().into_bytes()),
+        events: Arc::new(|e| match e {
+            ServerEvent::Authenticated { handshake, client } => println!("{handshake}: {client}"),
+            ServerEvent::Refused(why) => println!("refused a connection: {why}"),
+        }),
+    });
+    println!(
+        "serving private handshakes on {local} as {} for {}",
+        creds.blessing.unverified_name(),
+        creds.policy
+    );
+    let server = tokio::spawn(service::serve(listener, state.clone()));
+    let aux = AuxStore::new();
+    let aux_net = NetConfig {
+        max_frame: carrier::AUX_MAX_FRAME,
+        ..NetConfig::default()
+    };
+    let aux_listener = FramedListener::bind(std::net::SocketAddr::new(local.ip(), 0), &aux_net).await?;
+    let aux_port = aux_listener.local_addr()?.port();
+    let aux_task = tokio::spawn(carrier::serve_aux(aux_listener, aux.clone()));
+    let deadline = a.for_secs.map(|s| std::time::Instant::now() + Duration::from_secs(s));
+    let mut rng = SecureRng::from_os();
+    loop {
+        let t = now();
+        let ad = state.service.refresh(&prefix.mpk, t, t + a.refresh, &mut rng)?;
+        let _publication = match a.mdns.scope() {
+            Some(scope) => {
+                let budget = if a.pointer { Budget::Ble } else { Budget::Mdns };
+                let p = carrier::publish(
+                    ad.advert(),
+                    budget,
+                    scope,
+                    &a.service,
+                    local.port(),
+                    Some((&aux, aux_port)),
+                )
+                .await?;
+                println!(
+                    "advertised {} ({} bytes, {}), valid {} s",
+                    p.fullname(),
+                    ad.advert().len(),
+                    if p.pointer().is_some() {
+                        "via pointer"
+                    } else {
+                        "inline in TXT"
+                    },
+                    a.refresh
+                );
+                Some(p)
+            }
+            None => {
+                println!("advertisement made ({} bytes); mDNS is off", ad.advert().len());
+                None
+            }
+        };
+        let wait = Duration::from_secs(a.refresh.saturating_sub(5).max(5));
+        let sleep = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                wait.min(left)
+            }
+            None => wait,
+        };
+        tokio::time::sleep(sleep).await;
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            break;
+        }
+    }
+    server.abort();
+    aux_task.abort();
+    Ok(())
+}
+
+async fn browse(a: BrowseArgs) -> Result<()> {
+    let h = Home::open(&a.home)?;
+    let creds = h.credentials(a.name.as_deref(), &a.policy)?;
+    let prefix = h
+        .prefix()?
+        .ok_or_else(|| anyhow!("no prefix key: this identity cannot read private advertisements"))?;
+    let scope = a
+        .mdns
+        .scope()
+        .ok_or_else(|| anyhow!("browse needs mDNS (--mdns all or loopback)"))?;
+    let net = NetConfig::default();
+    let found = carrier::discover(&a.service, scope, Duration::from_secs(a.wait), &net).await?;
+    let mut out = Vec::new();
+    let mut hidden = 0usize;
+    for d in found {
+        match open_advert(&d.advert, &creds, &prefix, now()) {
+            Ok(svc) => {
+                let addr = d
+                    .addrs
+                    .first()
+                    .map(|ip| std::net::SocketAddr::new(*ip, d.handshake_port).to_string())
+                    .unwrap_or_default();
+                let mut entry = serde_json::json!({
+                    "service": svc.server.name().to_string(),
+                    "address": addr,
+                    "expires_at": svc.expiry,
+                    "advert_bytes": d.advert.len(),
+                    "via_pointer": d.pointer.is_some(),
+                });
+                if let Some(m) = &a.message {
+                    match service::connect_zero_rtt(&addr, svc, &creds, m.as_bytes(), &net).await {
+                        Ok(o) => {
+                            entry["reply"] = serde_json::json!(String::from_utf8_lossy(&o.response));
+                            entry["zero_rtt_ms"] = serde_json::json!(o.timings.total.as_secs_f64() * 1e3);
+                        }
+                        Err(e) => entry["error"] = serde_json::json!(e.to_string()),
+                    }
+                }
+                out.push(entry);
+            }
+            Err(_) => hidden += 1,
+        }
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"services": out, "unreadable_adverts": hidden}))?
+        );
+        return Ok(());
+    }
+    if out.is_empty() {
+        println!("no service visible to this identity ({hidden} advertisement(s) it cannot read)");
+    }
+    for e in &out {
+        println!(
+            "{} at {}{}",
+            e["service"].as_str().unwrap_or(""),
+            e["address"].as_str().unwrap_or(""),
+            if e["via_pointer"].as_bool() == Some(true) {
+                " (advert fetched via pointer)"
+            } else {
+                ""
+            }
+        );
+        if let Some(r) = e["reply"].as_str() {
+            println!(
+                "  0-RTT reply: {r} ({:.2} ms)",
+                e["zero_rtt_ms"].as_f64().unwrap_or(f64::NAN)
+            );
+        }
+        if let Some(err) = e["error"].as_str() {
+            println!("  0-RTT failed: {err}");
+        }
+    }
+    if hidden > 0 && !out.is_empty() {
+        println!("({hidden} other advertisement(s) not readable by this identity)");
+    }
+    Ok(())
+}
+
+async fn connect(a: ConnectArgs) -> Result<()> {
+    let h = Home::open(&a.home)?;
+    let creds = h.credentials(a.name.as_deref(), &a.policy)?;
+    let prefix = h.prefix()?;
+    let mode = if a.sigma { Mode::Sigma } else { Mode::Private };
+    if mode == Mode::Private {
+        ensure!(
+            prefix.as_ref().and_then(|p| p.key.as_ref()).is_some(),
+            "private mutual authentication needs a prefix key (`tacit discover id use-prefix-key`), or use --sigma"
+        );
+    }
+    let o = service::connect(
+        &a.addr,
+        mode,
+        &creds,
+        prefix.as_ref(),
+        None,
+        a.message.as_bytes(),
+        &NetConfig::default(),
+    )
+    .await?;
+    println!(
+        "authenticated {} ({}) in {:.2} ms",
+        o.session.peer.name(),
+        if a.sigma {
+            "SIGMA-I"
+        } else {
+            "private mutual authentication"
+        },
+        o.timings.total.as_secs_f64() * 1e3
+    );
+    println!("reply: {}", String::from_utf8_lossy(&o.response));
+    Ok(())
+}
