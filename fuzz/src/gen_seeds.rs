@@ -167,5 +167,76 @@ fn main() {
             &std::fs::read(&f).unwrap(),
         );
     }
+    discovery_seeds();
     println!("seed corpora written under fuzz/corpus/");
+}
+
+/// TXT RDATA as the carrier target reads it: length-prefixed `key=value` strings.
+fn rdata(txt: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, v) in txt {
+        out.push((k.len() + 1 + v.len()) as u8);
+        out.extend_from_slice(k.as_bytes());
+        out.push(b'=');
+        out.extend_from_slice(v);
+    }
+    out
+}
+
+/// Valid handshake messages, advertisements, blessings, IBE values and TXT records
+/// from the world the handshake target runs in.
+fn discovery_seeds() {
+    use tacit_discovery::carrier::{Advert, Carried, FetchAdvert, Pointer, to_txt};
+    use tacit_discovery::handshake::client::Client;
+    use tacit_discovery::handshake::server::on_client_hello;
+    use tacit_discovery::handshake::zero_rtt::{connect, open_advert};
+    use tacit_discovery::handshake::Mode;
+    use tacit_fuzz::discovery::{NOW, world};
+    let w = world();
+    let mut rng = SecureRng::from_seed([3; 32]);
+    let t = "discovery_handshake";
+    for (i, mode) in [Mode::Sigma, Mode::Private].into_iter().enumerate() {
+        let (c, hello) = Client::start(mode, w.client.clone(), Some(w.client_prefix.clone()), None, &mut rng).unwrap();
+        let (_, sh) = on_client_hello(&w.server, &hello, &mut rng).unwrap();
+        let (_, fin) = c.on_server_hello(&sh, NOW).unwrap();
+        write(t, &format!("hello{i}"), &hello);
+        write(t, &format!("server_hello{i}"), &sh);
+        write(t, &format!("finish{i}"), &fin);
+    }
+    write(t, "advert", &w.advert);
+    let found = open_advert(&w.advert, &w.client, &w.client_prefix, NOW).unwrap();
+    let (_, zh) = connect(found, &w.client, b"early", &mut rng).unwrap();
+    write(t, "zero_rtt_hello", &zh);
+    let acc = w.service.on_hello(&zh, NOW).unwrap();
+    let (_, reply) = acc.reply(b"reply", &mut rng).unwrap();
+    write(t, "zero_rtt_reply", &reply);
+
+    let b = "discovery_blessing";
+    write(b, "blessing", &w.client.blessing.to_wire());
+    write(b, "blessing_file", &w.client.blessing.to_file_bytes());
+    write(b, "roots", &w.client.roots.to_file_bytes());
+    write(b, "policy", b"Home/*,Street/Visitor/*");
+    write(b, "name", b"HomeSecurityCorp/Technician/Bob");
+
+    let i = "discovery_ibe";
+    let mpk = &w.client_prefix.mpk;
+    write(i, "mpk", &mpk.to_wire());
+    let ct = tacit_discovery::prefix::encrypt(
+        mpk,
+        &tacit_discovery::prefix::Prefix::parse("Home").unwrap(),
+        b"aad",
+        b"message",
+        &mut rng,
+    )
+    .unwrap();
+    write(i, "prefix_ct", &ct.to_wire());
+    write(i, "ct", &ct.ibe_ciphertext().to_bytes());
+
+    let c = "discovery_carrier";
+    write(c, "inline", &rdata(&to_txt(&Carried::Inline(w.advert.clone()))));
+    let p = Pointer { id: [7; 16], port: 7001 };
+    write(c, "pointer", &rdata(&to_txt(&Carried::Pointer(p))));
+    write(c, "ble", &p.to_ble_bytes());
+    write(c, "fetch", &FetchAdvert { id: [7; 16] }.to_wire());
+    write(c, "advert", &Advert { bytes: w.advert.clone() }.to_wire());
 }

@@ -16,3 +16,76 @@ pub fn params(selector: u8) -> PsiParams {
     };
     PsiParams::new(security).with_group(group).with_bounds(2, 4)
 }
+
+/// The fixed world the discovery handshake target runs in (and `gen_seeds` writes
+/// seeds from): a root `Home`, a phone and a camera with prefix keys from one IBE root.
+pub mod discovery {
+    use std::sync::{Arc, OnceLock};
+    use tacit_crypto::rng::SecureRng;
+    use tacit_discovery::blessing::{Policy, Principal, TrustedRoots};
+    use tacit_discovery::handshake::server::ServerConfig;
+    use tacit_discovery::handshake::zero_rtt::Service;
+    use tacit_discovery::handshake::{Credentials, PrefixCredentials};
+    use tacit_discovery::prefix::{Prefix, PrefixAuthority};
+
+    /// The time every target uses.
+    pub const NOW: u64 = 1_800_000_000;
+
+    /// The world.
+    pub struct World {
+        /// The phone.
+        pub client: Credentials,
+        /// Its prefix key.
+        pub client_prefix: PrefixCredentials,
+        /// The camera as a SIGMA-I / private server (caching its encrypted identity).
+        pub server: ServerConfig,
+        /// The camera as a 0-RTT service.
+        pub service: Service,
+        /// The camera's current advertisement.
+        pub advert: Vec<u8>,
+    }
+
+    /// The world, built once per process from a fixed seed.
+    pub fn world() -> &'static World {
+        static W: OnceLock<World> = OnceLock::new();
+        W.get_or_init(|| {
+            let mut rng = SecureRng::from_seed([9; 32]);
+            let (root, root_b) = Principal::new_root(&mut rng, "Home", NOW + 1_000_000).unwrap();
+            let mut roots = TrustedRoots::new();
+            roots.add("Home", root.public_key()).unwrap();
+            let ibe = PrefixAuthority::generate(&mut rng);
+            let mk = |rng: &mut SecureRng, ext: &str, policy: &str| {
+                let p = Principal::generate(rng);
+                let b = root.bless(&root_b, &p.public_key(), ext, NOW + 1_000_000, vec![]).unwrap();
+                let key = ibe.extract(&Prefix::parse(b.unverified_name().as_str()).unwrap(), rng).unwrap();
+                (
+                    Credentials {
+                        principal: Arc::new(p),
+                        blessing: b,
+                        roots: roots.clone(),
+                        policy: policy.parse::<Policy>().unwrap(),
+                    },
+                    PrefixCredentials {
+                        mpk: Arc::new(ibe.public().clone()),
+                        key: Some(Arc::new(key)),
+                    },
+                )
+            };
+            let (client, client_prefix) = mk(&mut rng, "Phone", "Home/*");
+            let (server_c, server_p) = mk(&mut rng, "Camera", "Home/*");
+            let service = Service::new(server_c.clone());
+            let advert = service
+                .refresh(&server_p.mpk, NOW, NOW + 3600, &mut rng)
+                .unwrap()
+                .advert()
+                .to_vec();
+            World {
+                client,
+                client_prefix,
+                server: ServerConfig::new(server_c, Some(server_p), true),
+                service,
+                advert,
+            }
+        })
+    }
+}
