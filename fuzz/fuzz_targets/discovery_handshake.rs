@@ -30,7 +30,6 @@ fuzz_target!(|data: &[u8]| {
     if w.service.on_hello(data, NOW).is_ok() {
         assert!(matches!(w.service.on_hello(data, NOW), Err(Error::Replay)), "replay accepted");
     }
-    let found = open_advert(&w.advert, &w.client, &w.client_prefix, NOW).unwrap();
-    let (waiting, _) = connect(found, &w.client, b"", &mut rng).unwrap();
+    let (waiting, _) = connect(w.found.clone(), &w.client, b"", &mut rng).unwrap();
     assert!(waiting.on_reply(data).is_err(), "random 0-RTT reply accepted");
 });

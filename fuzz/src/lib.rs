@@ -43,6 +43,8 @@ pub mod discovery {
         pub service: Service,
         /// The camera's current advertisement.
         pub advert: Vec<u8>,
+        /// The advertisement as the phone opened it (an IBE decryption, done once).
+        pub found: tacit_discovery::handshake::zero_rtt::DiscoveredService,
     }
 
     /// The world, built once per process from a fixed seed.
@@ -79,7 +81,10 @@ pub mod discovery {
                 .unwrap()
                 .advert()
                 .to_vec();
+            let found =
+                tacit_discovery::handshake::zero_rtt::open_advert(&advert, &client, &client_prefix, NOW).unwrap();
             World {
+                found,
                 client,
                 client_prefix,
                 server: ServerConfig::new(server_c, Some(server_p), true),

@@ -102,6 +102,11 @@ Examples:
         /// identifier in the TXT record).
         #[arg(long, value_enum, default_value = "all")]
         mdns: MdnsArg,
+        /// Compute the DO3 answer only after the sender's DO2 answer arrived (instead
+        /// of while the sender computes it): slower, but a sender that stops after
+        /// StartPSI costs no PSI work.
+        #[arg(long)]
+        work_first: bool,
         #[command(flatten)]
         params: DropParamArgs,
     },
@@ -208,10 +213,11 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> 
             sessions,
             name,
             mdns,
+            work_first,
             ..
         } => {
             receive(
-                identity, book, ca, listen, dir, accept, mode, legacy, capture, sessions, name, mdns,
+                identity, book, ca, listen, dir, accept, mode, legacy, capture, sessions, name, mdns, work_first,
             )
             .await
         }
@@ -299,6 +305,7 @@ async fn receive<G: PrimeGroup>(
     sessions: Option<u64>,
     name: String,
     mdns: MdnsArg,
+    work_first: bool,
 ) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let params = identity.params;
@@ -385,7 +392,10 @@ async fn receive<G: PrimeGroup>(
         name,
         dir,
         legacy,
-        limits: Limits::default(),
+        limits: Limits {
+            prepare_answer: !work_first,
+            ..Limits::default()
+        },
         supply: Arc::new(move || supply.take()),
         decide,
         events,

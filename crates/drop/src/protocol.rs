@@ -7,12 +7,13 @@
 //!   PSI receiver in DO3 (own IDs)                         PSI sender in DO3 (address book)
 //!
 //!   StartPSI request: parameters            ─────────▶
-//!                                           ◀─────────  M1 = Y_σ(receiver)          (its PSI request)
-//!   verify Y_σ (CA, UUID = TLS peer, expiry)
-//!   FinishPSI request: M2 = Y_σ(sender)     ─────────▶
-//!        ‖ DO2 response (answers, proof, u's of AB)
-//!                                                       verify Y_σ; DO2 result = which of my IDs
-//!                                                       the sender knows; pick one at random
+//!        ‖ Y_σ(sender)  (its DO3 request)               verify Y_σ (CA, UUID = TLS peer, expiry);
+//!                                           ◀─────────  M1 = Y_σ(receiver)          (its DO2 request)
+//!   verify Y_σ (CA, UUID = TLS peer, expiry)            [prepare the DO3 answer meanwhile; kept back]
+//!   FinishPSI request: M2 = DO2 response    ─────────▶
+//!        (answers, proof, u's of AB)
+//!                                                       DO2 result = which of my IDs the sender
+//!                                                       knows; pick one at random
 //!                                           ◀─────────  M3 = DO3 response ‖ [VR_σ,i if DO2 matched]
 //!   DO3 result = which of my IDs the receiver knows;
 //!   verify VR_σ,i (CA, UUID, hash ∈ my address book)
@@ -35,7 +36,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::uniform_below;
-use tacit_psi::two_way::{Bundle, Initiator, InitiatorAwaitingM3, Responder, ResponderAwaitingM2};
+use tacit_psi::two_way::{Initiator, InitiatorAwaitingM3, Responder, ResponderWithRequest};
 use tacit_psi::{Intersection, PsiParams, Request, Response, Sender};
 use tacit_wire::{Reader, Writer};
 
@@ -190,11 +191,16 @@ fn pick_record<G: PrimeGroup>(
 // ---------------------------------------------------------------------------
 // Messages
 
-/// `StartPSI` request: the sender announces the parameters it runs with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StartPsiRequest {
+/// `StartPSI` request: the parameters the sender runs with and its certified blinded
+/// identifiers `Y_σ` (its DO3 request; in the paper it travels in M2, see
+/// `docs/drop.md`: moved here so that the receiver can prepare its DO3 answer while
+/// the sender computes DO2; the answer is still released only in M3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartPsiRequest<G: PrimeGroup> {
     /// PSI parameters.
     pub params: PsiParams,
+    /// `Y_σ` of the sender.
+    pub blinded_ids: CertifiedBlindedIds<G>,
 }
 
 /// M1: the receiver's certified blinded identifiers (its DO2 request).
@@ -204,11 +210,9 @@ pub struct StartPsiResponse<G: PrimeGroup> {
     pub blinded_ids: CertifiedBlindedIds<G>,
 }
 
-/// M2: the sender's certified blinded identifiers (its DO3 request) and its DO2 response.
+/// M2: the sender's DO2 response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishPsiRequest<G: PrimeGroup> {
-    /// `Y_σ` of the sender.
-    pub blinded_ids: CertifiedBlindedIds<G>,
     /// DO2 response.
     pub response: Response<G>,
 }
@@ -292,22 +296,27 @@ fn read_record(r: &mut Reader<'_>) -> Result<Option<SignedValidationRecord>> {
     })
 }
 
-impl StartPsiRequest {
+impl<G: PrimeGroup> StartPsiRequest<G> {
     /// Encoding.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.put_envelope(tags::START_PSI_REQUEST);
         put_params(&mut w, &self.params);
+        self.blinded_ids.encode(&mut w);
         w.into_bytes()
     }
 
-    /// Decodes and checks the parameters equal ours.
-    pub fn from_bytes(b: &[u8], ours: &PsiParams) -> Result<Self> {
+    /// Decodes and checks the parameters equal ours (at most `m` blinded identifiers).
+    pub fn from_bytes(b: &[u8], params: &DropParams) -> Result<Self> {
         let mut r = Reader::new(b);
         r.envelope(tags::START_PSI_REQUEST, "StartPSI request")?;
-        expect_params(&mut r, ours)?;
+        expect_params(&mut r, &params.psi)?;
+        let blinded_ids = CertifiedBlindedIds::decode(&mut r, params.max_ids())?;
         r.finish()?;
-        Ok(StartPsiRequest { params: *ours })
+        Ok(StartPsiRequest {
+            params: params.psi,
+            blinded_ids,
+        })
     }
 }
 
@@ -335,7 +344,6 @@ impl<G: PrimeGroup> FinishPsiRequest<G> {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.put_envelope(tags::FINISH_PSI_REQUEST);
-        self.blinded_ids.encode(&mut w);
         self.response.encode(&mut w);
         w.into_bytes()
     }
@@ -344,10 +352,9 @@ impl<G: PrimeGroup> FinishPsiRequest<G> {
     pub fn from_bytes(b: &[u8], params: &DropParams) -> Result<Self> {
         let mut r = Reader::new(b);
         r.envelope(tags::FINISH_PSI_REQUEST, "FinishPSI request")?;
-        let blinded_ids = CertifiedBlindedIds::decode(&mut r, params.max_ids())?;
         let response = Response::decode(&mut r, &params.psi)?;
         r.finish()?;
-        Ok(FinishPsiRequest { blinded_ids, response })
+        Ok(FinishPsiRequest { response })
     }
 }
 
@@ -465,6 +472,7 @@ impl DropSender {
         }
         let start = StartPsiRequest {
             params: ctx.identity.params.psi,
+            blinded_ids: ctx.identity.blinded_ids.clone(),
         };
         Ok((SenderAwaitingM1 { ctx, book_sender }, start.to_bytes()))
     }
@@ -485,7 +493,6 @@ impl<G: PrimeGroup> SenderAwaitingM1<G> {
             return Err(Error::UncertifiedInput);
         }
         let m2 = FinishPsiRequest {
-            blinded_ids: self.ctx.identity.blinded_ids.clone(),
             response: bundle.response,
         };
         Ok((SenderAwaitingM3 { ctx: self.ctx, do3 }, m2.to_bytes()))
@@ -518,12 +525,12 @@ impl<G: PrimeGroup> SenderAwaitingM3<G> {
 #[derive(Debug)]
 pub struct DropReceiver;
 
-/// The receiver waiting for M2.
+/// The receiver waiting for M2; it already holds the sender's DO3 request.
 #[derive(Debug)]
 pub struct ReceiverAwaitingM2<G: PrimeGroup> {
     ctx: Context<G>,
     mode: Discoverability,
-    do2: ResponderAwaitingM2<G>,
+    do2: ResponderWithRequest<G>,
 }
 
 /// The receiver waiting for `Ask`.
@@ -557,11 +564,17 @@ impl DropReceiver {
         if mode == Discoverability::Off {
             return Err(Error::NotDiscoverable("discoverability is off"));
         }
-        StartPsiRequest::from_bytes(start, &ctx.identity.params.psi)?;
+        let params = ctx.identity.params;
+        let start = StartPsiRequest::<G>::from_bytes(start, &params)?;
+        // The sender's certified inputs: CA signature, account = TLS peer, expiry, m.
+        start
+            .blinded_ids
+            .verify(&ctx.ca, &ctx.peer, ctx.now, params.max_ids())?;
         let (do2, request) = Responder::start_typed(book_sender, ctx.identity.precomputation())?;
         if request.blinded != ctx.identity.blinded_ids.elements {
             return Err(Error::UncertifiedInput);
         }
+        let do2 = do2.with_request(request_of(&params.psi, &start.blinded_ids))?;
         let m1 = StartPsiResponse {
             blinded_ids: ctx.identity.blinded_ids.clone(),
         };
@@ -570,18 +583,20 @@ impl DropReceiver {
 }
 
 impl<G: PrimeGroup> ReceiverAwaitingM2<G> {
-    /// Handles M2: verifies the sender's certified inputs, learns the DO2 result,
-    /// answers DO3 and attaches one validation record if DO2 matched (M3).
+    /// Computes the DO3 answer now, while the sender works on DO2. It is kept inside
+    /// this state and released in M3 only after DO2 verified. A receiver that wants
+    /// to spend work only on senders that did their DO2 share first skips this (the
+    /// answer is then computed in [`ReceiverAwaitingM2::on_m2`]).
+    pub fn prepare_answer(&mut self, rng: &mut impl CryptoRngCore) -> Result<()> {
+        Ok(self.do2.answer_now(rng)?)
+    }
+
+    /// Handles M2: learns the DO2 result, answers DO3 (or releases the prepared
+    /// answer) and attaches one validation record if DO2 matched (M3).
     pub fn on_m2(self, m2: &[u8], rng: &mut impl CryptoRngCore) -> Result<(ReceiverAwaitingAsk<G>, Vec<u8>)> {
         let params = self.ctx.identity.params;
         let m2 = FinishPsiRequest::<G>::from_bytes(m2, &params)?;
-        m2.blinded_ids
-            .verify(&self.ctx.ca, &self.ctx.peer, self.ctx.now, params.max_ids())?;
-        let bundle = Bundle {
-            response: m2.response,
-            request: request_of(&params.psi, &m2.blinded_ids),
-        };
-        let (known, response) = self.do2.on_m2_typed(&bundle, rng)?;
+        let (known, response) = self.do2.on_response_typed(&m2.response, rng)?;
         let m3 = FinishPsiResponse {
             response,
             record: pick_record(&self.ctx.identity, &known, rng),

@@ -44,6 +44,11 @@ pub struct Limits {
     pub read_timeout: Duration,
     /// Largest `Ask` body.
     pub max_ask: usize,
+    /// Compute the DO3 answer as soon as `StartPSI` arrives (while the sender
+    /// computes DO2) instead of after M2. Faster; but a sender that never sends M2
+    /// then costs the receiver one DO3 answer (it must still hold an enrolled account
+    /// for mutual TLS and present valid certified inputs). `false` = work-first.
+    pub prepare_answer: bool,
 }
 
 impl Default for Limits {
@@ -52,13 +57,19 @@ impl Default for Limits {
             handshake_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(15),
             max_ask: 1 << 20,
+            prepare_answer: true,
         }
     }
 }
 
-/// Largest `FinishPSI` body for the parameters: the certified vector and one response.
+/// Largest `FinishPSI` body for the parameters: one response.
 fn max_finish_psi<G: PrimeGroup>(id: &DropIdentity<G>) -> usize {
-    PsiResponse::<G>::encoded_len(&id.params.psi) + id.params.max_ids() * G::ELEMENT_LEN + 4096
+    PsiResponse::<G>::encoded_len(&id.params.psi) + 1024
+}
+
+/// Largest `StartPSI` body: the parameters and the certified vector.
+fn max_start_psi<G: PrimeGroup>(id: &DropIdentity<G>) -> usize {
+    id.params.max_ids() * G::ELEMENT_LEN + 1024
 }
 
 fn tls_of<G: PrimeGroup>(id: &DropIdentity<G>) -> Result<MutualTls> {
@@ -137,8 +148,10 @@ pub struct ReceiverConfig<G: PrimeGroup> {
 
 enum ConnState<G: PrimeGroup> {
     Fresh,
-    AwaitingM2(ReceiverAwaitingM2<G>),
-    AwaitingAsk(ReceiverAwaitingAsk<G>),
+    AwaitingM2(Box<ReceiverAwaitingM2<G>>),
+    /// The DO3 answer is being computed on a blocking thread.
+    Preparing(tokio::task::JoinHandle<ReceiverAwaitingM2<G>>),
+    AwaitingAsk(Box<ReceiverAwaitingAsk<G>>),
     Accepted(Vec<FileOffer>),
     Done,
 }
@@ -306,7 +319,7 @@ async fn handle<G: PrimeGroup>(
     let mut rng = SecureRng::from_os();
     match (path.as_str(), std::mem::replace(&mut *st, ConnState::Done)) {
         ("/StartPSI", ConnState::Fresh) => {
-            let body = match read_body(req, 1024, t).await {
+            let body = match read_body(req, max_start_psi(&cfg.identity), t).await {
                 Ok(b) => b,
                 Err(r) => return r,
             };
@@ -317,23 +330,40 @@ async fn handle<G: PrimeGroup>(
                 Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, e),
             };
             match DropReceiver::on_start(ctx, cfg.mode, sender, &body) {
-                Ok((next, m1)) => {
-                    *st = ConnState::AwaitingM2(next);
+                Ok((mut next, m1)) => {
+                    *st = if cfg.limits.prepare_answer {
+                        ConnState::Preparing(tokio::task::spawn_blocking(move || {
+                            // A failure here (the sender supply's key, say) surfaces
+                            // again when M2 asks for the answer.
+                            let _ = next.prepare_answer(&mut SecureRng::from_os());
+                            next
+                        }))
+                    } else {
+                        ConnState::AwaitingM2(Box::new(next))
+                    };
                     timed(reply(StatusCode::OK, m1), since)
                 }
                 Err(e) => refuse(status_of(&e), e),
             }
         }
-        ("/FinishPSI", ConnState::AwaitingM2(w)) => {
+        ("/FinishPSI", prior @ (ConnState::AwaitingM2(_) | ConnState::Preparing(_))) => {
             let body = match read_body(req, max_finish_psi(&cfg.identity), t).await {
                 Ok(b) => b,
                 Err(r) => return r,
             };
             record(cfg, &body);
             let since = Instant::now();
+            let w = match prior {
+                ConnState::AwaitingM2(w) => *w,
+                ConnState::Preparing(h) => match h.await {
+                    Ok(w) => w,
+                    Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, e),
+                },
+                _ => unreachable!("matched above"),
+            };
             match w.on_m2(&body, &mut rng) {
                 Ok((next, m3)) => {
-                    *st = ConnState::AwaitingAsk(next);
+                    *st = ConnState::AwaitingAsk(Box::new(next));
                     timed(reply(StatusCode::OK, m3), since)
                 }
                 Err(e) => refuse(status_of(&e), e),

@@ -206,8 +206,17 @@ fn certificates_from_another_ca_or_expired_are_refused() {
     let alice = device(&ca, &["alice@example.com"], &["bob@example.com"], &mut rng);
     let forged_bob = device(&rogue, &["bob@example.com"], &["alice@example.com"], &mut rng);
     let (sw, start) = DropSender::start(ctx(&alice, &ca, &forged_bob), book_sender(&alice, &mut rng)).unwrap();
-    let (_, m1) = DropReceiver::on_start(
+    // a receiver that trusts only the rogue CA refuses Alice's inputs at StartPSI…
+    let r = DropReceiver::on_start(
         ctx(&forged_bob, &rogue, &alice),
+        Discoverability::Everyone,
+        book_sender(&forged_bob, &mut rng),
+        &start,
+    );
+    assert!(matches!(r, Err(Error::BadCertificate(_))), "{r:?}");
+    // …and a forged receiver that accepts them gets its rogue M1 refused by Alice
+    let (_, m1) = DropReceiver::on_start(
+        ctx(&forged_bob, &ca, &alice),
         Discoverability::Everyone,
         book_sender(&forged_bob, &mut rng),
         &start,
@@ -251,6 +260,71 @@ fn a_sender_whose_proof_fails_gets_no_validation_record() {
     typed.response.evaluated[1] = oprf.blind_evaluate(&other, &bob.identity.blinded_ids.elements[1]);
     let r = rw.on_m2(&typed.to_bytes(), &mut rng);
     assert!(matches!(r, Err(Error::Psi(tacit_psi::Error::ProofFailed))), "{r:?}");
+}
+
+#[test]
+fn a_prepared_do3_answer_changes_nothing_and_is_withheld_on_a_bad_proof() {
+    let mut rng = SecureRng::from_seed([8; 32]);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"], &mut rng);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"], &mut rng);
+    for bad_proof in [false, true] {
+        let (sw, start) = DropSender::start(ctx(&alice, &ca, &bob), book_sender(&alice, &mut rng)).unwrap();
+        let (mut rw, m1) = DropReceiver::on_start(
+            ctx(&bob, &ca, &alice),
+            Discoverability::ContactsOnly,
+            book_sender(&bob, &mut rng),
+            &start,
+        )
+        .unwrap();
+        // the receiver answers DO3 before M2 arrives
+        rw.prepare_answer(&mut rng).unwrap();
+        let (sw, mut m2) = sw.on_m1(&m1, &mut rng).unwrap();
+        if bad_proof {
+            let mut typed = FinishPsiRequest::<G>::from_bytes(&m2, &params()).unwrap();
+            let other = KeyPair::<G>::from_secret(SecretScalar::random(&mut rng));
+            typed.response.evaluated[0] =
+                Oprf::<G>::new(Mode::Voprf).blind_evaluate(&other, &bob.identity.blinded_ids.elements[0]);
+            m2 = typed.to_bytes();
+            // the prepared answer never leaves: no M3 at all
+            assert!(matches!(
+                rw.on_m2(&m2, &mut rng),
+                Err(Error::Psi(tacit_psi::Error::ProofFailed))
+            ));
+            continue;
+        }
+        let (rw, m3) = rw.on_m2(&m2, &mut rng).unwrap();
+        let o = sw.on_m3(&m3, &mut rng).unwrap();
+        assert!(matches!(o.receiver, Peer::Contact { .. }));
+        assert_eq!(o.known_by_receiver, vec!["alice@example.com".to_string()]);
+        let ask = Ask {
+            record: o.ask_record.clone(),
+            sender_name: "a".into(),
+            files: vec![],
+        };
+        assert!(matches!(
+            rw.on_ask(&ask.to_bytes()).unwrap().sender,
+            Peer::Contact { .. }
+        ));
+    }
+}
+
+#[test]
+fn a_start_psi_carrying_another_accounts_inputs_fails_the_uuid_check() {
+    let mut rng = SecureRng::from_seed([9; 32]);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"], &mut rng);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"], &mut rng);
+    let mallory = device(&ca, &["mallory@example.com"], &["bob@example.com"], &mut rng);
+    // Alice's StartPSI (with her certified inputs) replayed by Mallory in her own TLS session
+    let (_, start) = DropSender::start(ctx(&alice, &ca, &bob), book_sender(&alice, &mut rng)).unwrap();
+    let r = DropReceiver::on_start(
+        ctx(&bob, &ca, &mallory),
+        Discoverability::Everyone,
+        book_sender(&bob, &mut rng),
+        &start,
+    );
+    assert!(matches!(r, Err(Error::AccountMismatch(_))), "{r:?}");
 }
 
 #[test]

@@ -155,6 +155,26 @@ async fn mutual_contacts_transfer_a_file() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_work_first_receiver_authenticates_the_same() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let limits = Limits {
+        prepare_answer: false,
+        ..Limits::default()
+    };
+    let r = start_receiver_with(&ca, &bob, Discoverability::ContactsOnly, false, "wf", 1, limits).await;
+    let mut s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+        .await
+        .unwrap();
+    assert!(matches!(s.outcome.receiver, tacit_drop::protocol::Peer::Contact { .. }));
+    assert!(s.outcome.ask_record.is_some());
+    s.ask(&[]).await.unwrap();
+    drop(s);
+    r.task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_contact_is_refused_and_gets_nothing() {
     let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
     let mallory = device(&ca, &["mallory@example.com"], &["bob@example.com"]);

@@ -169,10 +169,65 @@ impl<G: PrimeGroup> ResponderAwaitingM2<G> {
         Ok((learned, m3.to_bytes()))
     }
 
+    /// Takes run 2's request ahead of M2 (a variant in which the initiator sends its
+    /// request with its first message): the answer can then be computed while the
+    /// initiator works on run 1 ([`ResponderWithRequest::answer_now`]), and is still
+    /// released only after run 1's response verified.
+    pub fn with_request(self, request: Request<G>) -> Result<ResponderWithRequest<G>> {
+        self.sender.params().expect_equal(&request.params)?;
+        Ok(ResponderWithRequest {
+            sender: self.sender,
+            receiver: self.receiver,
+            request,
+            answer: None,
+        })
+    }
+
     /// Like [`ResponderAwaitingM2::on_m2`] with typed messages.
     pub fn on_m2_typed(self, m2: &Bundle<G>, rng: &mut impl CryptoRngCore) -> Result<(Intersection, Response<G>)> {
         let learned = self.receiver.on_response_typed(&m2.response)?;
         let m3 = self.sender.respond_to(&m2.request, rng)?;
         Ok((learned, m3))
+    }
+}
+
+/// The responder holding run 2's request before run 1's response arrived.
+#[derive(Debug)]
+pub struct ResponderWithRequest<G: PrimeGroup> {
+    sender: Sender<G>,
+    receiver: ReceiverAwaitingResponse<G>,
+    request: Request<G>,
+    answer: Option<Response<G>>,
+}
+
+impl<G: PrimeGroup> ResponderWithRequest<G> {
+    /// Computes run 2's answer now (it stays inside this state until
+    /// [`ResponderWithRequest::on_response_typed`] has verified run 1).
+    pub fn answer_now(&mut self, rng: &mut impl CryptoRngCore) -> Result<()> {
+        if self.answer.is_none() {
+            self.answer = Some(self.sender.respond_to(&self.request, rng)?);
+        }
+        Ok(())
+    }
+
+    /// Whether run 2's answer is ready.
+    pub fn is_answered(&self) -> bool {
+        self.answer.is_some()
+    }
+
+    /// Handles run 1's response: returns its result and run 2's answer (computed now
+    /// if [`ResponderWithRequest::answer_now`] was not called). If run 1 fails, no
+    /// answer leaves this state.
+    pub fn on_response_typed(
+        self,
+        response: &Response<G>,
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<(Intersection, Response<G>)> {
+        let learned = self.receiver.on_response_typed(response)?;
+        let answer = match self.answer {
+            Some(a) => a,
+            None => self.sender.respond_to(&self.request, rng)?,
+        };
+        Ok((learned, answer))
     }
 }
