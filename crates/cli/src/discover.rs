@@ -40,7 +40,7 @@ pub enum DiscoverCommand {
 Examples:
   tacit discover advertise --policy 'Home/*' --mdns all
   tacit discover advertise --policy 'Home/*' --listen 127.0.0.1:7900 --mdns loopback --refresh 600
-  tacit discover advertise --policy 'Home/*' --pointer      # only a 21-byte pointer in the TXT record")]
+  tacit discover advertise --policy 'Home/*' --pointer      # only a 25-byte pointer record in mDNS")]
     Advertise(AdvertiseArgs),
     /// List the services this identity may see, then talk to them with 0-RTT.
     #[command(after_help = "\

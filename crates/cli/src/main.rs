@@ -72,7 +72,8 @@ enum Command {
     /// Import and list the address book (vCard 3.0 / 4.0).
     #[command(subcommand)]
     Contacts(contacts::ContactsCommand),
-    /// Private discovery and private mutual authentication (IBE prefix encryption).
+    /// Private discovery and private mutual authentication (IBE prefix encryption); its
+    /// state lives in files under --home, not in the --store database.
     #[command(subcommand)]
     Discover(discover::DiscoverCommand),
     /// Private set intersection between two processes.

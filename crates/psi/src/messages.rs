@@ -222,17 +222,9 @@ impl<G: PrimeGroup> Response<G> {
         proof: Option<Proof<G>>,
         truncated: Vec<u8>,
     ) -> Self {
-        let mut all = vec![public_key];
-        all.extend_from_slice(&evaluated);
-        Response {
-            params,
-            public_key,
-            memo: EncodingMemo::of(&all),
-            evaluated,
-            proof,
-            truncated,
-            _g: PhantomData,
-        }
+        let mut bytes = vec![G::element_bytes(&public_key)];
+        bytes.extend(evaluated.iter().map(G::element_bytes));
+        Self::with_encodings(params, public_key, evaluated, &bytes, proof, truncated)
     }
 
     /// Like [`Response::new`] with the encodings of `[public_key, evaluated…]` the
