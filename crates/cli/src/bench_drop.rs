@@ -47,6 +47,10 @@ pub struct DropBenchArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Receivers compute their DO3 answer only after M2 (`drop receive --work-first`)
+    /// instead of while the sender computes DO2.
+    #[arg(long)]
+    work_first: bool,
 }
 
 /// The receiver process of the benchmark (internal).
@@ -64,6 +68,9 @@ pub struct DropPeerArgs {
     /// The group.
     #[arg(long, value_parser = |s: &str| s.parse::<GroupId>())]
     group: GroupId,
+    /// Compute the DO3 answer only after M2.
+    #[arg(long)]
+    work_first: bool,
 }
 
 fn now() -> u64 {
@@ -108,7 +115,10 @@ fn peer<G: PrimeGroup>(a: DropPeerArgs) -> Result<()> {
         name: "bench receiver".into(),
         dir: std::env::temp_dir(),
         legacy: true,
-        limits: Limits::default(),
+        limits: Limits {
+            prepare_answer: !a.work_first,
+            ..Limits::default()
+        },
         supply: Arc::new(supply),
         decide: Arc::new(|_| false),
         events: Arc::new(|e| {
@@ -137,7 +147,7 @@ struct PeerProcess {
 }
 
 impl PeerProcess {
-    fn spawn(identity: &Path, book: &Path, ca: &CaPublicKey, group: GroupId) -> Result<Self> {
+    fn spawn(identity: &Path, book: &Path, ca: &CaPublicKey, group: GroupId, work_first: bool) -> Result<Self> {
         let key: String = ca.0.to_bytes().iter().map(|b| format!("{b:02x}")).collect();
         let mut child = Command::new(std::env::current_exe()?)
             .args(["bench", "drop-peer", "--identity"])
@@ -145,6 +155,7 @@ impl PeerProcess {
             .arg("--book")
             .arg(book)
             .args(["--ca-key", &key, "--group", group.name()])
+            .args(work_first.then_some("--work-first"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -218,7 +229,13 @@ fn enrol<G: PrimeGroup>(ca: &CertificateAuthority, params: &DropParams, ids: &[S
     Ok(e.finish(issued, &ca.public_key(), now())?)
 }
 
-fn setup_point<G: PrimeGroup>(ca: &CertificateAuthority, dir: &Path, m: u32, n: u32) -> Result<Point<G>> {
+fn setup_point<G: PrimeGroup>(
+    ca: &CertificateAuthority,
+    dir: &Path,
+    m: u32,
+    n: u32,
+    work_first: bool,
+) -> Result<Point<G>> {
     let params = DropParams::default().with_group(G::ID).with_bounds(m, n);
     let (s_ids, r_ids) = (ids("s", m), ids("r", m));
     let sender = enrol::<G>(ca, &params, &s_ids)?;
@@ -229,7 +246,7 @@ fn setup_point<G: PrimeGroup>(ca: &CertificateAuthority, dir: &Path, m: u32, n: 
     let book_path = dir.join(format!("receiver-{m}-{n}.book"));
     std::fs::write(&id_path, receiver.to_bytes().as_slice())?;
     std::fs::write(&book_path, r_book.join("\n"))?;
-    let peer = PeerProcess::spawn(&id_path, &book_path, &ca.public_key(), G::ID)?;
+    let peer = PeerProcess::spawn(&id_path, &book_path, &ca.public_key(), G::ID, work_first)?;
     let supply = Box::new(epoch_supply::<G>(&params, &s_book)?);
     Ok(Point {
         m,
@@ -341,7 +358,7 @@ async fn grid<G: PrimeGroup>(a: &DropBenchArgs, ca: &CertificateAuthority, dir: 
     let pb = bar((a.ids.len() * a.contacts.len()) as u64, "setting up");
     for &m in &a.ids {
         for &n in &a.contacts {
-            points.push(setup_point::<G>(ca, dir, m, n)?);
+            points.push(setup_point::<G>(ca, dir, m, n, a.work_first)?);
             pb.inc(1);
         }
     }
@@ -474,7 +491,7 @@ async fn grid<G: PrimeGroup>(a: &DropBenchArgs, ca: &CertificateAuthority, dir: 
 
 async fn load<G: PrimeGroup>(a: &DropBenchArgs, ca: &CertificateAuthority, dir: &Path) -> Result<()> {
     let (m, n) = (a.ids[0], a.contacts[0]);
-    let point = Arc::new(setup_point::<G>(ca, dir, m, n)?);
+    let point = Arc::new(setup_point::<G>(ca, dir, m, n, a.work_first)?);
     one_private(&point).await?;
     let idle_kib = point.peer.peak_kib();
     let t0 = Instant::now();
