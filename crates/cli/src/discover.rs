@@ -1,12 +1,14 @@
 //! `tacit discover`: identities with hierarchical names, the IBE root authority,
 //! private advertisements over mDNS, and the private handshakes.
 //!
-//! State lives in files under `--home` (default `$XDG_DATA_HOME/tacit/discovery`, else
-//! `~/.local/share/tacit/discovery`): `principal` (signing key and blessings, secret),
-//! `roots` (trusted roots), `prefix.key` (prefix-encryption key, secret), `ibe.mpk`.
+//! A principal's state lives in the store (`--store`, as for every other command),
+//! versioned in its `keys` table: `discover-principal` (signing key and blessings,
+//! secret), `discover-roots` (trusted roots), `discover-prefix-key` (secret) and
+//! `discover-ibe-mpk`. The IBE root authority keeps its files in its own directory,
+//! as `tacit ca` does.
 
 use crate::drop::MdnsArg;
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use anyhow::{Context, Result, anyhow, ensure};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +24,9 @@ use tacit_discovery::ibe::{MasterPublicKey, MasterSecretKey};
 use tacit_discovery::prefix::{Prefix, PrefixAuthority, PrefixKey};
 use tacit_discovery::service::{self, ServerEvent, ServerState};
 use tacit_net::{FramedListener, NetConfig};
+use tacit_store::Store;
 use tacit_wire::{Decode, Encode};
+use zeroize::Zeroizing;
 
 const DAY: u64 = 24 * 3600;
 
@@ -56,22 +60,14 @@ Examples:
     Connect(ConnectArgs),
 }
 
-/// Where the identity files live.
-#[derive(Debug, Args, Clone)]
-pub struct HomeArg {
-    /// Directory with this principal's files (default $XDG_DATA_HOME/tacit/discovery).
-    #[arg(long, value_name = "DIR")]
-    home: Option<PathBuf>,
-}
-
 /// `tacit discover id ...`
 #[derive(Debug, Subcommand)]
 pub enum IdCommand {
     /// Create this principal's signing key; with --root, also a self-signed root name.
-    #[command(after_help = "Examples:\n  tacit discover id new --root Home\n  tacit discover id new --home ./phone")]
+    #[command(
+        after_help = "Examples:\n  tacit discover id new --root Home\n  tacit discover id new --store ./phone.sqlite3"
+    )]
     New {
-        #[command(flatten)]
-        home: HomeArg,
         /// Make this principal the root NAME (one name component).
         #[arg(long, value_name = "NAME")]
         root: Option<String>,
@@ -84,8 +80,6 @@ pub enum IdCommand {
         after_help = "Example:\n  tacit discover id bless --key 3b6a…(64 hex) --extension Phone --out phone.blessing"
     )]
     Bless {
-        #[command(flatten)]
-        home: HomeArg,
         /// The other principal's public key (hex, from its `id show`).
         #[arg(long)]
         key: String,
@@ -105,16 +99,12 @@ pub enum IdCommand {
     /// Keep a blessing another principal made for our key.
     #[command(after_help = "Example:\n  tacit discover id add-blessing phone.blessing")]
     AddBlessing {
-        #[command(flatten)]
-        home: HomeArg,
         /// The blessing file.
         file: PathBuf,
     },
     /// Trust a root: chains must start at one of the trusted roots.
     #[command(after_help = "Example:\n  tacit discover id trust Home 3b6a…(64 hex)")]
     Trust {
-        #[command(flatten)]
-        home: HomeArg,
         /// The root name.
         name: String,
         /// Its public key (hex).
@@ -123,8 +113,6 @@ pub enum IdCommand {
     /// Install our prefix-encryption key and the IBE root's public key.
     #[command(after_help = "Example:\n  tacit discover id use-prefix-key phone.prefix-key --mpk ibe.mpk")]
     UsePrefixKey {
-        #[command(flatten)]
-        home: HomeArg,
         /// The key file from `tacit discover root extract`.
         file: PathBuf,
         /// The IBE root's public key file.
@@ -134,8 +122,6 @@ pub enum IdCommand {
     /// Print the key, names, trusted roots and prefix key.
     #[command(after_help = "Example:\n  tacit discover id show --json")]
     Show {
-        #[command(flatten)]
-        home: HomeArg,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -172,8 +158,6 @@ pub enum RootCommand {
 /// Options of `advertise`.
 #[derive(Debug, Args)]
 pub struct AdvertiseArgs {
-    #[command(flatten)]
-    home: HomeArg,
     /// Who may discover and connect: prefix patterns, comma-separated.
     #[arg(long)]
     policy: String,
@@ -207,8 +191,6 @@ pub struct AdvertiseArgs {
 /// Options of `browse`.
 #[derive(Debug, Args)]
 pub struct BrowseArgs {
-    #[command(flatten)]
-    home: HomeArg,
     /// Which services we accept (prefix patterns, comma-separated).
     #[arg(long)]
     policy: String,
@@ -235,8 +217,6 @@ pub struct BrowseArgs {
 /// Options of `connect`.
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
-    #[command(flatten)]
-    home: HomeArg,
     /// The service's address.
     addr: String,
     /// Which servers we accept (prefix patterns, comma-separated).
@@ -251,19 +231,6 @@ pub struct ConnectArgs {
     /// The message to send once authenticated.
     #[arg(long, default_value = "hello")]
     message: String,
-}
-
-fn home_dir(h: &HomeArg) -> Result<PathBuf> {
-    if let Some(p) = &h.home {
-        return Ok(p.clone());
-    }
-    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
-        return Ok(PathBuf::from(d).join("tacit").join("discovery"));
-    }
-    match std::env::var_os("HOME") {
-        Some(h) => Ok(PathBuf::from(h).join(".local/share/tacit/discovery")),
-        None => bail!("no --home given and neither XDG_DATA_HOME nor HOME is set"),
-    }
 }
 
 /// Writes `bytes` to `path` atomically (temporary file + rename), owner-only when
@@ -299,50 +266,63 @@ fn parse_key(hex_key: &str) -> Result<VerifyingKey> {
     VerifyingKey::from_bytes(&b).map_err(|e| anyhow!("invalid public key: {e}"))
 }
 
+const PRINCIPAL: &str = "discover-principal";
+const ROOTS: &str = "discover-roots";
+const PREFIX_KEY: &str = "discover-prefix-key";
+const IBE_MPK: &str = "discover-ibe-mpk";
+
+/// This principal's state in the store.
 struct Home {
-    dir: PathBuf,
+    path: PathBuf,
+    st: Store,
 }
 
 impl Home {
-    fn open(h: &HomeArg) -> Result<Self> {
-        Ok(Home { dir: home_dir(h)? })
+    fn open(store: Option<&Path>) -> Result<Self> {
+        let path = crate::util::store_path(store)?;
+        let st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+        Ok(Home { path, st })
+    }
+    /// The current version of `purpose` (zeroized when dropped: some are secret).
+    fn get(&self, purpose: &str) -> Result<Option<Zeroizing<Vec<u8>>>> {
+        Ok(self.st.current_key(purpose)?.map(|k| k.secret))
+    }
+    /// Stores a new version of `purpose`.
+    fn put(&mut self, purpose: &str, bytes: &[u8]) -> Result<()> {
+        let epoch = self.st.current_key(purpose)?.map_or(1, |k| k.epoch + 1);
+        self.st.put_key(purpose, epoch, bytes, now())?;
+        Ok(())
+    }
+    fn has_principal(&self) -> Result<bool> {
+        Ok(self.get(PRINCIPAL)?.is_some())
     }
     fn principal(&self) -> Result<Principal> {
-        let p = self.dir.join("principal");
-        ensure!(
-            p.exists(),
-            "no principal in {} (run `tacit discover id new` first)",
-            self.dir.display()
-        );
-        Ok(Principal::from_file_bytes(&read(&p, "principal")?)?)
+        let b = self.get(PRINCIPAL)?.ok_or_else(|| {
+            anyhow!(
+                "no discovery principal in {} (run `tacit discover id new` first)",
+                self.path.display()
+            )
+        })?;
+        Ok(Principal::from_file_bytes(&b)?)
     }
-    fn save_principal(&self, p: &Principal) -> Result<()> {
-        write_file(&self.dir.join("principal"), &p.to_file_bytes(), true)
+    fn save_principal(&mut self, p: &Principal) -> Result<()> {
+        self.put(PRINCIPAL, &p.to_file_bytes())
     }
     fn roots(&self) -> Result<TrustedRoots> {
-        let p = self.dir.join("roots");
-        if !p.exists() {
-            return Ok(TrustedRoots::new());
+        match self.get(ROOTS)? {
+            Some(b) => Ok(TrustedRoots::from_file_bytes(&b)?),
+            None => Ok(TrustedRoots::new()),
         }
-        Ok(TrustedRoots::from_file_bytes(&read(&p, "trusted roots")?)?)
     }
-    fn save_roots(&self, r: &TrustedRoots) -> Result<()> {
-        write_file(&self.dir.join("roots"), &r.to_file_bytes(), false)
-    }
-    fn mpk(&self) -> Result<Option<MasterPublicKey>> {
-        let p = self.dir.join("ibe.mpk");
-        if !p.exists() {
-            return Ok(None);
-        }
-        Ok(Some(MasterPublicKey::from_wire(&read(&p, "IBE public key")?)?))
+    fn save_roots(&mut self, r: &TrustedRoots) -> Result<()> {
+        self.put(ROOTS, &r.to_file_bytes())
     }
     fn prefix(&self) -> Result<Option<PrefixCredentials>> {
-        let Some(mpk) = self.mpk()? else { return Ok(None) };
-        let p = self.dir.join("prefix.key");
-        let key = if p.exists() {
-            Some(Arc::new(PrefixKey::from_bytes(&mpk, &read(&p, "prefix key")?)?))
-        } else {
-            None
+        let Some(mpk) = self.get(IBE_MPK)? else { return Ok(None) };
+        let mpk = MasterPublicKey::from_wire(&mpk)?;
+        let key = match self.get(PREFIX_KEY)? {
+            Some(k) => Some(Arc::new(PrefixKey::from_bytes(&mpk, &k)?)),
+            None => None,
         };
         Ok(Some(PrefixCredentials {
             mpk: Arc::new(mpk),
@@ -357,7 +337,7 @@ impl Home {
         ensure!(
             !roots.is_empty(),
             "no trusted roots in {} (run `tacit discover id trust`)",
-            self.dir.display()
+            self.path.display()
         );
         Ok(Credentials {
             principal: Arc::new(principal),
@@ -388,13 +368,13 @@ fn now() -> u64 {
     crate::discover_world::now()
 }
 
-pub fn run(cmd: DiscoverCommand) -> Result<()> {
+pub fn run(cmd: DiscoverCommand, store: Option<&Path>) -> Result<()> {
     match cmd {
-        DiscoverCommand::Id(c) => run_id(c),
+        DiscoverCommand::Id(c) => run_id(c, store),
         DiscoverCommand::Root(c) => run_root(c),
-        DiscoverCommand::Advertise(a) => runtime()?.block_on(advertise(a)),
-        DiscoverCommand::Browse(a) => runtime()?.block_on(browse(a)),
-        DiscoverCommand::Connect(a) => runtime()?.block_on(connect(a)),
+        DiscoverCommand::Advertise(a) => runtime()?.block_on(advertise(a, Home::open(store)?)),
+        DiscoverCommand::Browse(a) => runtime()?.block_on(browse(a, Home::open(store)?)),
+        DiscoverCommand::Connect(a) => runtime()?.block_on(connect(a, Home::open(store)?)),
     }
 }
 
@@ -405,15 +385,15 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn run_id(c: IdCommand) -> Result<()> {
+fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
     let mut rng = SecureRng::from_os();
+    let mut h = Home::open(store)?;
     match c {
-        IdCommand::New { home, root, days } => {
-            let h = Home::open(&home)?;
+        IdCommand::New { root, days } => {
             ensure!(
-                !h.dir.join("principal").exists(),
-                "{} already holds a principal; use another --home",
-                h.dir.display()
+                !h.has_principal()?,
+                "{} already holds a discovery principal; use another --store",
+                h.path.display()
             );
             let mut p = Principal::generate(&mut rng);
             if let Some(r) = &root {
@@ -427,17 +407,15 @@ fn run_id(c: IdCommand) -> Result<()> {
             if let Some(r) = root {
                 println!("root name:  {r} (trusted by this principal; others run `tacit discover id trust {r} <key>`)");
             }
-            println!("stored in {}", h.dir.display());
+            println!("stored in {}", h.path.display());
         }
         IdCommand::Bless {
-            home,
             key,
             extension,
             name,
             days,
             out,
         } => {
-            let h = Home::open(&home)?;
             let p = h.principal()?;
             let mine = pick(&p, name.as_deref())?;
             let child = parse_key(&key)?;
@@ -445,8 +423,7 @@ fn run_id(c: IdCommand) -> Result<()> {
             write_file(&out, &b.to_file_bytes(), false)?;
             println!("blessed {} as {} → {}", key, b.unverified_name(), out.display());
         }
-        IdCommand::AddBlessing { home, file } => {
-            let h = Home::open(&home)?;
+        IdCommand::AddBlessing { file } => {
             let mut p = h.principal()?;
             let b = Blessing::from_file_bytes(&read(&file, "blessing")?)?;
             let name = b.unverified_name();
@@ -459,25 +436,22 @@ fn run_id(c: IdCommand) -> Result<()> {
             h.save_principal(&p)?;
             println!("this principal is now also {name}");
         }
-        IdCommand::Trust { home, name, key } => {
-            let h = Home::open(&home)?;
+        IdCommand::Trust { name, key } => {
             let mut roots = h.roots()?;
             let added = roots.add(&name, parse_key(&key)?)?;
             h.save_roots(&roots)?;
             println!("{} root {name}", if added { "trusting" } else { "already trusted:" });
         }
-        IdCommand::UsePrefixKey { home, file, mpk } => {
-            let h = Home::open(&home)?;
+        IdCommand::UsePrefixKey { file, mpk } => {
             let mpk_bytes = read(&mpk, "IBE public key")?;
             let m = MasterPublicKey::from_wire(&mpk_bytes)?;
             let kb = read(&file, "prefix key")?;
             let k = PrefixKey::from_bytes(&m, &kb).context("the prefix key does not belong to this IBE root")?;
-            write_file(&h.dir.join("ibe.mpk"), &mpk_bytes, false)?;
-            write_file(&h.dir.join("prefix.key"), &kb, true)?;
+            h.put(IBE_MPK, &mpk_bytes)?;
+            h.put(PREFIX_KEY, &kb)?;
             println!("installed the prefix key of {}", k.name());
         }
-        IdCommand::Show { home, json } => {
-            let h = Home::open(&home)?;
+        IdCommand::Show { json } => {
             let p = h.principal()?;
             let roots = h.roots()?;
             let prefix = h.prefix()?;
@@ -498,7 +472,7 @@ fn run_id(c: IdCommand) -> Result<()> {
                 })
                 .collect();
             let out = serde_json::json!({
-                "home": h.dir.display().to_string(),
+                "store": h.path.display().to_string(),
                 "public_key": hex::encode(p.public_key().to_bytes()),
                 "names": names,
                 "trusted_roots": roots.iter().map(|r| serde_json::json!({"name": r.name(), "key": hex::encode(r.public_key().to_bytes())})).collect::<Vec<_>>(),
@@ -508,7 +482,7 @@ fn run_id(c: IdCommand) -> Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&out)?);
             } else {
-                println!("home:        {}", h.dir.display());
+                println!("store:       {}", h.path.display());
                 println!("public key:  {}", out["public_key"].as_str().unwrap_or(""));
                 for n in &names {
                     println!(
@@ -564,8 +538,7 @@ fn run_root(c: RootCommand) -> Result<()> {
     Ok(())
 }
 
-async fn advertise(a: AdvertiseArgs) -> Result<()> {
-    let h = Home::open(&a.home)?;
+async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
     let creds = h.credentials(a.name.as_deref(), &a.policy)?;
     let prefix = h
         .prefix()?
@@ -656,8 +629,7 @@ async fn advertise(a: AdvertiseArgs) -> Result<()> {
     Ok(())
 }
 
-async fn browse(a: BrowseArgs) -> Result<()> {
-    let h = Home::open(&a.home)?;
+async fn browse(a: BrowseArgs, h: Home) -> Result<()> {
     let creds = h.credentials(a.name.as_deref(), &a.policy)?;
     let prefix = h
         .prefix()?
@@ -736,8 +708,7 @@ async fn browse(a: BrowseArgs) -> Result<()> {
     Ok(())
 }
 
-async fn connect(a: ConnectArgs) -> Result<()> {
-    let h = Home::open(&a.home)?;
+async fn connect(a: ConnectArgs, h: Home) -> Result<()> {
     let creds = h.credentials(a.name.as_deref(), &a.policy)?;
     let prefix = h.prefix()?;
     let mode = if a.sigma { Mode::Sigma } else { Mode::Private };

@@ -72,8 +72,7 @@ enum Command {
     /// Import and list the address book (vCard 3.0 / 4.0).
     #[command(subcommand)]
     Contacts(contacts::ContactsCommand),
-    /// Private discovery and private mutual authentication (IBE prefix encryption); its
-    /// state lives in files under --home, not in the --store database.
+    /// Private discovery and private mutual authentication (IBE prefix encryption).
     #[command(subcommand)]
     Discover(discover::DiscoverCommand),
     /// Private set intersection between two processes.
@@ -93,7 +92,7 @@ fn main() -> ExitCode {
         Command::Id(c) => ca::run_id(c, cli.store.as_deref()),
         Command::Contacts(c) => contacts::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::run(c, cli.store.as_deref()),
-        Command::Discover(c) => discover::run(c),
+        Command::Discover(c) => discover::run(c, cli.store.as_deref()),
         Command::Bench(c) => bench::run(c),
     };
     match result {

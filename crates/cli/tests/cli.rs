@@ -986,7 +986,7 @@ fn ok_out(c: &mut Command) -> String {
 }
 
 fn public_key(home: &str) -> String {
-    let out = ok_out(tacit().args(["discover", "id", "show", "--home", home, "--json"]));
+    let out = ok_out(tacit().args(["discover", "id", "show", "--store", home, "--json"]));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     v["public_key"].as_str().unwrap().to_string()
 }
@@ -996,18 +996,24 @@ fn public_key(home: &str) -> String {
 fn discover_world() -> (String, String, String) {
     let dir = tmp("discover");
     let d = |n: &str| dir.join(n).to_str().unwrap().to_string();
-    let (ibe, home, cam, phone, visitor) = (d("ibe"), d("home"), d("cam"), d("phone"), d("visitor"));
+    let (ibe, home, cam, phone, visitor) = (
+        d("ibe"),
+        d("home.sqlite3"),
+        d("cam.sqlite3"),
+        d("phone.sqlite3"),
+        d("visitor.sqlite3"),
+    );
     ok_out(tacit().args(["discover", "root", "init", "--dir", &ibe]));
-    ok_out(tacit().args(["discover", "id", "new", "--home", &home, "--root", "Home"]));
-    ok_out(tacit().args(["discover", "id", "new", "--home", &visitor, "--root", "Street"]));
+    ok_out(tacit().args(["discover", "id", "new", "--store", &home, "--root", "Home"]));
+    ok_out(tacit().args(["discover", "id", "new", "--store", &visitor, "--root", "Street"]));
     for (p, ext) in [(&cam, "Camera"), (&phone, "Phone")] {
-        ok_out(tacit().args(["discover", "id", "new", "--home", p]));
+        ok_out(tacit().args(["discover", "id", "new", "--store", p]));
         let b = d(&format!("{ext}.blessing"));
         ok_out(tacit().args([
             "discover",
             "id",
             "bless",
-            "--home",
+            "--store",
             &home,
             "--key",
             &public_key(p),
@@ -1016,18 +1022,18 @@ fn discover_world() -> (String, String, String) {
             "--out",
             &b,
         ]));
-        ok_out(tacit().args(["discover", "id", "add-blessing", "--home", p, &b]));
+        ok_out(tacit().args(["discover", "id", "add-blessing", "--store", p, &b]));
     }
     let (hk, sk) = (public_key(&home), public_key(&visitor));
     for (p, name) in [(&cam, "Home/Camera"), (&phone, "Home/Phone"), (&visitor, "Street")] {
-        ok_out(tacit().args(["discover", "id", "trust", "--home", p, "Home", &hk]));
-        ok_out(tacit().args(["discover", "id", "trust", "--home", p, "Street", &sk]));
+        ok_out(tacit().args(["discover", "id", "trust", "--store", p, "Home", &hk]));
+        ok_out(tacit().args(["discover", "id", "trust", "--store", p, "Street", &sk]));
         let k = d(&format!("{}.prefix-key", name.replace('/', "-")));
         ok_out(tacit().args(["discover", "root", "extract", name, "--dir", &ibe, "--out", &k]));
         let mpk = format!("{ibe}/ibe.mpk");
-        ok_out(tacit().args(["discover", "id", "use-prefix-key", "--home", p, &k, "--mpk", &mpk]));
+        ok_out(tacit().args(["discover", "id", "use-prefix-key", "--store", p, &k, "--mpk", &mpk]));
     }
-    let shown = ok_out(tacit().args(["discover", "id", "show", "--home", &phone]));
+    let shown = ok_out(tacit().args(["discover", "id", "show", "--store", &phone]));
     assert!(shown.contains("name:        Home/Phone"), "{shown}");
     assert!(shown.contains("prefix key:  Home/Phone"), "{shown}");
     (cam, phone, visitor)
@@ -1059,7 +1065,7 @@ fn discover_private_handshakes_between_processes() {
     let (mut server, addr) = advertise(tacit().args([
         "discover",
         "advertise",
-        "--home",
+        "--store",
         &cam,
         "--policy",
         "Home/*",
@@ -1072,7 +1078,7 @@ fn discover_private_handshakes_between_processes() {
         "--for-secs",
         "60",
     ]));
-    let out = ok_out(tacit().args(["discover", "connect", &addr, "--home", &phone, "--policy", "Home/*"]));
+    let out = ok_out(tacit().args(["discover", "connect", &addr, "--store", &phone, "--policy", "Home/*"]));
     assert!(
         out.contains("authenticated Home/Camera (private mutual authentication)"),
         "{out}"
@@ -1080,7 +1086,7 @@ fn discover_private_handshakes_between_processes() {
     assert!(out.contains("reply: camera here"), "{out}");
     // the visitor cannot read the camera's identity and reveals nothing
     let o = tacit()
-        .args(["discover", "connect", &addr, "--home", &visitor, "--policy", "Home/*"])
+        .args(["discover", "connect", &addr, "--store", &visitor, "--policy", "Home/*"])
         .output()
         .unwrap();
     assert!(!o.status.success());
@@ -1091,7 +1097,7 @@ fn discover_private_handshakes_between_processes() {
     // SIGMA-I gets the visitor the camera's name, then the camera refuses it
     let o = tacit()
         .args([
-            "discover", "connect", &addr, "--home", &visitor, "--policy", "Home/*", "--sigma",
+            "discover", "connect", &addr, "--store", &visitor, "--policy", "Home/*", "--sigma",
         ])
         .output()
         .unwrap();
@@ -1099,7 +1105,7 @@ fn discover_private_handshakes_between_processes() {
     assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
     // one-line errors for bad input
     let o = tacit()
-        .args(["discover", "connect", &addr, "--home", &phone, "--policy", "Home"])
+        .args(["discover", "connect", &addr, "--store", &phone, "--policy", "Home"])
         .output()
         .unwrap();
     assert!(!o.status.success());
@@ -1109,7 +1115,7 @@ fn discover_private_handshakes_between_processes() {
         "{e}"
     );
     let o = tacit()
-        .args(["discover", "id", "show", "--home", &tmp("nobody").to_string_lossy()])
+        .args(["discover", "id", "show", "--store", &tmp("nobody").to_string_lossy()])
         .output()
         .unwrap();
     assert!(
@@ -1131,7 +1137,7 @@ fn discover_over_mdns_in_a_loopback_namespace() {
     let base = [
         "discover",
         "advertise",
-        "--home",
+        "--store",
         &cam,
         "--policy",
         "Home/*",
@@ -1150,7 +1156,7 @@ fn discover_over_mdns_in_a_loopback_namespace() {
         ok_out(ns.tacit().args([
             "discover",
             "browse",
-            "--home",
+            "--store",
             home,
             "--policy",
             "Home/*",
