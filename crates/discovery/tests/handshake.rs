@@ -323,3 +323,37 @@ fn zero_rtt_unauthorised_forged_and_tampered_adverts() {
     let (_, hello) = connect(real, &owner.creds, b"", &mut w.rng).unwrap();
     assert!(matches!(fake.on_hello(&hello, NOW), Err(Error::UnknownAdvert)));
 }
+
+#[test]
+fn a_policy_with_several_prefixes_admits_each_of_them() {
+    let mut w = World::new(8);
+    // the camera admits Home/* and Street/Visitor/*: one ciphertext per prefix
+    let mut cam = w.party(true, &["Devices", "Camera"], "Home/*");
+    cam.creds.policy = "Home/*,Street/Visitor/*".parse::<Policy>().unwrap();
+    let cfg = ServerConfig::new(cam.creds.clone(), Some(cam.prefix.clone()), false);
+    let visitor = w.party(false, &["Visitor", "Phone"], "Home/*");
+    let owner = w.party(true, &["Owner", "Phone"], "Home/*");
+    for client in [&visitor, &owner] {
+        let (_, s_saw) = run(Mode::Private, &mut w, client, &cfg, None).unwrap();
+        assert_eq!(s_saw, client.creds.blessing.unverified_name().to_string());
+    }
+    let svc = Service::new(cam.creds.clone());
+    let ad = svc.refresh(&cam.prefix.mpk, NOW, NOW + 60, &mut w.rng).unwrap();
+    for client in [&visitor, &owner] {
+        let found = open_advert(ad.advert(), &client.creds, &client.prefix, NOW).unwrap();
+        assert_eq!(found.server.name().to_string(), "Home/Devices/Camera");
+    }
+    // a stranger under neither prefix sees both policies and nothing else
+    let stranger = w.party(false, &["Other", "Phone"], "Home/*");
+    match open_advert(ad.advert(), &stranger.creds, &stranger.prefix, NOW) {
+        Err(Error::NotAuthorizedByPeer(p)) => assert_eq!(p, "Home/*,Street/Visitor/*"),
+        other => panic!("{other:?}"),
+    }
+    // more than four prefixes is refused when the server is configured
+    let mut many = cam.creds.clone();
+    many.policy = "A/*,B/*,C/*,D/*,E/*".parse::<Policy>().unwrap();
+    assert!(matches!(
+        Service::new(many).refresh(&cam.prefix.mpk, NOW, NOW + 60, &mut w.rng),
+        Err(Error::Config(_))
+    ));
+}
