@@ -300,53 +300,41 @@ fn pair(p: &G1Affine, k: &G2Prepared) -> Gt {
 // Point and scalar encodings.
 // ---------------------------------------------------------------------------------
 
-/// Reads a compressed G1 point: canonical, on the curve, in the prime-order subgroup
-/// and not the identity.
-fn read_g1(r: &mut Reader<'_>, what: &'static str) -> tacit_wire::Result<G1Affine> {
-    let bytes: [u8; G1_LEN] = r.array(what)?;
-    let p = Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(&bytes))
-        .ok_or_else(|| tacit_wire::Error::invalid(what, "not a canonical compressed point on BLS12-381 G1's curve"))?;
-    if bool::from(p.is_identity()) {
-        return Err(tacit_wire::Error::invalid(
-            what,
-            "the identity element (point at infinity) is not allowed",
-        ));
-    }
-    if !bool::from(p.is_on_curve() & p.is_torsion_free()) {
-        return Err(tacit_wire::Error::invalid(
-            what,
-            "point is outside the prime-order subgroup G1",
-        ));
-    }
-    if p.to_compressed() != bytes {
-        return Err(tacit_wire::Error::invalid(what, "non-canonical point encoding"));
-    }
-    Ok(p)
+/// Defines a reader of compressed points of one group: canonical, on the curve, in
+/// the prime-order subgroup and not the identity.
+macro_rules! point_reader {
+    ($name:ident, $affine:ty, $len:expr, $group:literal) => {
+        #[doc = concat!("Reads a compressed ", $group, " point: canonical, on the curve, in the prime-order subgroup and not the identity.")]
+        fn $name(r: &mut Reader<'_>, what: &'static str) -> tacit_wire::Result<$affine> {
+            let bytes: [u8; $len] = r.array(what)?;
+            let p = Option::<$affine>::from(<$affine>::from_compressed_unchecked(&bytes)).ok_or_else(|| {
+                tacit_wire::Error::invalid(
+                    what,
+                    concat!("not a canonical compressed point on BLS12-381 ", $group, "'s curve"),
+                )
+            })?;
+            if bool::from(p.is_identity()) {
+                return Err(tacit_wire::Error::invalid(
+                    what,
+                    "the identity element (point at infinity) is not allowed",
+                ));
+            }
+            if !bool::from(p.is_on_curve() & p.is_torsion_free()) {
+                return Err(tacit_wire::Error::invalid(
+                    what,
+                    concat!("point is outside the prime-order subgroup ", $group),
+                ));
+            }
+            if p.to_compressed() != bytes {
+                return Err(tacit_wire::Error::invalid(what, "non-canonical point encoding"));
+            }
+            Ok(p)
+        }
+    };
 }
 
-/// Reads a compressed G2 point: canonical, on the curve, in the prime-order subgroup
-/// and not the identity.
-fn read_g2(r: &mut Reader<'_>, what: &'static str) -> tacit_wire::Result<G2Affine> {
-    let bytes: [u8; G2_LEN] = r.array(what)?;
-    let p = Option::<G2Affine>::from(G2Affine::from_compressed_unchecked(&bytes))
-        .ok_or_else(|| tacit_wire::Error::invalid(what, "not a canonical compressed point on BLS12-381 G2's curve"))?;
-    if bool::from(p.is_identity()) {
-        return Err(tacit_wire::Error::invalid(
-            what,
-            "the identity element (point at infinity) is not allowed",
-        ));
-    }
-    if !bool::from(p.is_on_curve() & p.is_torsion_free()) {
-        return Err(tacit_wire::Error::invalid(
-            what,
-            "point is outside the prime-order subgroup G2",
-        ));
-    }
-    if p.to_compressed() != bytes {
-        return Err(tacit_wire::Error::invalid(what, "non-canonical point encoding"));
-    }
-    Ok(p)
-}
+point_reader!(read_g1, G1Affine, G1_LEN, "G1");
+point_reader!(read_g2, G2Affine, G2_LEN, "G2");
 
 /// Reads a 32-byte big-endian scalar `< q`.
 fn read_scalar(r: &mut Reader<'_>, what: &'static str) -> tacit_wire::Result<Scalar> {
