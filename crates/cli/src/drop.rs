@@ -166,10 +166,15 @@ pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
         DropCommand::Receive { params, .. } | DropCommand::Send { params, .. } => params.params()?,
     };
     let st = open(store)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    // A receiver serves many senders at once; a sender talks to one receiver at a
+    // time, and on one thread its HTTP connection needs no cross-thread wake-ups.
+    let rt = match cmd {
+        DropCommand::Receive { .. } => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?,
+        _ => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
+    };
     match p.psi.group {
         GroupId::Ristretto255 => rt.block_on(dispatch::<Ristretto255>(cmd, st, p)),
         GroupId::P256 => rt.block_on(dispatch::<P256>(cmd, st, p)),
