@@ -32,17 +32,7 @@ pub struct DiscoveryBenchArgs {
     out: std::path::PathBuf,
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
-}
+use crate::util::{millis as ms, quantile};
 
 fn summary(v: &mut [f64]) -> serde_json::Value {
     v.sort_by(|a, b| a.total_cmp(b));

@@ -73,12 +73,7 @@ pub struct DropPeerArgs {
     work_first: bool,
 }
 
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
+use crate::util::now_unix as now;
 
 /// A PSI sender over `book` that may answer any number of sessions: one key and
 /// precomputation per process (the bench measures the online delay; the paper also
@@ -284,14 +279,7 @@ async fn one_legacy<G: PrimeGroup>(p: &Point<G>) -> Result<Timings> {
     Ok(t)
 }
 
-/// Nearest-rank quantile of sorted milliseconds.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
-}
+use crate::util::quantile;
 
 fn ms_sorted(ts: &[Timings], f: impl Fn(&Timings) -> Duration) -> Vec<f64> {
     let mut v: Vec<f64> = ts.iter().map(|t| f(t).as_secs_f64() * 1e3).collect();

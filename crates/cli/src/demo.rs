@@ -176,12 +176,7 @@ async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     Ok(())
 }
 
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
+use crate::util::now_unix as unix_now;
 
 /// A demo device: enrolled with the CA, with an address book.
 struct Device<G: PrimeGroup> {

@@ -364,9 +364,7 @@ fn pick(p: &Principal, name: Option<&str>) -> Result<Blessing> {
     }
 }
 
-fn now() -> u64 {
-    crate::discover_world::now()
-}
+use crate::util::now_unix as now;
 
 pub fn run(cmd: DiscoverCommand, store: Option<&Path>) -> Result<()> {
     match cmd {

@@ -12,12 +12,7 @@ use tacit_discovery::prefix::{Prefix, PrefixAuthority};
 
 pub const YEAR: u64 = 365 * 24 * 3600;
 
-pub fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
+pub use crate::util::now_unix as now;
 
 pub struct Party {
     pub creds: Credentials,

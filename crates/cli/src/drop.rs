@@ -584,9 +584,7 @@ async fn send<G: PrimeGroup>(
     Ok(())
 }
 
-fn ms(d: std::time::Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+use crate::util::millis as ms;
 
 fn attack(capture: &Path, range: &str, params: &DropParams) -> Result<()> {
     let range = PhoneRange::parse(range)?;

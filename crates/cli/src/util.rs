@@ -81,6 +81,28 @@ pub fn progress(len: u64, msg: &'static str) -> ProgressBar {
     pb
 }
 
+/// The current Unix time in seconds (0 if the clock is before 1970).
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Milliseconds, unrounded (for statistics).
+pub fn millis(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Nearest-rank quantile of sorted values (NaN when empty).
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
 /// Milliseconds with two decimals.
 pub fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e5).round() / 100.0

@@ -17,7 +17,6 @@ use crate::handshake::zero_rtt::{DiscoveredService, Service, connect as zero_rtt
 use crate::handshake::{
     Credentials, DecryptionCache, Error as HsError, Established, Mode, PrefixCredentials, client::Client, tags,
 };
-use rand_core::RngCore;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tacit_crypto::rng::SecureRng;
@@ -209,11 +208,4 @@ pub async fn connect_zero_rtt(
             total: t0.elapsed(),
         },
     })
-}
-
-/// A random 16-byte hex token (instance names, pointers in logs).
-pub fn random_token() -> String {
-    let mut b = [0u8; 8];
-    SecureRng::from_os().fill_bytes(&mut b);
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

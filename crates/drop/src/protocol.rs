@@ -37,7 +37,7 @@ use std::sync::Arc;
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::uniform_below;
 use tacit_psi::two_way::{Initiator, InitiatorAwaitingM3, Responder, ResponderWithRequest};
-use tacit_psi::{Intersection, PsiParams, Request, Response, Sender};
+use tacit_psi::{Intersection, PsiParams, Response, Sender};
 use tacit_wire::{Reader, Writer};
 
 /// Message-type tags (registered in `docs/wire.md`).
@@ -151,10 +151,6 @@ pub struct Context<G: PrimeGroup> {
     pub now: u64,
     /// Our device name (shown to peers that cannot identify us as a contact).
     pub device_name: String,
-}
-
-fn request_of<G: PrimeGroup>(params: &PsiParams, cert: &CertifiedBlindedIds<G>) -> Request<G> {
-    cert.as_request(params)
 }
 
 /// Checks a validation record the peer sent and looks its identifier up in our book.
@@ -486,7 +482,7 @@ impl<G: PrimeGroup> SenderAwaitingM1<G> {
         let m1 = StartPsiResponse::<G>::from_bytes(m1, &params)?;
         m1.blinded_ids
             .verify(&self.ctx.ca, &self.ctx.peer, self.ctx.now, params.max_ids())?;
-        let request = request_of(&params.psi, &m1.blinded_ids);
+        let request = m1.blinded_ids.as_request(&params.psi);
         let initiator = Initiator::new(self.book_sender, self.ctx.identity.precomputation().clone())?;
         let (do3, bundle) = initiator.on_m1_typed(&request, rng)?;
         if bundle.request.blinded != self.ctx.identity.blinded_ids.elements {
@@ -574,7 +570,7 @@ impl DropReceiver {
         if request.blinded != ctx.identity.blinded_ids.elements {
             return Err(Error::UncertifiedInput);
         }
-        let do2 = do2.with_request(request_of(&params.psi, &start.blinded_ids))?;
+        let do2 = do2.with_request(start.blinded_ids.as_request(&params.psi))?;
         let m1 = StartPsiResponse {
             blinded_ids: ctx.identity.blinded_ids.clone(),
         };
