@@ -617,7 +617,10 @@ pub mod client {
                     server
                 }
                 Mode::Private => {
+                    // Keep the ciphertexts' bytes as received: the signature covers them.
+                    let start = inner.len() - r.remaining();
                     let cts = read_ciphertexts(&mut r)?;
+                    let ct_bytes = &inner[start..inner.len() - r.remaining()];
                     let sig: [u8; 64] = r.array("server signature")?;
                     r.finish()?;
                     let pc = self.prefix.as_ref().expect("checked at start");
@@ -626,9 +629,7 @@ pub mod client {
                     // so that a server may cache CT_S.
                     let id_bytes = decrypt_for_us(pc, &cts, b"tacit-discovery/server-identity", self.cache.as_deref())?;
                     let server = Blessing::from_wire(&id_bytes)?.validate(&self.creds.roots, now)?;
-                    let mut w = Writer::new();
-                    put_ciphertexts(&mut w, &cts);
-                    let content = signed("private/server", &[&sid, &w.into_bytes(), &self.gx, &gy]);
+                    let content = signed("private/server", &[&sid, ct_bytes, &self.gx, &gy]);
                     server
                         .verify(&content, &sig)
                         .map_err(|_| Error::BadSignature("server's"))?;
