@@ -1223,3 +1223,248 @@ fn bench_discovery_json_has_the_table() {
     }
     assert!(v["ibe_ms"]["pairing (prepared G2)"].as_f64().unwrap() > 0.0, "{v}");
 }
+
+/// Issue 9, defect 2, between processes: a victim enrols with `tacit ca serve`; an
+/// attacker (this test process, speaking the enrolment protocol over the CA's TLS
+/// endpoint) asks for a certificate for the victim's account UUID with its own
+/// number, and the CA refuses; the victim itself renews.
+#[test]
+fn an_attacker_cannot_enrol_under_a_victims_account() {
+    use tacit_crypto::Ristretto255;
+    use tacit_crypto::rng::SecureRng;
+    use tacit_drop::ca::DeviceEnrollment;
+    let dir = tmp("ca");
+    let d = dir.to_str().unwrap();
+    assert!(tacit().args(["ca", "init", "--dir", d]).status().unwrap().success());
+    let key = stdout(&tacit().args(["ca", "show", "--dir", d]).output().unwrap())
+        .trim()
+        .to_string();
+    let (mut ca, addr) = spawn_listening(&[
+        "ca",
+        "serve",
+        "--dir",
+        d,
+        "--listen",
+        "127.0.0.1:0",
+        "--confirm",
+        "--sessions",
+        "3",
+    ]);
+    let victim = tmp("victim.sqlite3");
+    let v = victim.to_str().unwrap();
+    ok_out(
+        tacit()
+            .args(["--store", v, "id", "enroll", "--ca", &addr, "--ca-key", &key])
+            .args(["--id", "+1 415 555 0100"]),
+    );
+    let shown: serde_json::Value =
+        serde_json::from_str(&ok_out(tacit().args(["--store", v, "id", "show", "--json"]))).unwrap();
+    let account = tacit_drop::AccountId::parse(shown["account"].as_str().unwrap()).unwrap();
+
+    // The attacker: the victim's UUID (it is in the victim's TLS certificate), its own
+    // number, a well-formed request, sent over the CA's authenticated channel.
+    let ca_key = tacit_drop::records::CaPublicKey(
+        tacit_crypto::sign::VerifyingKey::from_bytes(&hex::decode(&key).unwrap()).unwrap(),
+    );
+    let params = tacit_drop::DropParams::default();
+    let attack =
+        DeviceEnrollment::<Ristretto255>::for_account(&params, account, &["13105550123"], &mut SecureRng::from_os())
+            .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let answer = rt.block_on(async {
+        let tls = tacit_drop::enrolment::client_config(ca_key).unwrap();
+        let net = tacit_net::NetConfig::default();
+        let mut c = tacit_net::FramedConn::connect_tls(addr.as_str(), &net, tls, tacit_drop::enrolment::SERVER_NAME)
+            .await
+            .unwrap();
+        c.send(&attack.request().to_bytes()).await.unwrap();
+        c.recv().await.unwrap()
+    });
+    let refusal = <tacit_wire::ErrorMessage as tacit_wire::Decode>::from_wire(&answer)
+        .expect("the CA answers the take-over with a refusal, not certificates");
+    assert!(refusal.reason.contains("already registered"), "{}", refusal.reason);
+
+    // The victim renews: same account, signed with its current certificate's key.
+    let out = ok_out(tacit().args(["--store", v, "id", "renew", "--ca", &addr]));
+    assert!(out.contains(&account.to_string()), "{out}");
+    assert!(ca.wait().unwrap().success());
+}
+
+/// Issue 9, defect 7: `psi serve --tls` with `psi query --pin` or `--tofu`; a
+/// recorded key that changes is refused with the way out in the message.
+#[test]
+fn psi_over_tls_with_a_pinned_or_recorded_key() {
+    let book = write("book.txt", "alice@example.com\nbob@example.com\n");
+    let ids = write("ids.txt", "bob@example.com\ncarol@example.com\n");
+    let server_store = tmp("server.sqlite3");
+    let client_store = tmp("client.sqlite3");
+    let ss = server_store.to_str().unwrap();
+    let cs = client_store.to_str().unwrap();
+    let mut child = tacit()
+        .args([
+            "--store",
+            ss,
+            "psi",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls",
+            "--sessions",
+            "4",
+        ])
+        .args(["--set", book.to_str().unwrap(), "--max-sender", "100"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut addr, mut fp) = (String::new(), String::new());
+    while addr.is_empty() || fp.is_empty() {
+        let line = lines.next().expect("server output").unwrap();
+        if let Some(i) = line.find("listening on ") {
+            addr = line[i + "listening on ".len()..].trim().to_string();
+        }
+        if let Some(i) = line.find("--pin ") {
+            fp = line[i + 6..]
+                .split(|c: char| !c.is_ascii_hexdigit())
+                .next()
+                .unwrap()
+                .to_string();
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let q = |extra: &[&str]| {
+        tacit()
+            .args(["--store", cs, "psi", "query", "--connect", &addr, "--max-sender", "100"])
+            .args(["--set", ids.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = q(&["--pin", &fp, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["intersection"], serde_json::json!(["bob@example.com"]));
+    assert_eq!(v["tls"], true);
+    let out = q(&["--tofu"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("recorded the key"), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "bob@example.com");
+    // a wrong pin is refused before anything is sent
+    let wrong = "00".repeat(32);
+    let out = q(&["--pin", &wrong]);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("not the pinned") && e.trim().lines().count() == 1, "{e}");
+    // third session: the recorded key still matches
+    let out = q(&["--tofu"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(child.wait().unwrap().success());
+    // A new server (another key) at the same address is refused on the recorded key.
+    let other_store = tmp("other.sqlite3");
+    let (mut other, other_addr) = spawn_listening(&[
+        "--store",
+        other_store.to_str().unwrap(),
+        "psi",
+        "serve",
+        "--listen",
+        &addr,
+        "--tls",
+        "--sessions",
+        "2",
+        "--set",
+        book.to_str().unwrap(),
+        "--max-sender",
+        "100",
+    ]);
+    assert_eq!(other_addr, addr);
+    let out = q(&["--tofu"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("tacit psi forget --connect"), "{}", stderr(&out));
+    ok_out(tacit().args(["--store", cs, "psi", "forget", "--connect", &addr]));
+    let out = q(&["--tofu"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(other.wait().unwrap().success());
+}
+
+/// Issue 9, defect 5: a nearby device that calls itself by a contact's name does not
+/// receive the file; only a receiver that authenticated as that contact does.
+#[test]
+fn drop_send_to_a_name_matches_authenticated_contacts_only() {
+    let ca = tmp("ca");
+    let ca_dir = ca.to_str().unwrap();
+    assert!(
+        tacit()
+            .args(["ca", "init", "--dir", ca_dir])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
+        .trim()
+        .to_string();
+    let (alice, mallory) = (tmp("a.sqlite3"), tmp("m.sqlite3"));
+    let (a, m) = (alice.to_str().unwrap(), mallory.to_str().unwrap());
+    enrol(
+        a,
+        ca_dir,
+        &key,
+        &["alice@example.com"],
+        &card("Bob Builder", "EMAIL:bob@example.com"),
+    );
+    enrol(
+        m,
+        ca_dir,
+        &key,
+        &["mallory@example.com"],
+        &card("Alice", "EMAIL:alice@example.com"),
+    );
+    let inbox = tmp("inbox");
+    let (mut rx, addr) = spawn_listening(&[
+        "--store",
+        m,
+        "drop",
+        "receive",
+        "--mdns",
+        "off",
+        "--listen",
+        "127.0.0.1:0",
+        "--mode",
+        "everyone",
+        "--dir",
+        inbox.to_str().unwrap(),
+        "--accept",
+        "all",
+        "--sessions",
+        "2",
+        "--max-contacts",
+        "100",
+        "--name",
+        "Bob Builder",
+    ]);
+    let file = write("secret.txt", "for bob only");
+    let send = |to: &[&str]| {
+        tacit()
+            .args(["--store", a, "drop", "send", file.to_str().unwrap(), "--peer", &addr])
+            .args(to)
+            .args(["--max-contacts", "100"])
+            .output()
+            .unwrap()
+    };
+    let out = send(&["--to", "Bob Builder"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--to \"Bob Builder\": no receiver found that matches"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!inbox.join("secret.txt").exists());
+    // Asking for the device name explicitly works, and says it is unauthenticated.
+    let out = send(&["--to-device", "Bob Builder"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("unauthenticated"), "{}", stdout(&out));
+    assert!(rx.wait().unwrap().success());
+}

@@ -223,6 +223,11 @@ impl<G: PrimeGroup> Oprf<G> {
             .collect()
     }
 
+    /// `Challenge` of RFC 9497 §2.2.1. A non-empty `binding` (a channel binding, for
+    /// example a TLS exporter value) is appended after the RFC's `"Challenge"` label
+    /// as `I2OSP(len, 2) ‖ binding`, so the proof verifies only in the session it
+    /// was made for; an empty `binding` is exactly the RFC's challenge (and passes
+    /// its test vectors).
     fn challenge(
         &self,
         pk: &[u8],
@@ -230,6 +235,7 @@ impl<G: PrimeGroup> Oprf<G> {
         z: &G::Element,
         t2: &G::Element,
         t3: &G::Element,
+        binding: &[u8],
     ) -> Result<G::Scalar> {
         let parts = [
             G::element_bytes(m),
@@ -238,8 +244,10 @@ impl<G: PrimeGroup> Oprf<G> {
             G::element_bytes(t3),
         ];
         let lens: Vec<[u8; 2]> = parts.iter().map(|p| i2osp2(p.as_ref().len())).collect();
-        self.hash_to_scalar(&[
-            &i2osp2(pk.len()),
+        let binding_len = i2osp2(binding.len());
+        let pk_len = i2osp2(pk.len());
+        let mut msg: Vec<&[u8]> = vec![
+            &pk_len[..],
             pk,
             &lens[0],
             parts[0].as_ref(),
@@ -250,7 +258,12 @@ impl<G: PrimeGroup> Oprf<G> {
             &lens[3],
             parts[3].as_ref(),
             b"Challenge",
-        ])
+        ];
+        if !binding.is_empty() {
+            msg.push(&binding_len);
+            msg.push(binding);
+        }
+        self.hash_to_scalar(&msg)
     }
 
     /// `GenerateProof(k, G, pk, C, D)` with a random nonce.
@@ -276,7 +289,7 @@ impl<G: PrimeGroup> Oprf<G> {
     ) -> Result<Proof<G>> {
         let cb: Vec<G::ElementBytes> = blinded.iter().map(G::element_bytes).collect();
         let db: Vec<G::ElementBytes> = evaluated.iter().map(G::element_bytes).collect();
-        self.prove(key, (blinded, &cb), (evaluated, &db), r)
+        self.prove(key, (blinded, &cb), (evaluated, &db), r, &[])
     }
 
     /// [`Oprf::generate_proof`] for a caller that already holds the canonical
@@ -290,8 +303,21 @@ impl<G: PrimeGroup> Oprf<G> {
         evaluated: (&[G::Element], &[G::ElementBytes]),
         rng: &mut impl CryptoRngCore,
     ) -> Result<Proof<G>> {
+        self.generate_proof_bound(key, blinded, evaluated, &[], rng)
+    }
+
+    /// [`Oprf::generate_proof_encoded`] bound to a session: the proof verifies only
+    /// with the same `binding` (see [`Oprf::verify_proof_bound`]).
+    pub fn generate_proof_bound(
+        &self,
+        key: &KeyPair<G>,
+        blinded: (&[G::Element], &[G::ElementBytes]),
+        evaluated: (&[G::Element], &[G::ElementBytes]),
+        binding: &[u8],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Proof<G>> {
         let r = SecretScalar::<G>::random(rng);
-        self.prove(key, blinded, evaluated, r.expose())
+        self.prove(key, blinded, evaluated, r.expose(), binding)
     }
 
     fn prove(
@@ -300,6 +326,7 @@ impl<G: PrimeGroup> Oprf<G> {
         (blinded, cb): (&[G::Element], &[G::ElementBytes]),
         (evaluated, db): (&[G::Element], &[G::ElementBytes]),
         r: &G::Scalar,
+        binding: &[u8],
     ) -> Result<Proof<G>> {
         check_batch::<G>(blinded, cb, evaluated, db)
             .map_err(|_| Error::LengthMismatch("proof batch must be 1..=65535 equal-length lists"))?;
@@ -310,7 +337,7 @@ impl<G: PrimeGroup> Oprf<G> {
         let z = G::mul(&m, key.secret.expose());
         let t2 = G::mul_base(r);
         let t3 = G::mul(&m, r);
-        let c = self.challenge(pk.as_ref(), &m, &z, &t2, &t3)?;
+        let c = self.challenge(pk.as_ref(), &m, &z, &t2, &t3, binding)?;
         // s = r - c·k; the product c·k reveals k to anyone who sees it with c, so it is
         // wiped as soon as s is computed.
         let mut ck = G::scalar_mul(&c, key.secret.expose());
@@ -342,10 +369,24 @@ impl<G: PrimeGroup> Oprf<G> {
     /// builds); elements decoded from those very bytes satisfy this by construction.
     pub fn verify_proof_encoded(
         &self,
+        pk: (&G::Element, &G::ElementBytes),
+        blinded: (&[G::Element], &[G::ElementBytes]),
+        evaluated: (&[G::Element], &[G::ElementBytes]),
+        proof: &Proof<G>,
+    ) -> Result<()> {
+        self.verify_proof_bound(pk, blinded, evaluated, proof, &[])
+    }
+
+    /// [`Oprf::verify_proof_encoded`] for a proof bound to a session with
+    /// [`Oprf::generate_proof_bound`]: fails unless `binding` is the one it was made
+    /// with.
+    pub fn verify_proof_bound(
+        &self,
         (pk, pk_bytes): (&G::Element, &G::ElementBytes),
         (blinded, cb): (&[G::Element], &[G::ElementBytes]),
         (evaluated, db): (&[G::Element], &[G::ElementBytes]),
         proof: &Proof<G>,
+        binding: &[u8],
     ) -> Result<()> {
         check_batch::<G>(blinded, cb, evaluated, db)?;
         debug_assert_eq!(G::element_bytes(pk).as_ref(), pk_bytes.as_ref());
@@ -356,7 +397,7 @@ impl<G: PrimeGroup> Oprf<G> {
         // t2 = s·G + c·pk, t3 = s·M + c·Z
         let t2 = G::vartime_double_base(&proof.c, pk, &proof.s);
         let t3 = G::vartime_lincomb(&[proof.s, proof.c], &[m, z]);
-        let expected = self.challenge(pk_bytes.as_ref(), &m, &z, &t2, &t3)?;
+        let expected = self.challenge(pk_bytes.as_ref(), &m, &z, &t2, &t3, binding)?;
         if expected == proof.c {
             Ok(())
         } else {

@@ -7,14 +7,16 @@
 //!   its elements; the sender answers `zᵢ = k·yᵢ` with **one** batched DLEQ proof that
 //!   every `zᵢ` was computed with the key behind its public key `k·G`, together with its
 //!   precomputed evaluations `uⱼ = Hash(cⱼ, k·H(cⱼ))` of its own set, truncated to
-//!   `l = λ + 2·⌈log₂ n⌉` bits and in random order; the receiver verifies, unblinds
+//!   `l = λ + ⌈log₂ n⌉ + max(⌈log₂ m⌉, ⌈log₂ n⌉)` bits (the paper's `λ + 2·⌈log₂ n⌉`
+//!   when `m ≤ n`) and in random order; the receiver verifies, unblinds
 //!   (`αᵢ⁻¹·zᵢ = k·H(xᵢ)`), hashes and compares.
 //! * [`Security::SemiHonest`] — the same with the plain OPRF (no proof).
 //!
 //! Both sides pad to fixed bounds (`m` receiver elements, `n` sender elements) with
 //! dummies that are indistinguishable on the wire, so every message's size depends
 //! only on the bounds. The engines never touch a socket, a clock or a file: bytes
-//! in, bytes out, randomness passed in.
+//! in, bytes out, randomness passed in; [`service`] is the network shell (a
+//! concurrent sender service, plain or over TLS with session-bound proofs).
 //!
 //! ```
 //! use tacit_crypto::{Ristretto255, rng::SecureRng};
@@ -43,6 +45,7 @@ mod messages;
 mod params;
 mod receiver;
 mod sender;
+pub mod service;
 pub mod two_way;
 
 pub use error::Error;

@@ -417,12 +417,24 @@ impl Intersection {
 impl<G: PrimeGroup> ReceiverAwaitingResponse<G> {
     /// Processes the encoded response.
     pub fn on_response(self, bytes: &[u8]) -> Result<Intersection> {
+        self.on_response_bound(bytes, &[])
+    }
+
+    /// [`ReceiverAwaitingResponse::on_response`] for a response bound to this
+    /// session with [`crate::Sender::respond_bound`]: the proof must cover `binding`
+    /// (our side's channel binding), so a response made in another session fails.
+    pub fn on_response_bound(self, bytes: &[u8], binding: &[u8]) -> Result<Intersection> {
         let resp = Response::<G>::from_bytes(bytes, &self.pre.params)?;
-        self.on_response_typed(&resp)
+        self.on_response_typed_bound(&resp, binding)
     }
 
     /// Processes a decoded response: verify the proof, unblind, hash, compare.
     pub fn on_response_typed(self, resp: &Response<G>) -> Result<Intersection> {
+        self.on_response_typed_bound(resp, &[])
+    }
+
+    /// [`ReceiverAwaitingResponse::on_response_typed`] with a channel binding.
+    pub fn on_response_typed_bound(self, resp: &Response<G>, binding: &[u8]) -> Result<Intersection> {
         let params = &self.pre.params;
         params.expect_equal(&resp.params)?;
         let m = params.max_receiver as usize;
@@ -447,11 +459,12 @@ impl<G: PrimeGroup> ReceiverAwaitingResponse<G> {
         if params.security == Security::Malicious {
             let proof = resp.proof.as_ref().ok_or(Error::ProofFailed)?;
             let bytes = resp.element_bytes();
-            oprf.verify_proof_encoded(
+            oprf.verify_proof_bound(
                 (&resp.public_key, &bytes[0]),
                 (&self.blinded, &self.encoded),
                 (&resp.evaluated, &bytes[1..]),
                 proof,
+                binding,
             )
             .map_err(|_| Error::ProofFailed)?;
         }

@@ -320,12 +320,32 @@ impl<G: PrimeGroup> Sender<G> {
     /// The request does not match our parameters or bounds, holds an invalid point,
     /// or a fresh-per-session precomputation was already used.
     pub fn respond(&self, request: &[u8], rng: &mut impl CryptoRngCore) -> Result<Vec<u8>> {
+        self.respond_bound(request, &[], rng)
+    }
+
+    /// [`Sender::respond`] bound to a session: the proof covers `binding` (a channel
+    /// binding such as a TLS exporter value), so the response verifies only for a
+    /// receiver in the same session ([`ReceiverAwaitingResponse::on_response_bound`])
+    /// and cannot be relayed into another one.
+    ///
+    /// [`ReceiverAwaitingResponse::on_response_bound`]: crate::ReceiverAwaitingResponse::on_response_bound
+    pub fn respond_bound(&self, request: &[u8], binding: &[u8], rng: &mut impl CryptoRngCore) -> Result<Vec<u8>> {
         let req = Request::<G>::from_bytes(request, &self.params)?;
-        Ok(self.respond_to(&req, rng)?.to_bytes())
+        Ok(self.respond_to_bound(&req, binding, rng)?.to_bytes())
     }
 
     /// Answers a decoded request.
     pub fn respond_to(&self, req: &Request<G>, rng: &mut impl CryptoRngCore) -> Result<Response<G>> {
+        self.respond_to_bound(req, &[], rng)
+    }
+
+    /// [`Sender::respond_to`] bound to a session (see [`Sender::respond_bound`]).
+    pub fn respond_to_bound(
+        &self,
+        req: &Request<G>,
+        binding: &[u8],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Response<G>> {
         self.params.expect_equal(&req.params)?;
         if req.blinded.len() != self.params.max_receiver as usize {
             return Err(Error::WrongCount {
@@ -354,10 +374,11 @@ impl<G: PrimeGroup> Sender<G> {
         let proof = match self.params.security {
             Security::Malicious => Some(
                 self.oprf
-                    .generate_proof_encoded(
+                    .generate_proof_bound(
                         self.key.key_pair(),
                         (&req.blinded, &req.blinded_bytes()),
                         (&evaluated, &bytes[1..]),
+                        binding,
                         rng,
                     )
                     .map_err(|_| Error::ProofFailed)?,

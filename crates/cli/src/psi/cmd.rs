@@ -1,18 +1,16 @@
 //! `tacit psi serve | query`: the PSI sender and receiver as two processes over TCP.
 
-use crate::util::{progress, read_set, store_path};
+use crate::util::{progress, read_set, sanitize, store_path};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
-use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_psi::{
-    PsiParams, Receiver, ReceiverPrecomputation, Reuse, Security, Sender, SenderKey, SenderPrecomputation,
-};
+use tacit_net::{FramedListener, NetConfig};
+use tacit_psi::service::{Event, QueryError, SenderPool, ServiceConfig, Supply};
+use tacit_psi::{PsiParams, ReceiverPrecomputation, Reuse, Security, Sender, SenderKey, SenderPrecomputation};
 use tacit_store::Store;
-use tacit_wire::{Encode, ErrorMessage};
 
 /// Protocol options shared by both roles (both sides must use the same values).
 #[derive(Debug, Clone, Args)]
@@ -75,7 +73,15 @@ pub enum PsiCommand {
 Example:
   tacit psi serve --set book.txt --listen 127.0.0.1:7878
   tacit psi serve --set book.txt --listen 127.0.0.1:0 --sessions 1 --reuse epoch
-  tacit psi serve --from-contacts --reuse epoch --listen 127.0.0.1:7878")]
+  tacit psi serve --from-contacts --reuse epoch --listen 127.0.0.1:7878
+  tacit psi serve --set book.txt --listen 0.0.0.0:7878 --tls    # prints the key to pin
+
+Sessions run concurrently (up to --max-clients; more are refused with a one-line
+reason), each under --deadline seconds. Without --tls the exchange is plain TCP:
+anyone on the path sees the sizes and can replace the whole response with one computed
+over another set (the receiver then learns a wrong intersection). With --tls it runs
+over TLS 1.3 with this server's key, which clients pin (--pin) or record on first use
+(--tofu), and the response's proof is bound to the TLS session.")]
     Serve {
         /// The sender's set: one element per line.
         #[arg(
@@ -99,15 +105,38 @@ Example:
         /// Key and precomputation policy.
         #[arg(long, value_enum, default_value = "fresh")]
         reuse: ReuseArg,
+        /// Most sessions in progress at once; further clients are refused at once.
+        #[arg(long, default_value_t = 64, value_name = "K")]
+        max_clients: usize,
+        /// Seconds a whole session may take.
+        #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+        deadline: f64,
+        /// Seconds to wait for each message.
+        #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+        timeout: f64,
+        /// With --reuse fresh: precomputations kept ready ahead of the sessions.
+        #[arg(long, default_value_t = 2, value_name = "N")]
+        ahead: usize,
+        /// Serve over TLS 1.3 with this store's PSI server key (made on first use;
+        /// its fingerprint is printed for clients to pin).
+        #[arg(long)]
+        tls: bool,
+        /// Threads for sessions and precomputation (default: every core).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
         #[command(flatten)]
         proto: ProtoArgs,
     },
     /// Be the PSI receiver: learn which elements of FILE the server also holds.
     #[command(after_help = "\
 Prints the common elements, one per line, in the order of FILE.
+Without --pin or --tofu the query runs over plain TCP, which protects nothing against
+someone on the path (see `tacit psi serve --help`).
 Example:
   tacit psi query --set ids.txt --connect 127.0.0.1:7878
-  tacit psi query --set ids.txt --connect 127.0.0.1:7878 --json")]
+  tacit psi query --set ids.txt --connect 127.0.0.1:7878 --json
+  tacit psi query --set ids.txt --connect host:7878 --pin 3f1c…   # TLS, key pinned
+  tacit psi query --set ids.txt --connect host:7878 --tofu        # TLS, key recorded on first use")]
     Query {
         /// The receiver's set: one element per line.
         #[arg(long, value_name = "FILE")]
@@ -118,13 +147,50 @@ Example:
         /// Print a JSON object instead of lines.
         #[arg(long)]
         json: bool,
+        /// Run over TLS and accept only the server key with this SHA-256 fingerprint
+        /// (hex, as `tacit psi serve --tls` prints it).
+        #[arg(long, value_name = "SHA256", conflicts_with = "tofu")]
+        pin: Option<String>,
+        /// Run over TLS and trust the server's key on first use: it is recorded in the
+        /// store, and a later different key is refused (as SSH does).
+        #[arg(long)]
+        tofu: bool,
+        /// Seconds the whole query may take.
+        #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+        deadline: f64,
         #[command(flatten)]
         proto: ProtoArgs,
     },
+    /// Forget the server key recorded on first use for ADDR (after the server changed
+    /// its key on purpose).
+    #[command(after_help = "Example:\n  tacit psi forget --connect host:7878")]
+    Forget {
+        /// The server's address, as given to `tacit psi query --connect`.
+        #[arg(long, value_name = "ADDR")]
+        connect: String,
+    },
+}
+
+/// Options of `psi serve` past the set and the protocol.
+struct ServeOpts {
+    listen: String,
+    sessions: Option<u64>,
+    reuse: ReuseArg,
+    max_clients: usize,
+    net: NetConfig,
+    ahead: usize,
+    tls: Option<tacit_net::tls::SelfSigned>,
+}
+
+fn secs(what: &str, s: f64) -> Result<std::time::Duration> {
+    anyhow::ensure!(
+        s.is_finite() && s > 0.0 && s <= 86_400.0,
+        "{what} must be between 0 and 86400 seconds"
+    );
+    Ok(std::time::Duration::from_secs_f64(s))
 }
 
 pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     match cmd {
         PsiCommand::Serve {
             set,
@@ -132,44 +198,150 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
             listen,
             sessions,
             reuse,
+            max_clients,
+            deadline,
+            timeout,
+            ahead,
+            tls,
+            threads,
             proto,
         } => {
             let params = proto.params()?;
-            let (elements, store) = match (set, from_contacts) {
-                (Some(path), _) => (read_set(&path)?, None),
-                (None, _) => {
-                    let path = store_path(store)?;
-                    let st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+            anyhow::ensure!(max_clients >= 1, "--max-clients must be at least 1");
+            let net = NetConfig::default()
+                .with_max_frame_at_least(params.max_message_len())
+                .with_deadline(secs("--deadline", deadline)?)
+                .with_read_timeout(secs("--timeout", timeout)?);
+            let needs_store = from_contacts || tls;
+            let mut st = if needs_store {
+                let path = store_path(store)?;
+                Some(Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?)
+            } else {
+                None
+            };
+            let elements = match (set, st.as_ref()) {
+                (Some(path), _) => read_set(&path)?,
+                (None, Some(st)) => {
                     let book = st.address_book()?;
                     anyhow::ensure!(
                         !book.is_empty(),
-                        "the address book in {} is empty; import contacts with `tacit contacts import FILE.vcf`",
-                        path.display()
+                        "the address book in the store is empty; import contacts with `tacit contacts import FILE.vcf`"
                     );
-                    (book, Some(st))
+                    book
                 }
+                (None, None) => bail!("give --set FILE or --from-contacts"),
+            };
+            let tls = match (tls, st.as_mut()) {
+                (true, Some(st)) => Some(server_identity(st)?),
+                _ => None,
+            };
+            let epoch_store = if from_contacts { st } else { None };
+            let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+            anyhow::ensure!((1..=256).contains(&threads), "--threads must be 1..=256");
+            let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()?;
+            let opts = ServeOpts {
+                listen,
+                sessions,
+                reuse,
+                max_clients,
+                net,
+                ahead,
+                tls,
             };
             match params.group {
-                GroupId::Ristretto255 => {
-                    rt.block_on(serve::<Ristretto255>(params, elements, store, &listen, sessions, reuse))
-                }
-                GroupId::P256 => rt.block_on(serve::<P256>(params, elements, store, &listen, sessions, reuse)),
+                GroupId::Ristretto255 => rt.block_on(serve::<Ristretto255>(params, elements, epoch_store, opts)),
+                GroupId::P256 => rt.block_on(serve::<P256>(params, elements, epoch_store, opts)),
             }
         }
         PsiCommand::Query {
             set,
             connect,
             json,
+            pin,
+            tofu,
+            deadline,
             proto,
         } => {
             let params = proto.params()?;
             let elements = read_set(&set)?;
+            let net = NetConfig::default()
+                .with_max_frame_at_least(params.max_message_len())
+                .with_deadline(secs("--deadline", deadline)?);
+            let trust = match (pin, tofu) {
+                (Some(p), _) => Trust::Pinned(parse_fingerprint(&p)?),
+                (None, true) => Trust::FirstUse(Store::open(&store_path(store)?)?),
+                (None, false) => Trust::Plain,
+            };
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             match params.group {
-                GroupId::Ristretto255 => rt.block_on(query::<Ristretto255>(params, elements, &connect, json)),
-                GroupId::P256 => rt.block_on(query::<P256>(params, elements, &connect, json)),
+                GroupId::Ristretto255 => {
+                    rt.block_on(query::<Ristretto255>(params, elements, &connect, json, trust, net))
+                }
+                GroupId::P256 => rt.block_on(query::<P256>(params, elements, &connect, json, trust, net)),
+            }
+        }
+        PsiCommand::Forget { connect } => {
+            let mut st = Store::open(&store_path(store)?)?;
+            if st.forget_peer(&known_name(&connect))? {
+                println!("forgot the key recorded for {connect}");
+                Ok(())
+            } else {
+                bail!("no key is recorded for {connect}")
             }
         }
     }
+}
+
+/// How a query decides whether to trust the server.
+enum Trust {
+    /// Plain TCP: nothing authenticated.
+    Plain,
+    /// TLS, exactly this key.
+    Pinned([u8; 32]),
+    /// TLS, the key recorded the first time (in this store).
+    FirstUse(Store),
+}
+
+fn parse_fingerprint(s: &str) -> Result<[u8; 32]> {
+    let s: String = s.chars().filter(|c| !matches!(c, ':' | ' ')).collect();
+    let b = hex::decode(&s).map_err(|_| anyhow::anyhow!("--pin is not hex"))?;
+    b.try_into()
+        .map_err(|_| anyhow::anyhow!("--pin must be a SHA-256 fingerprint (64 hex digits)"))
+}
+
+/// The store's name for the key of the PSI server at `addr`.
+fn known_name(addr: &str) -> String {
+    format!("psi/{addr}")
+}
+
+const TLS_PURPOSE: &str = "psi-tls-identity";
+/// The TLS server name of a PSI service (certificates are pinned, not named).
+const TLS_NAME: &str = "tacit-psi.invalid";
+
+/// This store's PSI server TLS identity, made and stored on first use.
+fn server_identity(st: &mut Store) -> Result<tacit_net::tls::SelfSigned> {
+    if let Some(k) = st.current_key(TLS_PURPOSE)? {
+        let mut r = tacit_wire::Reader::new(&k.secret);
+        let cert = r.var_bytes("certificate", 1 << 16)?;
+        let key = r.var_bytes("key", 1 << 16)?;
+        r.finish()?;
+        return tacit_net::tls::SelfSigned::from_parts(cert, key).context("the stored PSI TLS key is corrupt");
+    }
+    let id = tacit_net::tls::SelfSigned::generate(TLS_NAME)?;
+    let mut w = tacit_wire::Writer::new();
+    w.put_var_bytes(id.cert_der());
+    w.put_var_bytes(id.key_pkcs8_der());
+    st.put_key(
+        TLS_PURPOSE,
+        1,
+        &zeroize::Zeroizing::new(w.into_bytes()),
+        crate::util::now_unix(),
+    )?;
+    Ok(id)
 }
 
 /// Makes a key and precomputation for `epoch`, with a progress bar for large sets.
@@ -240,14 +412,7 @@ fn stored_epoch_sender<G: PrimeGroup>(
     Ok(Sender::new(params, key, pre)?)
 }
 
-async fn serve<G: PrimeGroup>(
-    params: PsiParams,
-    set: Vec<String>,
-    store: Option<Store>,
-    listen: &str,
-    sessions: Option<u64>,
-    reuse: ReuseArg,
-) -> Result<()> {
+async fn serve<G: PrimeGroup>(params: PsiParams, set: Vec<String>, store: Option<Store>, o: ServeOpts) -> Result<()> {
     let distinct: std::collections::HashSet<&String> = set.iter().collect();
     if distinct.len() > params.max_sender as usize {
         bail!(
@@ -256,96 +421,142 @@ async fn serve<G: PrimeGroup>(
             params.max_sender
         );
     }
+    let n_distinct = distinct.len();
     let mut rng = SecureRng::from_os();
-    let cfg = NetConfig::default();
-    let listener = FramedListener::bind(listen, &cfg)
+    let listener = FramedListener::bind(o.listen.as_str(), &o.net)
         .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    let policy = match reuse {
-        ReuseArg::Fresh => Reuse::FreshPerSession,
-        ReuseArg::Epoch => Reuse::WithinEpoch,
-    };
-    let mut epoch = 1u64;
-    let mut sender = Arc::new(match (store, policy) {
-        (Some(mut st), Reuse::WithinEpoch) => stored_epoch_sender::<G>(&mut st, &params, &set, &mut rng)?,
-        _ => make_sender::<G>(&params, &set, epoch, policy, &mut rng)?,
+        .with_context(|| format!("cannot listen on {}", o.listen))?;
+    let supply = Arc::new(match (store, o.reuse) {
+        (Some(mut st), ReuseArg::Epoch) => {
+            Supply::Epoch(Arc::new(stored_epoch_sender::<G>(&mut st, &params, &set, &mut rng)?))
+        }
+        (None, ReuseArg::Epoch) => Supply::Epoch(Arc::new(make_sender::<G>(
+            &params,
+            &set,
+            1,
+            Reuse::WithinEpoch,
+            &mut rng,
+        )?)),
+        (_, ReuseArg::Fresh) => {
+            // The first one with a progress bar, the rest in the background.
+            let first = make_sender::<G>(&params, &set, 1, Reuse::FreshPerSession, &mut rng)?;
+            let first = std::sync::Mutex::new(Some(first));
+            let epoch = std::sync::atomic::AtomicU64::new(1);
+            Supply::Fresh(SenderPool::start(o.ahead, move || {
+                if let Some(s) = first.lock().ok().and_then(|mut f| f.take()) {
+                    return Ok(s);
+                }
+                let e = epoch.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let mut rng = SecureRng::from_os();
+                let key = SenderKey::<G>::generate(&mut rng, e);
+                let pre = SenderPrecomputation::compute(&params, &key, &set, Reuse::FreshPerSession, &mut rng)?;
+                Sender::new(&params, key, pre)
+            }))
+        }
     });
     eprintln!(
-        "tacit psi serve: {params}; {} elements padded to {}; listening on {}",
-        distinct.len(),
+        "tacit psi serve: {params}; {n_distinct} elements padded to {}; listening on {}",
         params.max_sender,
         listener.local_addr()?
     );
-    let mut served = 0u64;
-    while sessions.is_none_or(|max| served < max) {
-        if sender.is_used() && policy == Reuse::FreshPerSession {
-            epoch += 1;
-            sender = Arc::new(make_sender::<G>(&params, &set, epoch, policy, &mut rng)?);
+    let tls = match &o.tls {
+        Some(id) => {
+            let fp = hex::encode(id.fingerprint()?);
+            eprintln!("tacit psi serve: TLS 1.3; server key fingerprint {fp} (clients: --pin {fp}, or --tofu)");
+            Some(id.server_config()?)
         }
-        let mut conn = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("tacit psi serve: accept failed: {e}");
-                continue;
-            }
-        };
-        let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
-        served += 1;
-        let request = match conn.recv().await {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("tacit psi serve: session {served} from {peer}: {e}");
-                continue;
-            }
-        };
-        match sender.respond(&request, &mut rng) {
-            Ok(response) => {
-                if let Err(e) = conn.send(&response).await {
-                    eprintln!("tacit psi serve: session {served} from {peer}: {e}");
-                } else {
-                    eprintln!(
-                        "tacit psi serve: session {served} from {peer}: answered ({} B in, {} B out)",
-                        request.len(),
-                        response.len()
-                    );
-                }
-            }
-            Err(e) => {
-                eprintln!("tacit psi serve: session {served} from {peer}: refused: {e}");
-                let _ = conn.send(&ErrorMessage::new(e.to_string()).to_wire()).await;
-            }
+        None => {
+            eprintln!("tacit psi serve: plain TCP (no --tls): responses are not protected on the path");
+            None
         }
-    }
+    };
+    let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let s2 = served.clone();
+    let events: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |e| match e {
+        Event::Answered { peer, bytes, elapsed } => {
+            let n = s2.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            eprintln!(
+                "tacit psi serve: session {n} from {peer}: answered ({} B in, {} B out, {:.1} ms)",
+                bytes.0,
+                bytes.1,
+                elapsed.as_secs_f64() * 1e3
+            );
+        }
+        Event::Failed { peer, why } => eprintln!("tacit psi serve: session from {peer}: {}", sanitize(&why)),
+        Event::Busy { peer } => eprintln!(
+            "tacit psi serve: refused {peer}: {} sessions in progress",
+            o.max_clients
+        ),
+    });
+    let cfg = ServiceConfig {
+        max_clients: o.max_clients,
+        net: o.net,
+        tls,
+    };
+    tacit_psi::service::serve(listener, supply, cfg, o.sessions, events).await?;
     Ok(())
 }
 
-async fn query<G: PrimeGroup>(params: PsiParams, set: Vec<String>, connect: &str, json: bool) -> Result<()> {
+async fn query<G: PrimeGroup>(
+    params: PsiParams,
+    set: Vec<String>,
+    connect: &str,
+    json: bool,
+    mut trust: Trust,
+    net: NetConfig,
+) -> Result<()> {
     let mut rng = SecureRng::from_os();
     let pre = ReceiverPrecomputation::<G>::compute(&params, &set, &mut rng)?;
-    let mut conn = FramedConn::connect(connect, &NetConfig::default())
+    let recorded = match &trust {
+        Trust::FirstUse(st) => st.known_peer(&known_name(connect))?,
+        _ => None,
+    };
+    let pin = match &trust {
+        Trust::Pinned(fp) => Some(*fp),
+        _ => recorded,
+    };
+    let client = match (&trust, pin) {
+        (Trust::Plain, _) => None,
+        (_, Some(fp)) => Some(tacit_net::tls::checked_server_client(tacit_net::tls::pinned(fp))?),
+        // First use: accept the key, record it below.
+        (_, None) => Some(tacit_net::tls::checked_server_client(Arc::new(|_: &[u8]| Ok(())))?),
+    };
+    let out = tacit_psi::service::query(connect, &pre, client.map(|c| (c, TLS_NAME)), &net)
         .await
-        .with_context(|| format!("cannot connect to {connect}"))?;
-    let (waiting, request) = Receiver::start(&pre);
-    conn.send(&request).await?;
-    let response = conn.recv().await?;
-    let found = waiting.on_response(&response)?;
-    let items: Vec<String> = found
+        .map_err(|e| match (&e, recorded) {
+            (QueryError::Net(tacit_net::Error::Tls(_)), Some(_)) => anyhow::anyhow!(
+                "{e} — the key of {connect} differs from the one recorded on first use; if the server changed \
+                 its key on purpose, run `tacit psi forget --connect {connect}`"
+            ),
+            _ => anyhow::Error::from(e).context(format!("query to {connect}")),
+        })?;
+    if let (Trust::FirstUse(st), None, Some(cert)) = (&mut trust, recorded, &out.server_certificate) {
+        let fp = tacit_net::tls::spki_fingerprint(cert)?;
+        st.remember_peer(&known_name(connect), &fp, crate::util::now_unix())?;
+        eprintln!(
+            "tacit psi query: recorded the key of {connect} on first use: {}",
+            hex::encode(fp)
+        );
+    }
+    let items: Vec<String> = out
+        .intersection
         .items()
         .iter()
         .map(|b| String::from_utf8_lossy(b).into_owned())
         .collect();
     if json {
-        let out = serde_json::json!({
+        let v = serde_json::json!({
             "intersection": items,
             "group": params.group.name(),
             "security": params.security.name(),
             "max_receiver": params.max_receiver,
             "max_sender": params.max_sender,
             "lambda": params.lambda,
-            "request_bytes": request.len(),
-            "response_bytes": response.len(),
+            "request_bytes": out.bytes.0,
+            "response_bytes": out.bytes.1,
+            "tls": out.tls,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for i in items {
             println!("{i}");
