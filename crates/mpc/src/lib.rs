@@ -41,7 +41,7 @@
 
 pub mod bits;
 pub mod circuit;
-//TMP pub mod driver;
+pub mod driver;
 mod error;
 pub mod gmw;
 pub mod messages;

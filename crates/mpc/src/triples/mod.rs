@@ -5,8 +5,8 @@
 //! extension, two random OTs per triple ([`ot`]). Both are driven over the parties'
 //! connection by [`crate::driver::TripleSource`].
 
-//TMP pub mod ot;
-//TMP pub mod token;
+pub mod ot;
+pub mod token;
 
 use crate::bits;
 use zeroize::{Zeroize, ZeroizeOnDrop};
