@@ -39,6 +39,10 @@ Examples:
   tacit bench discovery
   tacit bench discovery --runs 500 --json")]
     Discovery(crate::bench_discovery::DiscoveryBenchArgs),
+    /// GMW engine: token and OT-extension triples against their floors, online time of
+    /// aes_128 and sha256 ×1024 between two processes against its floor.
+    #[command(subcommand)]
+    Mpc(crate::mpc::bench::MpcBenchCommand),
     /// The receiver process of `bench drop` (internal).
     #[command(hide = true)]
     DropPeer(crate::bench_drop::DropPeerArgs),
@@ -79,6 +83,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Drop(a) => crate::bench_drop::run(a),
         BenchCommand::DropPeer(a) => crate::bench_drop::run_peer(a),
         BenchCommand::Discovery(a) => crate::bench_discovery::run(a),
+        BenchCommand::Mpc(c) => crate::mpc::bench::run_cmd(c),
     }
 }
 

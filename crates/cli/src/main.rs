@@ -13,6 +13,7 @@ mod demo_discovery;
 mod discover;
 mod discover_world;
 mod drop;
+mod mpc;
 mod plot;
 mod psi;
 mod util;
@@ -43,7 +44,9 @@ Examples:
   tacit discover browse --policy 'Home/Devices/*' --message 'status?'
   tacit bench psi --ids 10 --contacts 10000
   tacit bench drop
-  tacit bench discovery"
+  tacit bench discovery
+  tacit mpc run --circuit aes_128.txt --party a --listen 127.0.0.1:7900 --input <bits>
+  tacit bench mpc engine"
 )]
 struct Cli {
     /// The SQLite store (default: $TACIT_STORE, else $XDG_DATA_HOME/tacit/tacit.sqlite3,
@@ -78,6 +81,9 @@ enum Command {
     /// Private set intersection between two processes.
     #[command(subcommand)]
     Psi(psi::PsiCommand),
+    /// Boolean circuits under GMW (Bristol Fashion), triples from a token or OT extension.
+    #[command(subcommand)]
+    Mpc(mpc::cmd::MpcCommand),
     /// Measure the protocols on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -93,6 +99,7 @@ fn main() -> ExitCode {
         Command::Contacts(c) => contacts::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::run(c, cli.store.as_deref()),
         Command::Discover(c) => discover::run(c, cli.store.as_deref()),
+        Command::Mpc(c) => mpc::cmd::run_cmd(c),
         Command::Bench(c) => bench::run(c),
     };
     match result {

@@ -98,7 +98,10 @@ pub fn parse_bit_string(s: &str) -> Result<Vec<bool>, String> {
         .map(|(i, c)| match c {
             '0' => Ok(false),
             '1' => Ok(true),
-            _ => Err(format!("character {} of the bit string is {c:?}; only 0 and 1 are allowed", i + 1)),
+            _ => Err(format!(
+                "character {} of the bit string is {c:?}; only 0 and 1 are allowed",
+                i + 1
+            )),
         })
         .collect()
 }
@@ -113,7 +116,9 @@ pub fn to_bit_string(bits: &[bool]) -> String {
 /// (the convention of the Bristol Fashion AES and SHA-256 circuits).
 pub fn bits_from_be_bytes(bytes: &[u8]) -> Vec<bool> {
     let n = bytes.len() * 8;
-    (0..n).map(|k| bytes[bytes.len() - 1 - k / 8] >> (k % 8) & 1 == 1).collect()
+    (0..n)
+        .map(|k| bytes[bytes.len() - 1 - k / 8] >> (k % 8) & 1 == 1)
+        .collect()
 }
 
 /// The inverse of [`bits_from_be_bytes`]; `bits.len()` must be a multiple of 8.
@@ -135,7 +140,10 @@ pub fn bits_from_u64(v: u64, width: usize) -> Vec<bool> {
 
 /// The integer whose bits (least significant first) are `bits` (at most 64).
 pub fn u64_from_bits(bits: &[bool]) -> u64 {
-    bits.iter().take(64).enumerate().fold(0, |acc, (k, &b)| acc | (b as u64) << k)
+    bits.iter()
+        .take(64)
+        .enumerate()
+        .fold(0, |acc, (k, &b)| acc | (b as u64) << k)
 }
 
 #[cfg(test)]

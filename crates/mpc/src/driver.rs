@@ -101,7 +101,10 @@ pub struct SessionConfig {
 pub fn max_frame_for(lc: &LayeredCircuit, instances: usize) -> usize {
     let layer = crate::messages::LayerMessage::encoded_len(2 * lc.max_layer_ands() * instances);
     let out = 16 + lc.circuit().total_output_bits() * instances / 8;
-    layer.max(out).max(crate::triples::ot::MAX_CHUNK_BYTES + 64).max(1 << 16)
+    layer
+        .max(out)
+        .max(crate::triples::ot::MAX_CHUNK_BYTES + 64)
+        .max(1 << 16)
 }
 
 /// Sends `msg` and receives the peer's message of the same step; a refusal from the
@@ -166,14 +169,27 @@ pub async fn run<S: TripleSource>(
         None
     };
     if let Some(why) = mismatch {
-        let _ = conn.send(&ErrorMessage::new(format!("session mismatch: the peer {why}")).to_wire()).await;
+        let _ = conn
+            .send(&ErrorMessage::new(format!("session mismatch: the peer {why}")).to_wire())
+            .await;
         return Err(Error::Peer(why));
     }
     let peer_seed = Seed(peer.input_seed);
     let count = lc.and_gates() * n;
     let triples = source.triples(conn, party, count).await?;
     if triples.len() < count {
-        return Err(Error::Triples(format!("the source gave {} of {count} triples", triples.len())));
+        return Err(Error::Triples(format!(
+            "the source gave {} of {count} triples",
+            triples.len()
+        )));
+    }
+    // Both parties finish the setup before either starts the online clock.
+    let mut w = tacit_wire::Writer::new();
+    w.put_envelope(crate::messages::tags::READY);
+    let got = exchange(conn, &w.into_bytes()).await?;
+    tacit_wire::Reader::new(&got).envelope(crate::messages::tags::READY, "ready")?;
+    if got.len() != 3 {
+        return Err(Error::Peer("sent a malformed ready message".into()));
     }
     let setup = PhaseStats {
         rounds: 0,

@@ -163,7 +163,10 @@ impl<'c> Online<'c> {
                 inputs.values.len()
             )));
         }
-        let need = lc.and_gates().checked_mul(n).ok_or_else(|| Error::Params("too many triples".into()))?;
+        let need = lc
+            .and_gates()
+            .checked_mul(n)
+            .ok_or_else(|| Error::Params("too many triples".into()))?;
         if triples.len() < need {
             return Err(Error::Triples(format!(
                 "the circuit needs {need} triples for {n} instances; {} are available",
@@ -179,9 +182,14 @@ impl<'c> Online<'c> {
             let off = c.input_offset(i);
             let width = c.input_widths()[i] as usize;
             if owner == party {
-                let val = val.as_ref().ok_or_else(|| Error::Input(format!("input {i} is ours but missing")))?;
+                let val = val
+                    .as_ref()
+                    .ok_or_else(|| Error::Input(format!("input {i} is ours but missing")))?;
                 if val.len() != n {
-                    return Err(Error::Input(format!("input {i} has {} instances; {n} are run", val.len())));
+                    return Err(Error::Input(format!(
+                        "input {i} has {} instances; {n} are run",
+                        val.len()
+                    )));
                 }
                 for (j, inst) in val.iter().enumerate() {
                     if inst.len() != width {
@@ -347,7 +355,11 @@ impl Reveal {
             let mut per = Vec::with_capacity(self.widths.len());
             let mut o = 0;
             for &w in &self.widths {
-                per.push((0..w as usize).map(|k| bits::get(&self.mine, (o + k) * self.n + j)).collect());
+                per.push(
+                    (0..w as usize)
+                        .map(|k| bits::get(&self.mine, (o + k) * self.n + j))
+                        .collect(),
+                );
                 o += w as usize;
             }
             values.push(per);

@@ -135,3 +135,14 @@ pub fn circuit_digest(c: &circuit::Circuit) -> [u8; 32] {
     }
     h.finalize().into()
 }
+
+/// Circuits shipped with the crate (copied from the Bristol Fashion set; see
+/// `testdata/circuits/ORIGIN.md` and `License.txt`), for benchmarks and demos.
+pub mod shipped {
+    /// AES-128: input 0 = key, input 1 = plaintext (big-endian integers).
+    pub const AES_128: &str = include_str!("../testdata/circuits/aes_128.txt");
+    /// One SHA-256 compression: input 0 = padded block, input 1 = chaining value.
+    pub const SHA256: &str = include_str!("../testdata/circuits/sha256.txt");
+    /// 64-bit adder.
+    pub const ADDER64: &str = include_str!("../testdata/circuits/adder64.txt");
+}

@@ -15,6 +15,8 @@ pub mod tags {
     pub const LAYER: u16 = 0x0502;
     /// Output shares.
     pub const OUTPUT: u16 = 0x0503;
+    /// End of the setup phase: both parties hold their triples.
+    pub const READY: u16 = 0x0504;
     /// Token setup, A → B: the token's certificate and the sequences to use.
     pub const TOKEN_OFFER: u16 = 0x0510;
     /// Token setup, B → A (relayed to the token): B's ephemeral key and nonce.
@@ -61,7 +63,9 @@ fn xor_packed(r: &mut Reader<'_>, what: &'static str, bits: usize, dst: &mut [u6
     let nb = packed_len(bits);
     let got = r.u32()? as usize;
     if got != nb {
-        return Err(Error::Peer(format!("sent {got} bytes of {what}; exactly {nb} are required")));
+        return Err(Error::Peer(format!(
+            "sent {got} bytes of {what}; exactly {nb} are required"
+        )));
     }
     let bytes = r.fixed(what, nb)?;
     if bits % 8 != 0 && bytes[nb - 1] >> (bits % 8) != 0 {
@@ -111,7 +115,9 @@ impl LayerMessage {
         r.envelope(tags::LAYER, "GMW layer")?;
         let l = r.u32()?;
         if l != layer {
-            return Err(Error::Peer(format!("sent AND layer {l} while layer {layer} was expected")));
+            return Err(Error::Peer(format!(
+                "sent AND layer {l} while layer {layer} was expected"
+            )));
         }
         xor_packed(&mut r, "layer bits", bits, dst)?;
         r.finish()?;
@@ -280,7 +286,10 @@ mod tests {
         assert!(LayerMessage::decode_xor_into(&m, 4, 80, &mut d).is_err());
         // a set padding bit
         let bad = LayerMessage::encode_bits(4, &[0, 0x3f], 69);
-        assert!(matches!(LayerMessage::decode_xor_into(&bad, 4, 69, &mut d), Err(Error::Peer(_))));
+        assert!(matches!(
+            LayerMessage::decode_xor_into(&bad, 4, 69, &mut d),
+            Err(Error::Peer(_))
+        ));
         let (l, b) = LayerMessage::decode_any(&m, 1000).unwrap();
         assert_eq!((l, b.len()), (4, 9));
     }

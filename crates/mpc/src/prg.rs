@@ -41,7 +41,10 @@ pub struct Prg {
 
 impl std::fmt::Debug for Prg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prg").field("d", &self.d).field("ctr", &self.ctr).finish_non_exhaustive()
+        f.debug_struct("Prg")
+            .field("d", &self.d)
+            .field("ctr", &self.ctr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -87,7 +90,16 @@ impl Prg {
             for (i, w) in c.iter_mut().enumerate() {
                 let b = &self.buf[i / 2];
                 let h = (i % 2) * 8;
-                *w = u64::from_le_bytes([b[h], b[h + 1], b[h + 2], b[h + 3], b[h + 4], b[h + 5], b[h + 6], b[h + 7]]);
+                *w = u64::from_le_bytes([
+                    b[h],
+                    b[h + 1],
+                    b[h + 2],
+                    b[h + 3],
+                    b[h + 4],
+                    b[h + 5],
+                    b[h + 6],
+                    b[h + 7],
+                ]);
             }
         }
     }

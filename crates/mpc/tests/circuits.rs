@@ -41,10 +41,16 @@ fn aes128_fips197() {
     let key = bits_from_be_bytes(&hex("000102030405060708090a0b0c0d0e0f"));
     let pt = bits_from_be_bytes(&hex("00112233445566778899aabbccddeeff"));
     let out = c.eval(&[key, pt]).unwrap();
-    assert_eq!(hex::encode(be_bytes_from_bits(&out[0])), "69c4e0d86a7b0430d8cdb78070b4c55a");
+    assert_eq!(
+        hex::encode(be_bytes_from_bits(&out[0])),
+        "69c4e0d86a7b0430d8cdb78070b4c55a"
+    );
     let z = vec![false; 128];
     let out = c.eval(&[z.clone(), z]).unwrap();
-    assert_eq!(hex::encode(be_bytes_from_bits(&out[0])), "66e94bd4ef8a2c3b884cfa59ca342b2e");
+    assert_eq!(
+        hex::encode(be_bytes_from_bits(&out[0])),
+        "66e94bd4ef8a2c3b884cfa59ca342b2e"
+    );
 }
 
 #[test]
@@ -53,7 +59,10 @@ fn aes256_fips197() {
     let key = bits_from_be_bytes(&hex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"));
     let pt = bits_from_be_bytes(&hex("00112233445566778899aabbccddeeff"));
     let out = c.eval(&[key, pt]).unwrap();
-    assert_eq!(hex::encode(be_bytes_from_bits(&out[0])), "8ea2b7ca516745bfeafc49904b496089");
+    assert_eq!(
+        hex::encode(be_bytes_from_bits(&out[0])),
+        "8ea2b7ca516745bfeafc49904b496089"
+    );
 }
 
 fn sha256_pad(msg: &[u8]) -> Vec<u8> {
@@ -72,10 +81,21 @@ const SHA256_IV: &str = "6a09e667bb67ae853c6ef372a54ff53a510e527f9b05688c1f83d9a
 fn sha256_vectors() {
     let c = load("sha256");
     for (msg, want) in [
-        (&b""[..], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        (&b"abc"[..], "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        (
+            &b""[..],
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        ),
+        (
+            &b"abc"[..],
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+        ),
     ] {
-        let out = c.eval(&[bits_from_be_bytes(&sha256_pad(msg)), bits_from_be_bytes(&hex(SHA256_IV))]).unwrap();
+        let out = c
+            .eval(&[
+                bits_from_be_bytes(&sha256_pad(msg)),
+                bits_from_be_bytes(&hex(SHA256_IV)),
+            ])
+            .unwrap();
         assert_eq!(hex::encode(be_bytes_from_bits(&out[0])), want);
     }
 }
@@ -96,7 +116,11 @@ fn every_circuit_has_stats_and_survives_write_parse() {
         let again = bristol::parse(&bristol::write(&c)).unwrap();
         assert_eq!(again.stats().and_gates, s.and_gates, "{name}");
         assert_eq!(again.stats().and_depth, s.and_depth, "{name}");
-        let inputs: Vec<Vec<bool>> = c.input_widths().iter().map(|&w| random_bits(&mut rng, w as usize)).collect();
+        let inputs: Vec<Vec<bool>> = c
+            .input_widths()
+            .iter()
+            .map(|&w| random_bits(&mut rng, w as usize))
+            .collect();
         assert_eq!(c.eval(&inputs).unwrap(), again.eval(&inputs).unwrap(), "{name}");
         // The digest is a function of the circuit.
         assert_eq!(circuit_digest(&c), circuit_digest(&c.clone()));
@@ -116,7 +140,11 @@ fn run_pair(lc: &LayeredCircuit, owners: &[Party], inputs: &[Vec<Vec<bool>>], rn
     rng.fill_bytes(&mut s);
     let sb = Seed(s);
     let mine = |p: Party| PartyInputs {
-        values: owners.iter().zip(inputs).map(|(&o, v)| (o == p).then(|| v.clone())).collect(),
+        values: owners
+            .iter()
+            .zip(inputs)
+            .map(|(&o, v)| (o == p).then(|| v.clone()))
+            .collect(),
     };
     let mut a = Online::start(lc, Party::A, owners, n, &mine(Party::A), &sa, &sb, ta).unwrap();
     let mut b = Online::start(lc, Party::B, owners, n, &mine(Party::B), &sb, &sa, tb).unwrap();
@@ -163,9 +191,17 @@ fn gmw_aes_many_instances_bit_sliced() {
     let lc = LayeredCircuit::new(c.clone());
     let mut rng = ChaCha20Rng::seed_from_u64(21);
     let n = 130;
-    let inputs: Vec<Vec<Vec<bool>>> = (0..2).map(|_| (0..n).map(|_| random_bits(&mut rng, 128)).collect()).collect();
+    let inputs: Vec<Vec<Vec<bool>>> = (0..2)
+        .map(|_| (0..n).map(|_| random_bits(&mut rng, 128)).collect())
+        .collect();
     let out = run_pair(&lc, &default_owners(2), &inputs, &mut rng);
-    let plain = c.eval_simd(&(0..n).map(|j| [inputs[0][j].clone(), inputs[1][j].clone()].concat()).collect::<Vec<_>>()).unwrap();
+    let plain = c
+        .eval_simd(
+            &(0..n)
+                .map(|j| [inputs[0][j].clone(), inputs[1][j].clone()].concat())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
     for j in 0..n {
         assert_eq!(out.values[j][0], plain[j], "instance {j}");
     }

@@ -111,7 +111,7 @@ async fn aes_over_tcp_with_a_token_process() {
     // Every sequence used was erased from the token's persistent state.
     let saved = TokenState::from_wire(&card.eeprom().committed).unwrap();
     assert_eq!(saved.sequences().count(), 0);
-    assert!(saved.next_d() >= 1);
+    assert!(saved.next_d() >= tacit_mpc::triples::token::card::D_RESERVE);
 }
 
 #[tokio::test]
@@ -119,7 +119,9 @@ async fn b_refuses_a_forged_token() {
     let lc = aes();
     let (_, card) = manufacture(20);
     let (other_ca, _) = manufacture(21);
-    let holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory()).await.unwrap();
+    let holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory())
+        .await
+        .unwrap();
     let peer = TokenPeer::new(other_ca.verifying_key(), ChaCha20Rng::seed_from_u64(6));
     let (a, b) = run_both(&lc, holder, peer).await;
     assert!(matches!(b, Err(Error::Untrusted(_))), "{b:?}");
@@ -134,7 +136,9 @@ struct Setup {
 
 async fn setup(seed: u64) -> Setup {
     let (ca, card) = manufacture(seed);
-    let mut holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory()).await.unwrap();
+    let mut holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory())
+        .await
+        .unwrap();
     holder.fill(300, &mut |_, _| {}).await.unwrap();
     Setup { holder, ca }
 }
@@ -172,7 +176,10 @@ async fn release_a(h: &mut TokenHolder<LocalTokenLink<MemoryEeprom>>, d: u64) ->
         .sw
 }
 
-fn request(seqs: Vec<tacit_mpc::triples::token::SequenceId>, seed: u64) -> (SeedRequest, curve25519_dalek::scalar::Scalar) {
+fn request(
+    seqs: Vec<tacit_mpc::triples::token::SequenceId>,
+    seed: u64,
+) -> (SeedRequest, curve25519_dalek::scalar::Scalar) {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let e = curve25519_dalek::scalar::Scalar::random(&mut rng);
     let mut nonce = [0u8; 32];
@@ -180,7 +187,9 @@ fn request(seqs: Vec<tacit_mpc::triples::token::SequenceId>, seed: u64) -> (Seed
     (
         SeedRequest {
             sequences: seqs,
-            ephemeral: curve25519_dalek::ristretto::RistrettoPoint::mul_base(&e).compress().to_bytes(),
+            ephemeral: curve25519_dalek::ristretto::RistrettoPoint::mul_base(&e)
+                .compress()
+                .to_bytes(),
             nonce,
         },
         e,
@@ -205,7 +214,10 @@ async fn the_token_releases_s_b_once_and_only_after_s_a() {
     let cert = s.holder.certificate.clone();
     let t = cert.verify(&s.ca.verifying_key()).unwrap();
     let rel = SeedRelease::from_wire(&data).unwrap();
-    assert_eq!(open_release(&rel, &req, &e, &t, &cert.public).unwrap().len(), seqs.len());
+    assert_eq!(
+        open_release(&rel, &req, &e, &t, &cert.public).unwrap().len(),
+        seqs.len()
+    );
     // A second release request — here by A with its own ephemeral key, to learn s_B —
     // is refused: the sequences are gone.
     let (req2, _) = request(seqs.clone(), 2);
@@ -228,7 +240,10 @@ async fn b_catches_a_replayed_release() {
     let cert = s.holder.certificate.clone();
     let t = cert.verify(&s.ca.verifying_key()).unwrap();
     let rel = SeedRelease::from_wire(&old).unwrap();
-    assert!(matches!(open_release(&rel, &new_req, &e, &t, &cert.public), Err(Error::Untrusted(_))));
+    assert!(matches!(
+        open_release(&rel, &new_req, &e, &t, &cert.public),
+        Err(Error::Untrusted(_))
+    ));
     // A tampered release does not open either.
     let mut bad = SeedRelease::from_wire(&old).unwrap();
     bad.sealed[0] ^= 1;
@@ -275,7 +290,9 @@ async fn a_token_answering_garbage_is_an_error() {
 #[tokio::test]
 async fn offers_not_covering_the_circuit_are_refused() {
     let (ca, card) = manufacture(60);
-    let mut holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory()).await.unwrap();
+    let mut holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory())
+        .await
+        .unwrap();
     let ids = holder.fill(128, &mut |_, _| {}).await.unwrap();
     let offer = TokenOffer {
         certificate: holder.certificate.clone(),

@@ -50,7 +50,8 @@ fn num(tok: Option<&str>, line: usize, what: &str) -> Result<u32, Error> {
     if t.is_empty() || !t.bytes().all(|c| c.is_ascii_digit()) {
         return Err(err(line, format!("{what} {t:?} is not a number")));
     }
-    t.parse::<u32>().map_err(|_| err(line, format!("{what} {t} does not fit 32 bits")))
+    t.parse::<u32>()
+        .map_err(|_| err(line, format!("{what} {t} does not fit 32 bits")))
 }
 
 /// Parses Bristol Fashion text with the default limits.
@@ -60,7 +61,11 @@ pub fn parse(text: &str) -> Result<Circuit, Error> {
 
 /// Parses Bristol Fashion text.
 pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
-    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty());
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty());
     let (ln, header) = lines.next().ok_or_else(|| err(1, "the file is empty"))?;
     let mut t = header.split_ascii_whitespace();
     let ngates = num(t.next(), ln, "the gate count")?;
@@ -75,11 +80,16 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
         return Err(err(ln, format!("{ngates} gates; the limit is {}", limits.max_gates)));
     }
     let mut values = |what: &str| -> Result<Vec<u32>, Error> {
-        let (ln, l) = lines.next().ok_or_else(|| err(0, format!("the {what} line is missing")))?;
+        let (ln, l) = lines
+            .next()
+            .ok_or_else(|| err(0, format!("the {what} line is missing")))?;
         let mut t = l.split_ascii_whitespace();
         let n = num(t.next(), ln, &format!("the number of {what} values"))?;
         if n > limits.max_values {
-            return Err(err(ln, format!("{n} {what} values; the limit is {}", limits.max_values)));
+            return Err(err(
+                ln,
+                format!("{n} {what} values; the limit is {}", limits.max_values),
+            ));
         }
         let mut v = Vec::with_capacity(n as usize);
         let mut total = 0u64;
@@ -101,7 +111,10 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
     let total_in: u64 = inputs.iter().map(|&w| w as u64).sum();
     let total_out: u64 = outputs.iter().map(|&w| w as u64).sum();
     if total_in + total_out > nwires as u64 {
-        return Err(err(3, "inputs and outputs together need more wires than the header declares"));
+        return Err(err(
+            3,
+            "inputs and outputs together need more wires than the header declares",
+        ));
     }
     // Every gate line takes at least 9 bytes ("1 1 0 1 EQ"), so the text bounds the
     // gates we may have to hold.
@@ -117,13 +130,19 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
     for (ln, l) in lines {
         lines_read += 1;
         if lines_read > ngates {
-            return Err(err(ln, format!("more gate lines than the {ngates} the header announces")));
+            return Err(err(
+                ln,
+                format!("more gate lines than the {ngates} the header announces"),
+            ));
         }
         let mut t = l.split_ascii_whitespace();
         let nin = num(t.next(), ln, "the input count")?;
         let nout = num(t.next(), ln, "the output count")?;
         if nin > 2 * 1024 || nout > 1024 {
-            return Err(err(ln, format!("a gate with {nin} inputs and {nout} outputs is not allowed")));
+            return Err(err(
+                ln,
+                format!("a gate with {nin} inputs and {nout} outputs is not allowed"),
+            ));
         }
         ins.clear();
         outs.clear();
@@ -139,16 +158,25 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
         }
         let arity = |a: u32, o: u32| -> Result<(), Error> {
             if nin != a || nout != o {
-                return Err(err(ln, format!("{op} takes {a} inputs and {o} outputs, not {nin} and {nout}")));
+                return Err(err(
+                    ln,
+                    format!("{op} takes {a} inputs and {o} outputs, not {nin} and {nout}"),
+                ));
             }
             Ok(())
         };
         let check_in = |w: Wire, written: &[bool]| -> Result<(), Error> {
             if w >= nwires {
-                return Err(err(ln, format!("wire {w} does not exist (the circuit has {nwires} wires)")));
+                return Err(err(
+                    ln,
+                    format!("wire {w} does not exist (the circuit has {nwires} wires)"),
+                ));
             }
             if !written[w as usize] {
-                return Err(err(ln, format!("wire {w} is read before it is written (gates must be in topological order)")));
+                return Err(err(
+                    ln,
+                    format!("wire {w} is read before it is written (gates must be in topological order)"),
+                ));
             }
             Ok(())
         };
@@ -160,17 +188,27 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
                 check_in(ins[0], &written)?;
                 check_in(ins[1], &written)?;
                 let (a, b, out) = (ins[0], ins[1], outs[0]);
-                new_gates[0] = Some(if op == "XOR" { Gate::Xor { a, b, out } } else { Gate::And { a, b, out } });
+                new_gates[0] = Some(if op == "XOR" {
+                    Gate::Xor { a, b, out }
+                } else {
+                    Gate::And { a, b, out }
+                });
             }
             "INV" | "NOT" => {
                 arity(1, 1)?;
                 check_in(ins[0], &written)?;
-                new_gates[0] = Some(Gate::Inv { a: ins[0], out: outs[0] });
+                new_gates[0] = Some(Gate::Inv {
+                    a: ins[0],
+                    out: outs[0],
+                });
             }
             "EQW" => {
                 arity(1, 1)?;
                 check_in(ins[0], &written)?;
-                new_gates[0] = Some(Gate::Copy { a: ins[0], out: outs[0] });
+                new_gates[0] = Some(Gate::Copy {
+                    a: ins[0],
+                    out: outs[0],
+                });
             }
             "EQ" => {
                 arity(1, 1)?;
@@ -184,7 +222,10 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
             }
             "MAND" => {
                 if nin == 0 || nin != 2 * nout {
-                    return Err(err(ln, format!("MAND takes 2k inputs and k outputs, not {nin} and {nout}")));
+                    return Err(err(
+                        ln,
+                        format!("MAND takes 2k inputs and k outputs, not {nin} and {nout}"),
+                    ));
                 }
                 for &w in &ins {
                     check_in(w, &written)?;
@@ -203,7 +244,10 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
         for g in new_gates.into_iter().flatten().chain(mand) {
             let o = g.output();
             if o >= nwires {
-                return Err(err(ln, format!("wire {o} does not exist (the circuit has {nwires} wires)")));
+                return Err(err(
+                    ln,
+                    format!("wire {o} does not exist (the circuit has {nwires} wires)"),
+                ));
             }
             if written[o as usize] {
                 return Err(err(ln, format!("wire {o} is written a second time")));

@@ -127,7 +127,13 @@ impl Circuit {
     /// Builds a circuit and checks it: input values occupy wires `0..Σ inputs`, every
     /// gate reads only wires already written and writes a wire never written before,
     /// and every output wire is written.
-    pub fn new(wires: u32, inputs: Vec<u32>, outputs: Vec<u32>, gates: Vec<Gate>, output_wires: Vec<Wire>) -> Result<Self, Error> {
+    pub fn new(
+        wires: u32,
+        inputs: Vec<u32>,
+        outputs: Vec<u32>,
+        gates: Vec<Gate>,
+        output_wires: Vec<Wire>,
+    ) -> Result<Self, Error> {
         let total_out: u64 = outputs.iter().map(|&w| w as u64).sum();
         if total_out != output_wires.len() as u64 {
             return Err(Error::Circuit(format!(
@@ -152,10 +158,14 @@ impl Circuit {
             }
             let o = g.output();
             if o >= wires {
-                return Err(Error::Circuit(format!("gate {i} writes wire {o}; the circuit has {wires} wires")));
+                return Err(Error::Circuit(format!(
+                    "gate {i} writes wire {o}; the circuit has {wires} wires"
+                )));
             }
             if written[o as usize] {
-                return Err(Error::Circuit(format!("gate {i} writes wire {o}, which is already written")));
+                return Err(Error::Circuit(format!(
+                    "gate {i} writes wire {o}, which is already written"
+                )));
             }
             written[o as usize] = true;
         }
@@ -264,7 +274,10 @@ impl Circuit {
         }
         for (i, (v, &w)) in inputs.iter().zip(&self.inputs).enumerate() {
             if v.len() != w as usize {
-                return Err(Error::Input(format!("input {i} is {w} bits wide; {} bits were given", v.len())));
+                return Err(Error::Input(format!(
+                    "input {i} is {w} bits wide; {} bits were given",
+                    v.len()
+                )));
             }
         }
         Ok(())

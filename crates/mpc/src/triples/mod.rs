@@ -72,7 +72,11 @@ impl TripleShares {
     pub fn append(&mut self, other: &TripleShares) {
         let n = self.len + other.len;
         let w = bits::words_for(n);
-        for (dst, src) in [(&mut self.a, &other.a), (&mut self.b, &other.b), (&mut self.c, &other.c)] {
+        for (dst, src) in [
+            (&mut self.a, &other.a),
+            (&mut self.b, &other.b),
+            (&mut self.c, &other.c),
+        ] {
             dst.resize(w, 0);
             bits::xor_bits_at(dst, self.len, src, other.len);
         }
@@ -115,7 +119,10 @@ pub fn deal(n: usize, rng: &mut impl rand_core::RngCore) -> (TripleShares, Tripl
     let mut v = || (0..w).map(|_| rng.next_u64()).collect::<Vec<u64>>();
     let (aa, ba, ab, bb, cb) = (v(), v(), v(), v(), v());
     let ca: Vec<u64> = (0..w).map(|k| (aa[k] ^ ab[k]) & (ba[k] ^ bb[k]) ^ cb[k]).collect();
-    (TripleShares::from_words(n, aa, ba, ca), TripleShares::from_words(n, ab, bb, cb))
+    (
+        TripleShares::from_words(n, aa, ba, ca),
+        TripleShares::from_words(n, ab, bb, cb),
+    )
 }
 
 #[cfg(test)]

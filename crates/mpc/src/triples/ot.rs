@@ -67,7 +67,9 @@ fn kdf(label: &[u8], j: usize, point: &RistrettoPoint, transcript: &[u8]) -> See
 
 fn decode_point(bytes: &[u8]) -> Result<RistrettoPoint, Error> {
     let c = CompressedRistretto::from_slice(bytes).map_err(|_| Error::Peer("sent a malformed group element".into()))?;
-    let p = c.decompress().ok_or_else(|| Error::Peer("sent an invalid ristretto255 element".into()))?;
+    let p = c
+        .decompress()
+        .ok_or_else(|| Error::Peer("sent an invalid ristretto255 element".into()))?;
     if p == RistrettoPoint::identity() {
         return Err(Error::Peer("sent the identity element".into()));
     }
@@ -141,7 +143,11 @@ impl BaseOtStart {
 
     /// Takes the peer's `A'` and answers, as base-OT receiver with choices `s`,
     /// `B_j = b_j·G + s_j·A'`.
-    pub fn on_peer_start(self, msg: &[u8], rng: &mut impl CryptoRngCore) -> Result<(BaseOtAwaitingKeys, Vec<u8>), Error> {
+    pub fn on_peer_start(
+        self,
+        msg: &[u8],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<(BaseOtAwaitingKeys, Vec<u8>), Error> {
         let mut r = Reader::new(msg);
         r.envelope(tags::OT_BASE_SENDER, "base OT sender point")?;
         let peer_a = decode_point(r.fixed("point", 32)?)?;
@@ -158,7 +164,14 @@ impl BaseOtStart {
             w.put_fixed(p.compress().as_bytes());
             bs.push(b);
         }
-        Ok((BaseOtAwaitingKeys { start: self, peer_a, bs }, w.into_bytes()))
+        Ok((
+            BaseOtAwaitingKeys {
+                start: self,
+                peer_a,
+                bs,
+            },
+            w.into_bytes(),
+        ))
     }
 }
 
@@ -312,7 +325,9 @@ impl Extender {
     /// Sets how many triples to produce.
     pub fn set_target(&mut self, count: usize) -> Result<(), Error> {
         if count > MAX_TRIPLES {
-            return Err(Error::Params(format!("{count} triples; at most {MAX_TRIPLES} per session")));
+            return Err(Error::Params(format!(
+                "{count} triples; at most {MAX_TRIPLES} per session"
+            )));
         }
         self.target = count;
         Ok(())
@@ -360,14 +375,19 @@ impl Extender {
     /// Takes the peer's `u` columns of the same chunk (extension sender) and appends
     /// the chunk's triples.
     pub fn on_chunk(&mut self, msg: &[u8]) -> Result<(), Error> {
-        let pending = self.pending.take().ok_or_else(|| Error::Params("no chunk in progress".into()))?;
+        let pending = self
+            .pending
+            .take()
+            .ok_or_else(|| Error::Params("no chunk in progress".into()))?;
         let ots = pending.ots;
         let w = ots / 64;
         let mut rd = Reader::new(msg);
         rd.envelope(tags::OT_EXTEND, "OT extension chunk")?;
         let got = rd.u32()? as usize;
         if got != ots {
-            return Err(Error::Peer(format!("sent an OT chunk of {got} OTs; {ots} were expected")));
+            return Err(Error::Peer(format!(
+                "sent an OT chunk of {got} OTs; {ots} were expected"
+            )));
         }
         let body = rd.var_bytes("OT columns", MAX_CHUNK_BYTES)?;
         rd.finish()?;
@@ -468,7 +488,12 @@ impl<R: CryptoRngCore> crate::driver::TripleSource for OtSource<R> {
         crate::messages::TripleKind::Ot
     }
 
-    async fn triples(&mut self, conn: &mut tacit_net::FramedConn, _party: Party, count: usize) -> Result<TripleShares, Error> {
+    async fn triples(
+        &mut self,
+        conn: &mut tacit_net::FramedConn,
+        _party: Party,
+        count: usize,
+    ) -> Result<TripleShares, Error> {
         let (start, m1) = BaseOtStart::new(&mut self.rng);
         let got = crate::driver::exchange(conn, &m1).await?;
         let (keys, m2) = start.on_peer_start(&got, &mut self.rng)?;

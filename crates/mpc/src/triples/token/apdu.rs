@@ -197,10 +197,15 @@ impl Response {
     /// Decodes; the data may be at most [`MAX_NE`] bytes.
     pub fn decode(b: &[u8]) -> Result<Response, Error> {
         if b.len() < 2 {
-            return Err(Error::Token("answered with a response APDU shorter than its status word".into()));
+            return Err(Error::Token(
+                "answered with a response APDU shorter than its status word".into(),
+            ));
         }
         if b.len() - 2 > MAX_NE {
-            return Err(Error::Token(format!("answered with {} bytes of data; at most {MAX_NE}", b.len() - 2)));
+            return Err(Error::Token(format!(
+                "answered with {} bytes of data; at most {MAX_NE}",
+                b.len() - 2
+            )));
         }
         let n = b.len() - 2;
         Ok(Response {

@@ -16,8 +16,7 @@
 use super::apdu::{self, Command, Response, sw};
 use super::{
     CLA, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_RELEASE_A, INS_RELEASE_B, MAX_LOG, MIN_LOG,
-    SeedRequest, SeedRelease, TokenCertificate, TokenKey, compute_c_a, decode_point, derive_seed, seal_aad,
-    seal_key,
+    SeedRelease, SeedRequest, TokenCertificate, TokenKey, compute_c_a, decode_point, derive_seed, seal_aad, seal_key,
 };
 use crate::messages::tags;
 use crate::prg::Seed;
@@ -154,7 +153,12 @@ impl Decode for TokenState {
                 0 => SequenceState::Generating,
                 1 => SequenceState::Generated,
                 2 => SequenceState::AReleased,
-                v => return Err(tacit_wire::Error::invalid("sequence state", format!("unknown state {v}"))),
+                v => {
+                    return Err(tacit_wire::Error::invalid(
+                        "sequence state",
+                        format!("unknown state {v}"),
+                    ));
+                }
             };
             if d >= next_d || !(MIN_LOG..=MAX_LOG).contains(&log) || sequences.insert(d, (log, st)).is_some() {
                 return Err(tacit_wire::Error::invalid("sequence", "inconsistent sequence record"));
@@ -212,7 +216,11 @@ impl Eeprom for FileEeprom {
         }
         std::fs::rename(&tmp, &self.path)?;
         if let Some(dir) = self.path.parent() {
-            let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
             std::fs::File::open(dir)?.sync_all()?;
         }
         Ok(())
@@ -252,6 +260,7 @@ struct Stream {
 /// The token.
 pub struct Card<E: Eeprom> {
     state: TokenState,
+    issued_d: u64,
     eeprom: E,
     key: TokenKey,
     stream: Option<Stream>,
@@ -259,9 +268,14 @@ pub struct Card<E: Eeprom> {
 
 impl<E: Eeprom> std::fmt::Debug for Card<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Card").field("state", &self.state).finish_non_exhaustive()
+        f.debug_struct("Card")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
     }
 }
+
+/// Counter values reserved per durable write.
+pub const D_RESERVE: u64 = 1024;
 
 /// Bytes of `c_A` per GET RESPONSE when the host asks for the maximum.
 pub const CHUNK_BYTES: usize = apdu::MAX_NE;
@@ -272,6 +286,7 @@ impl<E: Eeprom> Card<E> {
         let t = Option::<Scalar>::from(Scalar::from_canonical_bytes(state.secret))
             .ok_or_else(|| crate::Error::Params("token key is not a canonical scalar".into()))?;
         Ok(Card {
+            issued_d: state.next_d,
             state,
             eeprom,
             key: TokenKey(t),
@@ -349,13 +364,20 @@ impl<E: Eeprom> Card<E> {
         if self.state.sequences.len() >= MAX_LIVE_SEQUENCES {
             return Response::status(sw::NO_MEMORY);
         }
-        let d = self.state.next_d;
-        self.state.next_d += 1;
-        self.state.sequences.insert(d, (log, SequenceState::Generating));
-        // d is spent before any of its c_A leaves: a crash never reuses it.
-        if !self.commit() {
-            return Response::status(sw::UNKNOWN);
+        // Counter values are reserved in blocks: the persisted `next_d` is the end of
+        // the block, so after a crash the token continues past every value it may
+        // have handed out (d is never reused) without a durable write per sequence.
+        // A sequence whose record is lost in a crash is only wasted: its s_A and s_B
+        // are never released, since both releases commit before they answer.
+        if self.issued_d >= self.state.next_d {
+            self.state.next_d = self.issued_d + D_RESERVE;
+            if !self.commit() {
+                return Response::status(sw::UNKNOWN);
+            }
         }
+        let d = self.issued_d;
+        self.issued_d += 1;
+        self.state.sequences.insert(d, (log, SequenceState::Generating));
         let s_a = derive_seed(&self.state.k_a, d);
         let s_b = derive_seed(&self.state.k_b, d);
         self.stream = Some(Stream {
@@ -403,9 +425,6 @@ impl<E: Eeprom> Card<E> {
         self.stream = None;
         if let Some(e) = self.state.sequences.get_mut(&d) {
             e.1 = SequenceState::Generated;
-        }
-        if !self.commit() {
-            return Response::status(sw::UNKNOWN);
         }
         Response::ok(chunk)
     }
@@ -472,7 +491,11 @@ impl<E: Eeprom> Card<E> {
 fn next_chunk(s: &mut Stream, ne: usize) -> Vec<u8> {
     let words = (ne / 8).min(s.total_words - s.next_word);
     // c_A is computed in groups of 128 triples (two words).
-    let words = if words % 2 == 1 && words > 1 { words - 1 } else { words.max(2) };
+    let words = if words % 2 == 1 && words > 1 {
+        words - 1
+    } else {
+        words.max(2)
+    };
     let mut w = vec![0u64; words];
     compute_c_a(&s.s_a, &s.s_b, (s.next_word / 2) as u64, &mut w);
     s.next_word += words;
@@ -500,12 +523,27 @@ mod tests {
     #[test]
     fn state_roundtrips_and_counter_is_committed_first() {
         let mut c = card();
-        let r = Response::decode(&c.process(&Command { cla: CLA, ins: INS_GENERATE, p1: 7, p2: 0, data: vec![], ne: 9 }.encode())).unwrap();
+        let r = Response::decode(
+            &c.process(
+                &Command {
+                    cla: CLA,
+                    ins: INS_GENERATE,
+                    p1: 7,
+                    p2: 0,
+                    data: vec![],
+                    ne: 9,
+                }
+                .encode(),
+            ),
+        )
+        .unwrap();
         assert_eq!(r.sw, 0x6100);
         let saved = TokenState::from_wire(&c.eeprom().committed).unwrap();
-        assert_eq!(saved.next_d(), 1);
-        assert_eq!(saved.sequences().next().unwrap().2, SequenceState::Generating);
-        assert!(saved == c.state().clone());
+        // the reserved block is durable before the first value is handed out
+        assert_eq!(saved.next_d(), D_RESERVE);
+        // a token restarted from it continues past the block
+        let again = Card::new(saved, MemoryEeprom::default()).unwrap();
+        assert_eq!(again.issued_d, D_RESERVE);
     }
 
     #[test]
@@ -517,7 +555,10 @@ mod tests {
         assert_eq!(sw_of(&mut c, &[0x80, 0x99, 0, 0]), sw::INS_NOT_SUPPORTED);
         assert_eq!(sw_of(&mut c, &[0x80, INS_GENERATE, 3, 0]), sw::WRONG_P1P2);
         assert_eq!(sw_of(&mut c, &[0x00, INS_GET_RESPONSE, 0, 0, 0]), sw::CONDITIONS);
-        assert_eq!(sw_of(&mut c, &[0x80, INS_RELEASE_A, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9]), sw::NOT_FOUND);
+        assert_eq!(
+            sw_of(&mut c, &[0x80, INS_RELEASE_A, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9]),
+            sw::NOT_FOUND
+        );
         assert_eq!(sw_of(&mut c, &[0x80, INS_RELEASE_B, 0, 0, 1, 0]), sw::WRONG_DATA);
     }
 }

@@ -133,7 +133,10 @@ impl Decode for StoredSequence {
         }
         let bytes = r.var_bytes("c_A", 1 << 30)?;
         if bytes.len() != (1usize << log) / 8 {
-            return Err(tacit_wire::Error::invalid("c_A", "length does not match the sequence size"));
+            return Err(tacit_wire::Error::invalid(
+                "c_A",
+                "length does not match the sequence size",
+            ));
         }
         let c_a = bytes
             .chunks_exact(8)
@@ -206,7 +209,11 @@ impl Pool {
 
     /// The stored sequences of `token_id`.
     pub fn list(&self, token_id: &[u8; 16]) -> Vec<SequenceId> {
-        self.seqs.values().filter(|s| &s.token_id == token_id).map(|s| s.id).collect()
+        self.seqs
+            .values()
+            .filter(|s| &s.token_id == token_id)
+            .map(|s| s.id)
+            .collect()
     }
 
     /// Triples stored for `token_id`.
@@ -224,8 +231,11 @@ fn write_private(p: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
         use std::os::unix::fs::OpenOptionsExt;
         o.mode(0o600);
     }
-    let mut f = o.open(p).map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
-    f.write_all(bytes).map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
+    let mut f = o
+        .open(p)
+        .map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
+    f.write_all(bytes)
+        .map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
     Ok(())
 }
 
@@ -308,7 +318,10 @@ pub async fn generate<L: TokenLink>(
         }
     }
     if bytes.len() != total {
-        return Err(Error::Token(format!("ended c_A after {} of {total} bytes", bytes.len())));
+        return Err(Error::Token(format!(
+            "ended c_A after {} of {total} bytes",
+            bytes.len()
+        )));
     }
     let c_a = bytes
         .chunks_exact(8)
@@ -379,7 +392,10 @@ impl<L: TokenLink> TokenHolder<L> {
         for log in missing {
             let id = self.certificate.token_id;
             let base = done;
-            let s = generate(&mut self.link, id, log, &mut self.pool, &mut |b, _| progress(base + b, total)).await?;
+            let s = generate(&mut self.link, id, log, &mut self.pool, &mut |b, _| {
+                progress(base + b, total)
+            })
+            .await?;
             done += (1u64 << log) / 8;
             out.push(s);
         }
@@ -420,7 +436,11 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
                 "to release s_A",
             )
             .await?;
-            let seed: [u8; 16] = r.data.as_slice().try_into().map_err(|_| Error::Token("sent an s_A that is not 16 bytes".into()))?;
+            let seed: [u8; 16] = r
+                .data
+                .as_slice()
+                .try_into()
+                .map_err(|_| Error::Token("sent an s_A that is not 16 bytes".into()))?;
             seeds.push(Seed(seed));
         }
         let offer = TokenOffer {
@@ -447,12 +467,17 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
             .await?;
         self.token_bytes = 0;
         if r.sw != sw::OK {
-            let why = format!("the token refused to release s_B: status {:04X} ({})", r.sw, sw::describe(r.sw));
+            let why = format!(
+                "the token refused to release s_B: status {:04X} ({})",
+                r.sw,
+                sw::describe(r.sw)
+            );
             let _ = conn.send(&ErrorMessage::new(why.clone()).to_wire()).await;
             return Err(Error::Token(why));
         }
         // A cannot read the release; it only relays it.
-        let release = SeedRelease::from_wire(&r.data).map_err(|e| Error::Token(format!("sent a malformed release: {e}")))?;
+        let release =
+            SeedRelease::from_wire(&r.data).map_err(|e| Error::Token(format!("sent a malformed release: {e}")))?;
         conn.send(&release.to_wire()).await?;
         for (s, seed) in chosen.iter().zip(&seeds) {
             let stored = self
@@ -505,11 +530,15 @@ pub fn open_release(
 ) -> Result<Vec<Seed>, Error> {
     let key = seal_key(&(token_key * e), token_public, req)?;
     let mut plain = key.open(&[0u8; 12], &seal_aad(req), &release.sealed).map_err(|_| {
-        Error::Untrusted("the seed release does not open: it was not sealed by the certified token for this request".into())
+        Error::Untrusted(
+            "the seed release does not open: it was not sealed by the certified token for this request".into(),
+        )
     })?;
     if plain.len() != 16 * req.sequences.len() {
         plain.zeroize();
-        return Err(Error::Untrusted("the seed release holds the wrong number of seeds".into()));
+        return Err(Error::Untrusted(
+            "the seed release holds the wrong number of seeds".into(),
+        ));
     }
     let seeds = plain
         .chunks_exact(16)
@@ -538,7 +567,9 @@ impl<R: CryptoRngCore> TripleSource for TokenPeer<R> {
         let t = match check_offer(&offer, &self.ca, count) {
             Ok(t) => t,
             Err(e) => {
-                let _ = conn.send(&ErrorMessage::new(format!("b refuses the token: {e}")).to_wire()).await;
+                let _ = conn
+                    .send(&ErrorMessage::new(format!("b refuses the token: {e}")).to_wire())
+                    .await;
                 return Err(e);
             }
         };

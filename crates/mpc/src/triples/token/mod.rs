@@ -199,7 +199,8 @@ impl TokenCertificate {
             &self.signature,
         )
         .map_err(|_| Error::Untrusted("its certificate is not signed by the trusted manufacturer CA".into()))?;
-        decode_point(&self.public).map_err(|_| Error::Untrusted("its certified key is not a valid ristretto255 element".into()))
+        decode_point(&self.public)
+            .map_err(|_| Error::Untrusted("its certified key is not a valid ristretto255 element".into()))
     }
 }
 
@@ -263,7 +264,10 @@ fn get_sequences(r: &mut Reader<'_>) -> tacit_wire::Result<Vec<SequenceId>> {
         let d = r.u64()?;
         let log = r.u8()?;
         if !(MIN_LOG..=MAX_LOG).contains(&log) {
-            return Err(tacit_wire::Error::invalid("sequence size", format!("2^{log} triples is out of range")));
+            return Err(tacit_wire::Error::invalid(
+                "sequence size",
+                format!("2^{log} triples is out of range"),
+            ));
         }
         v.push(SequenceId { d, log });
     }
