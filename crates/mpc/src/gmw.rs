@@ -97,6 +97,7 @@ impl Drop for Online<'_> {
 
 /// What to do next.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // moved once per layer; boxing would allocate per layer
 pub enum Step<'c> {
     /// Send the message (this party's `d`, `e` bits of the next AND layer) and feed
     /// the peer's message of the same layer to [`Online::on_layer`].

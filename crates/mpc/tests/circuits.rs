@@ -202,7 +202,7 @@ fn gmw_aes_many_instances_bit_sliced() {
                 .collect::<Vec<_>>(),
         )
         .unwrap();
-    for j in 0..n {
-        assert_eq!(out.values[j][0], plain[j], "instance {j}");
+    for (j, p) in plain.iter().enumerate() {
+        assert_eq!(&out.values[j][0], p, "instance {j}");
     }
 }

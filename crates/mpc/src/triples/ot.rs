@@ -529,9 +529,9 @@ mod tests {
         }
         let orig = a;
         transpose64(&mut a);
-        for i in 0..64 {
-            for j in 0..64 {
-                assert_eq!(a[i] >> j & 1, orig[j] >> i & 1);
+        for (i, ai) in a.iter().enumerate() {
+            for (j, oj) in orig.iter().enumerate() {
+                assert_eq!(ai >> j & 1, oj >> i & 1);
             }
         }
     }
