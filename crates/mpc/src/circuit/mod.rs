@@ -7,7 +7,6 @@
 //! depth `d(f)` (paper §2.4): XOR, INV, constants and copies are free.
 
 pub mod bristol;
-//TMP pub mod builder;
 mod layered;
 
 pub use layered::{AndGate, Layer, LayeredCircuit, LinearGate};
