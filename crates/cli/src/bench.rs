@@ -30,6 +30,10 @@ Examples:
   tacit bench discovery
   tacit bench discovery --runs 500 --json")]
     Discovery(crate::discovery::bench::DiscoveryBenchArgs),
+    /// GMW engine: token and OT-extension triples against their floors, online time of
+    /// aes_128 and sha256 ×1024 between two processes against its floor.
+    #[command(subcommand)]
+    Mpc(crate::mpc::bench::MpcBenchCommand),
     /// The receiver process of `bench drop` (internal).
     #[command(hide = true)]
     DropPeer(crate::drop::bench::DropPeerArgs),
@@ -42,5 +46,6 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Drop(a) => crate::drop::bench::run(a),
         BenchCommand::DropPeer(a) => crate::drop::bench::run_peer(a),
         BenchCommand::Discovery(a) => crate::discovery::bench::run(a),
+        BenchCommand::Mpc(c) => crate::mpc::bench::run_cmd(c),
     }
 }

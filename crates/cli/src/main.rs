@@ -29,6 +29,7 @@ mod contacts;
 mod demo;
 mod discovery;
 mod drop;
+mod mpc;
 mod psi;
 mod util;
 
@@ -58,7 +59,9 @@ Examples:
   tacit discover browse --policy 'Home/Devices/*' --message 'status?'
   tacit bench psi --ids 10 --contacts 10000
   tacit bench drop
-  tacit bench discovery"
+  tacit bench discovery
+  tacit mpc run --circuit aes_128.txt --party a --listen 127.0.0.1:7900 --input <bits>
+  tacit bench mpc engine"
 )]
 struct Cli {
     /// The SQLite store (default: $TACIT_STORE, else $XDG_DATA_HOME/tacit/tacit.sqlite3,
@@ -93,6 +96,9 @@ enum Command {
     /// Private set intersection between two processes.
     #[command(subcommand)]
     Psi(psi::cmd::PsiCommand),
+    /// Boolean circuits under GMW (Bristol Fashion), triples from a token or OT extension.
+    #[command(subcommand)]
+    Mpc(mpc::cmd::MpcCommand),
     /// Measure the protocols on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -108,6 +114,7 @@ fn main() -> ExitCode {
         Command::Contacts(c) => contacts::cmd::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::cmd::run(c, cli.store.as_deref()),
         Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
+        Command::Mpc(c) => mpc::cmd::run_cmd(c),
         Command::Bench(c) => bench::run(c),
     };
     match result {

@@ -323,6 +323,57 @@ impl FramedConn {
         Ok(payload)
     }
 
+    /// Sends one frame and receives one at the same time (full duplex), so that two
+    /// peers that both send before they read never block each other, however large
+    /// the frames. Small frames go out in one write (header and payload together).
+    pub async fn exchange(&mut self, payload: &[u8]) -> Result<Vec<u8>, Error> {
+        if payload.len() > self.cfg.max_frame {
+            return Err(Error::FrameTooLarge {
+                len: payload.len(),
+                max: self.cfg.max_frame,
+            });
+        }
+        let max = self.cfg.max_frame;
+        let (t, _) = self.next_timeout(Error::ReadTimeout)?;
+        let (mut rd, mut wr) = tokio::io::split(self.stream.stream()?);
+        let send = async {
+            let header = (payload.len() as u32).to_be_bytes();
+            if payload.len() <= 16 * 1024 {
+                let mut one = Vec::with_capacity(4 + payload.len());
+                one.extend_from_slice(&header);
+                one.extend_from_slice(payload);
+                wr.write_all(&one).await?;
+            } else {
+                wr.write_all(&header).await?;
+                wr.write_all(payload).await?;
+            }
+            wr.flush().await?;
+            Ok::<(), Error>(())
+        };
+        let recv = async {
+            let mut header = [0u8; 4];
+            read_exact_timed(&mut rd, &mut header, t).await?;
+            let len = u32::from_be_bytes(header) as usize;
+            if len > max {
+                return Err(Error::FrameTooLarge { len, max });
+            }
+            let mut buf = vec![0u8; len];
+            read_exact_timed(&mut rd, &mut buf, t).await?;
+            Ok(buf)
+        };
+        let ((), got) = tokio::try_join!(send, recv)?;
+        self.sent += 4 + payload.len() as u64;
+        self.received += 4 + got.len() as u64;
+        Ok(got)
+    }
+
+    /// Changes the largest frame this connection accepts and sends (a protocol that
+    /// knows the exact size of what comes next can bound it tighter or looser than
+    /// the default).
+    pub fn set_max_frame(&mut self, max: usize) {
+        self.cfg.max_frame = max;
+    }
+
     async fn read_exact_timed(&mut self, buf: &mut [u8]) -> Result<(), Error> {
         let (t, on_timeout) = self.next_timeout(Error::ReadTimeout)?;
         match tokio::time::timeout(t, self.stream.stream()?.read_exact(buf)).await {
@@ -346,6 +397,14 @@ impl FramedConn {
     pub async fn shutdown(&mut self) -> Result<(), Error> {
         self.stream.stream()?.shutdown().await?;
         Ok(())
+    }
+}
+
+async fn read_exact_timed<R: AsyncReadExt + Unpin>(rd: &mut R, buf: &mut [u8], t: Duration) -> Result<(), Error> {
+    match tokio::time::timeout(t, rd.read_exact(buf)).await {
+        Err(_) => Err(Error::ReadTimeout(t.as_secs_f64())),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(Error::Closed),
+        Ok(r) => r.map(|_| ()).map_err(Error::Io),
     }
 }
 
@@ -504,6 +563,26 @@ mod tests {
         assert!(matches!(e, Error::Deadline(_)), "{e}");
         assert!((1..=3).contains(&frames), "{frames}");
         trickle.abort();
+    }
+
+    #[tokio::test]
+    async fn exchange_is_full_duplex_for_large_frames() {
+        let big = NetConfig {
+            max_frame: 64 << 20,
+            ..cfg()
+        };
+        let l = FramedListener::bind("127.0.0.1:0", &big).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let mut c = l.accept().await.unwrap();
+            c.exchange(&vec![1u8; 16 << 20]).await.unwrap()
+        });
+        let mut c = FramedConn::connect(addr, &big).await.unwrap();
+        let got = c.exchange(&vec![2u8; 16 << 20]).await.unwrap();
+        assert!(got.iter().all(|&b| b == 1) && got.len() == 16 << 20);
+        let theirs = server.await.unwrap();
+        assert!(theirs.iter().all(|&b| b == 2));
+        assert_eq!(c.bytes_sent(), 4 + (16 << 20));
     }
 
     #[tokio::test]

@@ -1,0 +1,478 @@
+//! `tacit bench mpc engine`: triple rates against their floors, and the online phase
+//! of aes_128 (one instance) and sha256 (1 024 instances) between two processes over
+//! loopback against `AND depth × RTT + bytes / throughput`, all measured in one run.
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tacit_crypto::rng::SecureRng;
+use tacit_crypto::sign::SigningKey;
+use tacit_mpc::circuit::{LayeredCircuit, bristol};
+use tacit_mpc::driver::{RunReport, SessionConfig, run};
+use tacit_mpc::gmw::{PartyInputs, default_owners};
+use tacit_mpc::prg::{Prg, Seed};
+use tacit_mpc::triples::ot::OtSource;
+use tacit_mpc::triples::token::card::TokenState;
+use tacit_mpc::{Party, shipped};
+use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_wire::Encode;
+
+/// `tacit bench mpc …`
+#[derive(Debug, Subcommand)]
+pub enum MpcBenchCommand {
+    /// Triples/s of the token and of OT extension against their floors; online time of
+    /// aes_128 ×1 and sha256 ×1024 between two processes against their floors.
+    #[command(after_help = "\
+Examples:
+  tacit bench mpc engine
+  tacit bench mpc engine --json
+  tacit bench mpc engine --rot-floor-bin bench/cryprot-rot/target/release/cryprot-rot --seec seec.json")]
+    Engine(EngineArgs),
+    /// The echo peer of the RTT and throughput floor (internal).
+    #[command(hide = true)]
+    Echo(EchoArgs),
+}
+
+/// Options of `bench mpc engine`.
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// log₂ of the triples the token generates for its rate.
+    #[arg(long, default_value_t = 24)]
+    token_log: u8,
+    /// Instances of aes_128 whose OT-extension setup gives the OT triple rate.
+    #[arg(long, default_value_t = 1024)]
+    ot_aes_instances: usize,
+    /// Instances of sha256.
+    #[arg(long, default_value_t = 1024)]
+    sha_instances: usize,
+    /// Runs of each online measurement (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// The cryprot-ot random-OT benchmark binary (bench/cryprot-rot.sh builds it); its
+    /// rate is the OT floor. Without it the OT ratio is not computed.
+    #[arg(long, value_name = "FILE")]
+    rot_floor_bin: Option<PathBuf>,
+    /// JSON written by bench/seec.sh (SEEC's times in this run's conditions).
+    #[arg(long, value_name = "FILE")]
+    seec: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of the echo peer.
+#[derive(Debug, Args)]
+pub struct EchoArgs {
+    /// Where the bench listens.
+    #[arg(long)]
+    connect: String,
+}
+
+pub fn run_cmd(c: MpcBenchCommand) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    match c {
+        MpcBenchCommand::Engine(a) => rt.block_on(engine(a)),
+        MpcBenchCommand::Echo(a) => rt.block_on(echo(a)),
+    }
+}
+
+async fn echo(a: EchoArgs) -> Result<()> {
+    let cfg = NetConfig::default().with_max_frame_at_least(8 << 20);
+    let mut c = FramedConn::connect(a.connect.as_str(), &cfg).await?;
+    loop {
+        let f = match c.recv().await {
+            Ok(f) => f,
+            Err(tacit_net::Error::Closed) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        match f.first() {
+            Some(0) => c.send(&f).await?,
+            _ => c.send(&[1]).await?,
+        }
+    }
+}
+
+struct Floor {
+    rtt: Duration,
+    bytes_per_s: f64,
+}
+
+async fn measure_floor(exe: &Path) -> Result<Floor> {
+    let cfg = NetConfig::default().with_max_frame_at_least(8 << 20);
+    let l = FramedListener::bind("127.0.0.1:0", &cfg).await?;
+    let addr = l.local_addr()?;
+    let mut child = Command::new(exe)
+        .args(["bench", "mpc", "echo", "--connect", &addr.to_string()])
+        .stdin(Stdio::null())
+        .spawn()?;
+    let mut c = l.accept().await?;
+    let mut rtts = Vec::new();
+    for i in 0..400 {
+        let t = Instant::now();
+        c.send(&[0, 1, 2, 3]).await?;
+        c.recv().await?;
+        if i >= 50 {
+            rtts.push(t.elapsed());
+        }
+    }
+    rtts.sort();
+    let rtt = rtts[rtts.len() / 2];
+    let big = vec![7u8; 4 << 20];
+    let t = Instant::now();
+    let rounds = 32;
+    for _ in 0..rounds {
+        c.send(&big).await?;
+    }
+    for _ in 0..rounds {
+        c.recv().await?;
+    }
+    let bytes_per_s = (rounds * big.len()) as f64 / t.elapsed().as_secs_f64();
+    drop(c);
+    let _ = child.wait();
+    Ok(Floor { rtt, bytes_per_s })
+}
+
+fn aes_ctr_floor() -> f64 {
+    // Keystream the token needs: 5 bits per triple (a_A, b_A, a_B, b_B, c_B).
+    let s = Seed([3; 16]);
+    let mut buf = vec![0u64; 1 << 18];
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let mut p = Prg::new(&s, 1);
+        let t = Instant::now();
+        for _ in 0..16 {
+            p.fill_words(&mut buf);
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let bits = 16.0 * buf.len() as f64 * 64.0;
+    bits / best / 5.0
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+struct Peer {
+    child: Child,
+}
+
+impl Peer {
+    fn spawn(exe: &Path, args: &[String]) -> Result<Peer> {
+        let child = Command::new(exe)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        Ok(Peer { child })
+    }
+
+    fn finish(self) -> Result<Value> {
+        let out = self.child.wait_with_output()?;
+        if !out.status.success() {
+            bail!("peer failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+}
+
+struct Online {
+    report: RunReport,
+    peer: Value,
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn session(
+    exe: &Path,
+    circuit_file: &Path,
+    lc: &LayeredCircuit,
+    n: usize,
+    triples: &str,
+    token_addr: Option<&str>,
+    ca_hex: &str,
+) -> Result<Online> {
+    let port = free_port()?;
+    let addr = format!("127.0.0.1:{port}");
+    let cfg = NetConfig::default();
+    let l = FramedListener::bind(addr.as_str(), &cfg).await?;
+    let mut args: Vec<String> = [
+        "mpc",
+        "run",
+        "--party",
+        "b",
+        "--connect",
+        &addr,
+        "--triples",
+        triples,
+        "--instances",
+        &n.to_string(),
+        "--random-inputs",
+        "--json",
+        "--circuit",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(circuit_file.display().to_string());
+    if triples == "token" {
+        args.push("--trust-ca".into());
+        args.push(ca_hex.into());
+    }
+    let peer = Peer::spawn(exe, &args)?;
+    let mut conn = l.accept().await?;
+    let mut rng = SecureRng::from_os();
+    let c = lc.circuit();
+    let w0 = c.input_widths()[0] as usize;
+    let inputs = PartyInputs {
+        values: vec![
+            Some((0..n).map(|j| (0..w0).map(|k| (j + k) % 3 == 0).collect()).collect()),
+            None,
+        ],
+    };
+    let cfg_s = SessionConfig {
+        instances: n,
+        owners: default_owners(2),
+    };
+    let report = if triples == "token" {
+        let taddr = token_addr.ok_or_else(|| anyhow!("no token"))?;
+        let mut holder = super::cmd::connect_token(taddr, None).await?;
+        // Init phase first (not part of the setup).
+        holder.fill(lc.and_gates() * n, &mut |_, _| {}).await?;
+        run(&mut conn, lc, Party::A, &cfg_s, &inputs, &mut holder, &mut rng).await?
+    } else {
+        let mut src = OtSource::new(SecureRng::from_os());
+        run(&mut conn, lc, Party::A, &cfg_s, &inputs, &mut src, &mut rng).await?
+    };
+    drop(conn);
+    let peer = peer.finish()?;
+    Ok(Online { report, peer })
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+async fn engine(a: EngineArgs) -> Result<()> {
+    let exe = std::env::current_exe()?;
+    let dir = std::env::temp_dir().join(format!("tacit-bench-mpc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let aes_file = dir.join("aes_128.txt");
+    let sha_file = dir.join("sha256.txt");
+    std::fs::write(&aes_file, shipped::AES_128)?;
+    std::fs::write(&sha_file, shipped::SHA256)?;
+    let aes = LayeredCircuit::new(bristol::parse(shipped::AES_128)?);
+    let sha = LayeredCircuit::new(bristol::parse(shipped::SHA256)?);
+
+    // A token process.
+    let mut rng = SecureRng::from_os();
+    let ca = SigningKey::generate(&mut rng);
+    let ca_hex = hex::encode(ca.verifying_key().to_bytes());
+    let state = dir.join("token.state");
+    std::fs::write(&state, TokenState::manufacture(&ca, "bench", &mut rng).to_wire())?;
+    let tport = free_port()?;
+    let taddr = format!("127.0.0.1:{tport}");
+    let sessions = 2 * a.runs as u64 + 1;
+    let mut token = Command::new(&exe)
+        .args(["mpc", "token", "serve", "--state"])
+        .arg(&state)
+        .args(["--listen", &taddr, "--connections", &sessions.to_string()])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // 1. Token triples/s (init phase) against the AES-128-CTR floor.
+    let floor_aes = aes_ctr_floor();
+    let mut holder = super::cmd::connect_token(&taddr, None).await?;
+    let nt = 1usize << a.token_log;
+    let t = Instant::now();
+    holder.fill(nt, &mut |_, _| {}).await?;
+    let token_time = t.elapsed();
+    let token_rate = nt as f64 / token_time.as_secs_f64();
+    drop(holder);
+
+    // 2. Loopback floor.
+    let floor = measure_floor(&exe).await?;
+
+    // 3. Online, token triples.
+    let mut aes_runs = Vec::new();
+    let mut sha_runs = Vec::new();
+    for _ in 0..a.runs {
+        aes_runs.push(
+            session(&exe, &aes_file, &aes, 1, "token", Some(&taddr), &ca_hex)
+                .await
+                .context("aes_128 ×1")?,
+        );
+        sha_runs.push(
+            session(&exe, &sha_file, &sha, a.sha_instances, "token", Some(&taddr), &ca_hex)
+                .await
+                .context("sha256 ×N")?,
+        );
+    }
+    let _ = token.kill();
+    let _ = token.wait();
+
+    // 4. OT triples/s: the setup of aes_128 × ot_aes_instances with OT extension.
+    let ot = session(&exe, &aes_file, &aes, a.ot_aes_instances, "ot", None, &ca_hex)
+        .await
+        .context("OT setup")?;
+    let ot_triples = ot.report.triples as f64;
+    let ot_rate = ot_triples / ot.report.setup.time.as_secs_f64();
+    let rot_floor = match &a.rot_floor_bin {
+        Some(bin) => Some(cryprot_rate(bin)?),
+        None => None,
+    };
+
+    let med = |v: &Vec<Online>, f: &dyn Fn(&Online) -> f64| -> f64 {
+        let mut x: Vec<f64> = v.iter().map(f).collect();
+        x.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        x[x.len() / 2]
+    };
+    let fl = |lc: &LayeredCircuit, o: &Online| -> f64 {
+        let bytes = o.report.online.bytes_sent.max(o.report.online.bytes_received) as f64;
+        lc.and_depth() as f64 * floor.rtt.as_secs_f64() * 1e3 + bytes / floor.bytes_per_s * 1e3
+    };
+    let aes_online = med(&aes_runs, &|o| ms(o.report.online.time));
+    let sha_online = med(&sha_runs, &|o| ms(o.report.online.time));
+    let aes_floor = fl(&aes, &aes_runs[0]);
+    let sha_floor = fl(&sha, &sha_runs[0]);
+    let aes_setup = med(&aes_runs, &|o| ms(o.report.setup.time));
+    let sha_setup = med(&sha_runs, &|o| ms(o.report.setup.time));
+    let seec: Value = match &a.seec {
+        Some(p) => serde_json::from_slice(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)?,
+        None => json!({}),
+    };
+    let phase = |o: &Online| {
+        json!({
+            "setup": {"ms": ms(o.report.setup.time), "bytes_sent": o.report.setup.bytes_sent, "bytes_received": o.report.setup.bytes_received},
+            "online": {"ms": ms(o.report.online.time), "rounds": o.report.online.rounds, "bytes_sent": o.report.online.bytes_sent, "bytes_received": o.report.online.bytes_received},
+            "peer_online_ms": o.peer["online_ms"], "peer_setup_ms": o.peer["setup_ms"],
+        })
+    };
+    let mut j = json!({
+        "aes_ctr_floor_triples_per_s": floor_aes,
+        "token_triples": nt,
+        "token_init_ms": ms(token_time),
+        "token_init_bytes": nt / 8,
+        "token_triples_per_s": token_rate,
+        "token_vs_aes_floor": token_rate / floor_aes,
+        "ot_triples": ot_triples,
+        "ot_setup_ms": ms(ot.report.setup.time),
+        "ot_setup_bytes_sent": ot.report.setup.bytes_sent,
+        "ot_triples_per_s": ot_rate,
+        "loopback_rtt_us": floor.rtt.as_secs_f64() * 1e6,
+        "loopback_bytes_per_s": floor.bytes_per_s,
+        "aes128_and_gates": aes.and_gates(), "aes128_and_depth": aes.and_depth(),
+        "sha256_and_gates": sha.and_gates(), "sha256_and_depth": sha.and_depth(),
+        "sha256_instances": a.sha_instances,
+        "aes128_online_ms": aes_online,
+        "aes128_setup_ms": aes_setup,
+        "aes128_online_floor_ms": aes_floor,
+        "aes128_online_vs_floor": aes_online / aes_floor,
+        "sha256_x1024_online_ms": sha_online,
+        "sha256_x1024_setup_ms": sha_setup,
+        "sha256_x1024_online_floor_ms": sha_floor,
+        "sha256_x1024_online_vs_floor": sha_online / sha_floor,
+        "aes128_phases": phase(&aes_runs[0]),
+        "sha256_x1024_phases": phase(&sha_runs[0]),
+        "runs": a.runs,
+    });
+    if let Some(r) = rot_floor {
+        j["cryprot_rot_per_s"] = json!(r);
+        j["ot_triples_vs_rot_floor"] = json!(ot_rate / (r / 2.0));
+    }
+    for k in [
+        "seec_aes128_online_ms",
+        "seec_aes128_setup_ms",
+        "seec_sha256_x1024_online_ms",
+        "seec_sha256_x1024_setup_ms",
+    ] {
+        if let Some(v) = seec.get(k) {
+            j[k] = v.clone();
+        }
+    }
+    if let (Some(s), true) = (seec.get("seec_aes128_online_ms").and_then(|v| v.as_f64()), true) {
+        j["aes128_online_vs_seec"] = json!(aes_online / s);
+    }
+    if let Some(s) = seec.get("seec_sha256_x1024_online_ms").and_then(|v| v.as_f64()) {
+        j["sha256_x1024_online_vs_seec"] = json!(sha_online / s);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&j)?);
+        return Ok(());
+    }
+    println!("mpc engine, one run (ratios against floors measured in this run)");
+    println!(
+        "  token triples      {:>10.3} M/s   AES-128-CTR floor {:>8.1} M/s   ratio {:.2}   (2^{} triples in {:.0} ms)",
+        token_rate / 1e6,
+        floor_aes / 1e6,
+        token_rate / floor_aes,
+        a.token_log,
+        ms(token_time)
+    );
+    match rot_floor {
+        Some(r) => println!(
+            "  OT triples         {:>10.3} M/s   cryprot ROT/2     {:>8.2} M/s   ratio {:.2}",
+            ot_rate / 1e6,
+            r / 2e6,
+            ot_rate / (r / 2.0)
+        ),
+        None => println!(
+            "  OT triples         {:>10.3} M/s   (no --rot-floor-bin: floor not measured)",
+            ot_rate / 1e6
+        ),
+    }
+    println!(
+        "  loopback           RTT {:.1} µs, {:.2} GB/s",
+        floor.rtt.as_secs_f64() * 1e6,
+        floor.bytes_per_s / 1e9
+    );
+    println!(
+        "  aes_128 ×1         {} AND, depth {}: online {:.2} ms (floor {:.2} ms, ratio {:.2}), setup {:.2} ms",
+        aes.and_gates(),
+        aes.and_depth(),
+        aes_online,
+        aes_floor,
+        aes_online / aes_floor,
+        aes_setup
+    );
+    println!(
+        "  sha256 ×{}       {} AND, depth {}: online {:.1} ms (floor {:.1} ms, ratio {:.2}), setup {:.1} ms",
+        a.sha_instances,
+        sha.and_gates(),
+        sha.and_depth(),
+        sha_online,
+        sha_floor,
+        sha_online / sha_floor,
+        sha_setup
+    );
+    if let Some(s) = seec.get("seec_aes128_online_ms").and_then(|v| v.as_f64()) {
+        println!("  SEEC aes_128 online {s:.1} ms: ours/SEEC = {:.3}", aes_online / s);
+    }
+    if let Some(s) = seec.get("seec_sha256_x1024_online_ms").and_then(|v| v.as_f64()) {
+        println!(
+            "  SEEC sha256 ×1024 online {s:.1} ms: ours/SEEC = {:.3}",
+            sha_online / s
+        );
+    }
+    Ok(())
+}
+
+fn cryprot_rate(bin: &Path) -> Result<f64> {
+    let out = Command::new(bin)
+        .args(["2", "22"])
+        .output()
+        .with_context(|| format!("running {}", bin.display()))?;
+    if !out.status.success() {
+        bail!("{} failed", bin.display());
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).context("cryprot-rot output")?;
+    v["rot_per_s"]
+        .as_f64()
+        .ok_or_else(|| anyhow!("cryprot-rot printed no rot_per_s"))
+}

@@ -1,0 +1,5 @@
+//! `tacit mpc`: Boolean circuits in the clear and under GMW between two processes,
+//! with triples from a token process or from OT extension; `tacit bench mpc`.
+
+pub mod bench;
+pub mod cmd;

@@ -1,0 +1,598 @@
+//! The parties' side of the token protocol: A (who holds the token and a pool of
+//! `c_A` sequences) and B (who trusts the manufacturer's CA).
+
+use super::apdu::{Command, Response, sw};
+use super::card::{Card, Eeprom};
+use super::{
+    CLA, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_RELEASE_A, INS_RELEASE_B, MAX_SEQUENCES, MIN_LOG,
+    SeedRelease, SeedRequest, SequenceId, TokenCertificate, TokenOffer, decompose, expand_a, expand_b, seal_aad,
+    seal_key,
+};
+use crate::driver::TripleSource;
+use crate::messages::{TripleKind, tags};
+use crate::prg::Seed;
+use crate::triples::TripleShares;
+use crate::{Error, Party};
+use curve25519_dalek::ristretto::RistrettoPoint;
+use curve25519_dalek::scalar::Scalar;
+use rand_core::CryptoRngCore;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tacit_crypto::sign::VerifyingKey;
+use tacit_net::FramedConn;
+use tacit_wire::{Decode, Encode, ErrorMessage, Reader, Writer};
+use zeroize::Zeroize;
+
+/// How A talks to its token.
+pub trait TokenLink {
+    /// Sends one command APDU and returns the token's response APDU.
+    fn transmit(&mut self, cmd: &Command) -> impl std::future::Future<Output = Result<Response, Error>>;
+}
+
+/// A token process reached over framed TCP (one APDU per frame).
+#[derive(Debug)]
+pub struct TcpTokenLink {
+    conn: FramedConn,
+}
+
+impl TcpTokenLink {
+    /// Wraps a connection to `tacit mpc token serve`.
+    pub fn new(mut conn: FramedConn) -> Self {
+        conn.set_max_frame(super::apdu::MAX_NE + 16);
+        TcpTokenLink { conn }
+    }
+}
+
+impl TokenLink for TcpTokenLink {
+    async fn transmit(&mut self, cmd: &Command) -> Result<Response, Error> {
+        self.conn.send(&cmd.encode()).await?;
+        let got = self.conn.recv().await?;
+        Response::decode(&got)
+    }
+}
+
+/// A token in this process (tests and benchmarks of the protocol without a socket).
+#[derive(Debug)]
+pub struct LocalTokenLink<E: Eeprom> {
+    /// The token.
+    pub card: Card<E>,
+}
+
+impl<E: Eeprom> TokenLink for LocalTokenLink<E> {
+    async fn transmit(&mut self, cmd: &Command) -> Result<Response, Error> {
+        let r = self.card.process(&cmd.encode());
+        self.card.prefetch();
+        Response::decode(&r)
+    }
+}
+
+/// Serves a token over one framed TCP connection until the host hangs up:
+/// each frame is a command APDU, each answer a response APDU; between commands the
+/// token computes ahead.
+pub async fn serve_connection<E: Eeprom>(card: &mut Card<E>, mut conn: FramedConn) -> Result<u64, Error> {
+    conn.set_max_frame(super::apdu::MAX_NE + 16);
+    let mut n = 0;
+    loop {
+        let cmd = match conn.recv().await {
+            Ok(c) => c,
+            Err(tacit_net::Error::Closed) => return Ok(n),
+            Err(e) => return Err(e.into()),
+        };
+        let resp = card.process(&cmd);
+        conn.send(&resp).await?;
+        card.prefetch();
+        n += 1;
+    }
+}
+
+/// One stored `c_A` sequence.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredSequence {
+    /// The token it came from.
+    pub token_id: [u8; 16],
+    /// Which sequence.
+    pub id: SequenceId,
+    /// `c_A`, packed.
+    pub c_a: Vec<u64>,
+}
+
+impl std::fmt::Debug for StoredSequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoredSequence(d = {}, 2^{} triples)", self.id.d, self.id.log)
+    }
+}
+
+impl Drop for StoredSequence {
+    fn drop(&mut self) {
+        self.c_a.zeroize();
+    }
+}
+
+impl Encode for StoredSequence {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(tags::TOKEN_SEQUENCE);
+        w.put_fixed(&self.token_id);
+        w.put_u64(self.id.d);
+        w.put_u8(self.id.log);
+        w.put_count(self.c_a.len() * 8);
+        for x in &self.c_a {
+            w.put_fixed(&x.to_le_bytes());
+        }
+    }
+}
+
+impl Decode for StoredSequence {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(tags::TOKEN_SEQUENCE, "stored c_A sequence")?;
+        let token_id = r.array("token id")?;
+        let d = r.u64()?;
+        let log = r.u8()?;
+        if !(MIN_LOG..=super::MAX_LOG).contains(&log) {
+            return Err(tacit_wire::Error::invalid("sequence size", format!("2^{log}")));
+        }
+        let bytes = r.var_bytes("c_A", 1 << 30)?;
+        if bytes.len() != (1usize << log) / 8 {
+            return Err(tacit_wire::Error::invalid(
+                "c_A",
+                "length does not match the sequence size",
+            ));
+        }
+        let c_a = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect();
+        Ok(StoredSequence {
+            token_id,
+            id: SequenceId { d, log },
+            c_a,
+        })
+    }
+}
+
+/// A's pool of `c_A` sequences from the init phase: in memory, or in a folder (one
+/// file per sequence, written with mode 0600).
+#[derive(Debug, Default)]
+pub struct Pool {
+    dir: Option<PathBuf>,
+    seqs: BTreeMap<u64, StoredSequence>,
+}
+
+impl Pool {
+    /// An empty pool in memory.
+    pub fn in_memory() -> Self {
+        Pool::default()
+    }
+
+    /// The pool in `dir` (created if missing), loading what is there.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        let mut seqs = BTreeMap::new();
+        let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+        for ent in rd {
+            let ent = ent.map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+            let p = ent.path();
+            if p.extension().and_then(|x| x.to_str()) != Some("ca") {
+                continue;
+            }
+            let bytes = std::fs::read(&p).map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
+            let s = StoredSequence::from_wire(&bytes)
+                .map_err(|e| Error::Params(format!("{} is not a stored sequence: {e}", p.display())))?;
+            seqs.insert(s.id.d, s);
+        }
+        Ok(Pool { dir: Some(dir), seqs })
+    }
+
+    fn path(&self, d: u64) -> Option<PathBuf> {
+        self.dir.as_ref().map(|dir| dir.join(format!("{d:016x}.ca")))
+    }
+
+    /// Adds a sequence.
+    pub fn put(&mut self, s: StoredSequence) -> Result<(), Error> {
+        if let Some(p) = self.path(s.id.d) {
+            write_private(&p, &s.to_wire())?;
+        }
+        self.seqs.insert(s.id.d, s);
+        Ok(())
+    }
+
+    /// Removes and returns sequence `d` (it is used up).
+    pub fn take(&mut self, d: u64) -> Result<Option<StoredSequence>, Error> {
+        if let Some(p) = self.path(d)
+            && p.exists()
+        {
+            std::fs::remove_file(&p).map_err(|e| Error::io(format!("removing {}", p.display()), e))?;
+        }
+        Ok(self.seqs.remove(&d))
+    }
+
+    /// The stored sequences of `token_id`.
+    pub fn list(&self, token_id: &[u8; 16]) -> Vec<SequenceId> {
+        self.seqs
+            .values()
+            .filter(|s| &s.token_id == token_id)
+            .map(|s| s.id)
+            .collect()
+    }
+
+    /// Triples stored for `token_id`.
+    pub fn triples(&self, token_id: &[u8; 16]) -> usize {
+        self.list(token_id).iter().map(|s| s.len()).sum()
+    }
+}
+
+fn write_private(p: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
+    use std::io::Write;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let mut f = o
+        .open(p)
+        .map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
+    f.write_all(bytes)
+        .map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
+    Ok(())
+}
+
+async fn transmit_ok<L: TokenLink>(link: &mut L, cmd: Command, what: &str) -> Result<Response, Error> {
+    link.transmit(&cmd).await?.check(what)
+}
+
+/// Reads the token's certificate.
+pub async fn certificate<L: TokenLink>(link: &mut L) -> Result<TokenCertificate, Error> {
+    let r = transmit_ok(
+        link,
+        Command {
+            cla: CLA,
+            ins: INS_GET_CERTIFICATE,
+            p1: 0,
+            p2: 0,
+            data: vec![],
+            ne: super::apdu::MAX_NE,
+        },
+        "to give its certificate",
+    )
+    .await?;
+    TokenCertificate::from_wire(&r.data).map_err(|e| Error::Token(format!("sent a malformed certificate: {e}")))
+}
+
+/// Init phase (paper §4.1, Fig. 4): asks the token for a sequence of `2^log` triples
+/// and stores the streamed `c_A` in `pool`. `progress(bytes_done, bytes_total)` is
+/// called after each block.
+pub async fn generate<L: TokenLink>(
+    link: &mut L,
+    token_id: [u8; 16],
+    log: u8,
+    pool: &mut Pool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<SequenceId, Error> {
+    let r = transmit_ok(
+        link,
+        Command {
+            cla: CLA,
+            ins: INS_GENERATE,
+            p1: log,
+            p2: 0,
+            data: vec![],
+            ne: 9,
+        },
+        "to generate a sequence",
+    )
+    .await?;
+    if r.data.len() != 9 || r.data[8] != log || r.sw != 0x6100 {
+        return Err(Error::Token("answered GENERATE with garbage".into()));
+    }
+    let d = u64::from_be_bytes(r.data[..8].try_into().map_err(|_| Error::Token("bad counter".into()))?);
+    let total = (1usize << log) / 8;
+    let mut bytes: Vec<u8> = Vec::with_capacity(total);
+    loop {
+        let r = transmit_ok(
+            link,
+            Command {
+                cla: 0x00,
+                ins: INS_GET_RESPONSE,
+                p1: 0,
+                p2: 0,
+                data: vec![],
+                ne: super::apdu::MAX_NE,
+            },
+            "to send c_A",
+        )
+        .await?;
+        if bytes.len() + r.data.len() > total || r.data.len() % 16 != 0 || r.data.is_empty() {
+            return Err(Error::Token(format!(
+                "sent {} bytes of c_A after {}; the sequence has {total}",
+                r.data.len(),
+                bytes.len()
+            )));
+        }
+        bytes.extend_from_slice(&r.data);
+        progress(bytes.len() as u64, total as u64);
+        if r.sw == sw::OK {
+            break;
+        }
+    }
+    if bytes.len() != total {
+        return Err(Error::Token(format!(
+            "ended c_A after {} of {total} bytes",
+            bytes.len()
+        )));
+    }
+    let c_a = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect();
+    bytes.zeroize();
+    let id = SequenceId { d, log };
+    pool.put(StoredSequence { token_id, id, c_a })?;
+    Ok(id)
+}
+
+/// Picks the pool's sequences for `n` triples: for each binary digit of `n` (paper
+/// §4.3) a stored sequence of that size, or the sizes still missing.
+pub fn plan(pool: &Pool, token_id: &[u8; 16], n: usize) -> (Vec<SequenceId>, Vec<u8>) {
+    let mut have = pool.list(token_id);
+    let mut chosen = Vec::new();
+    let mut missing = Vec::new();
+    for log in decompose(n) {
+        if let Some(i) = have.iter().position(|s| s.log == log) {
+            chosen.push(have.remove(i));
+        } else {
+            missing.push(log);
+        }
+    }
+    (chosen, missing)
+}
+
+/// A's triple source: its token (for `s_A` and to relay B's request) and its pool.
+/// Sizes missing from the pool are generated on the spot (init work done in the setup
+/// phase, reported in [`TokenHolder::init_time`]).
+#[derive(Debug)]
+pub struct TokenHolder<L: TokenLink> {
+    link: L,
+    /// The token's certificate.
+    pub certificate: TokenCertificate,
+    /// The `c_A` pool.
+    pub pool: Pool,
+    /// Time spent generating missing sequences during the last setup.
+    pub init_time: Duration,
+    /// Bytes A exchanged with the token during the last setup (commands + responses).
+    pub token_bytes: u64,
+}
+
+impl<L: TokenLink> TokenHolder<L> {
+    /// Reads the token's certificate.
+    pub async fn new(mut link: L, pool: Pool) -> Result<Self, Error> {
+        let certificate = certificate(&mut link).await?;
+        Ok(TokenHolder {
+            link,
+            certificate,
+            pool,
+            init_time: Duration::ZERO,
+            token_bytes: 0,
+        })
+    }
+
+    /// The link to the token.
+    pub fn link(&mut self) -> &mut L {
+        &mut self.link
+    }
+
+    /// Init phase: fills the pool so that `n` triples are covered.
+    pub async fn fill(&mut self, n: usize, progress: &mut dyn FnMut(u64, u64)) -> Result<Vec<SequenceId>, Error> {
+        let (_, missing) = plan(&self.pool, &self.certificate.token_id, n);
+        let total: u64 = missing.iter().map(|&l| (1u64 << l) / 8).sum();
+        let mut done = 0u64;
+        let mut out = Vec::new();
+        for log in missing {
+            let id = self.certificate.token_id;
+            let base = done;
+            let s = generate(&mut self.link, id, log, &mut self.pool, &mut |b, _| {
+                progress(base + b, total)
+            })
+            .await?;
+            done += (1u64 << log) / 8;
+            out.push(s);
+        }
+        Ok(out)
+    }
+}
+
+impl<L: TokenLink> TripleSource for TokenHolder<L> {
+    fn kind(&self) -> TripleKind {
+        TripleKind::Token
+    }
+
+    async fn triples(&mut self, conn: &mut FramedConn, party: Party, count: usize) -> Result<TripleShares, Error> {
+        if party != Party::A {
+            return Err(Error::Params("the token holder plays party a".into()));
+        }
+        let t = Instant::now();
+        self.fill(count, &mut |_, _| {}).await?;
+        self.init_time = t.elapsed();
+        let (chosen, missing) = plan(&self.pool, &self.certificate.token_id, count);
+        if !missing.is_empty() {
+            return Err(Error::Triples("the pool lacks sequences after init".into()));
+        }
+        // s_A first (the token refuses s_B before it).
+        let mut mine = TripleShares::default();
+        let mut seeds = Vec::with_capacity(chosen.len());
+        for s in &chosen {
+            let r = transmit_ok(
+                &mut self.link,
+                Command {
+                    cla: CLA,
+                    ins: INS_RELEASE_A,
+                    p1: 0,
+                    p2: 0,
+                    data: s.d.to_be_bytes().to_vec(),
+                    ne: 16,
+                },
+                "to release s_A",
+            )
+            .await?;
+            let seed: [u8; 16] = r
+                .data
+                .as_slice()
+                .try_into()
+                .map_err(|_| Error::Token("sent an s_A that is not 16 bytes".into()))?;
+            seeds.push(Seed(seed));
+        }
+        let offer = TokenOffer {
+            certificate: self.certificate.clone(),
+            sequences: chosen.clone(),
+        };
+        conn.send(&offer.to_wire()).await?;
+        let req_bytes = conn.recv().await?;
+        crate::driver::refused(&req_bytes)?;
+        let req = SeedRequest::from_wire(&req_bytes)?;
+        if req.sequences != chosen {
+            return Err(Error::Peer("asked for other sequences than offered".into()));
+        }
+        let r = self
+            .link
+            .transmit(&Command {
+                cla: CLA,
+                ins: INS_RELEASE_B,
+                p1: 0,
+                p2: 0,
+                data: req_bytes.clone(),
+                ne: super::apdu::MAX_NE,
+            })
+            .await?;
+        self.token_bytes = 0;
+        if r.sw != sw::OK {
+            let why = format!(
+                "the token refused to release s_B: status {:04X} ({})",
+                r.sw,
+                sw::describe(r.sw)
+            );
+            let _ = conn.send(&ErrorMessage::new(why.clone()).to_wire()).await;
+            return Err(Error::Token(why));
+        }
+        // A cannot read the release; it only relays it.
+        let release =
+            SeedRelease::from_wire(&r.data).map_err(|e| Error::Token(format!("sent a malformed release: {e}")))?;
+        conn.send(&release.to_wire()).await?;
+        for (s, seed) in chosen.iter().zip(&seeds) {
+            let stored = self
+                .pool
+                .take(s.d)?
+                .ok_or_else(|| Error::Triples(format!("sequence {} vanished from the pool", s.d)))?;
+            let part = expand_a(seed, s.log, stored.c_a.clone());
+            mine.append(&part);
+        }
+        mine.truncate(count);
+        Ok(mine)
+    }
+}
+
+/// B's triple source: trusts tokens certified by `ca`.
+#[derive(Debug)]
+pub struct TokenPeer<R> {
+    ca: VerifyingKey,
+    rng: R,
+}
+
+impl<R: CryptoRngCore> TokenPeer<R> {
+    /// Trusts the manufacturer CA `ca`.
+    pub fn new(ca: VerifyingKey, rng: R) -> Self {
+        TokenPeer { ca, rng }
+    }
+}
+
+/// B's check of an offer: a certified token and sequences that cover `count`.
+pub fn check_offer(offer: &TokenOffer, ca: &VerifyingKey, count: usize) -> Result<RistrettoPoint, Error> {
+    let t = offer.certificate.verify(ca)?;
+    let total: usize = offer.sequences.iter().map(|s| s.len()).sum();
+    if total < count {
+        return Err(Error::Peer(format!("offered sequences of {total} triples for {count}")));
+    }
+    if offer.sequences.len() > MAX_SEQUENCES {
+        return Err(Error::Peer("offered too many sequences".into()));
+    }
+    Ok(t)
+}
+
+/// B's key agreement and opening of the release: `Z = e·T`, `K = HKDF(Z, …)`; a
+/// release that does not open was not made by the certified token for this request.
+pub fn open_release(
+    release: &SeedRelease,
+    req: &SeedRequest,
+    e: &Scalar,
+    token_key: &RistrettoPoint,
+    token_public: &[u8; 32],
+) -> Result<Vec<Seed>, Error> {
+    let key = seal_key(&(token_key * e), token_public, req)?;
+    let mut plain = key.open(&[0u8; 12], &seal_aad(req), &release.sealed).map_err(|_| {
+        Error::Untrusted(
+            "the seed release does not open: it was not sealed by the certified token for this request".into(),
+        )
+    })?;
+    if plain.len() != 16 * req.sequences.len() {
+        plain.zeroize();
+        return Err(Error::Untrusted(
+            "the seed release holds the wrong number of seeds".into(),
+        ));
+    }
+    let seeds = plain
+        .chunks_exact(16)
+        .map(|c| {
+            let mut s = [0u8; 16];
+            s.copy_from_slice(c);
+            Seed(s)
+        })
+        .collect();
+    plain.zeroize();
+    Ok(seeds)
+}
+
+impl<R: CryptoRngCore> TripleSource for TokenPeer<R> {
+    fn kind(&self) -> TripleKind {
+        TripleKind::Token
+    }
+
+    async fn triples(&mut self, conn: &mut FramedConn, party: Party, count: usize) -> Result<TripleShares, Error> {
+        if party != Party::B {
+            return Err(Error::Params("the token's peer plays party b".into()));
+        }
+        let got = conn.recv().await?;
+        crate::driver::refused(&got)?;
+        let offer = TokenOffer::from_wire(&got)?;
+        let t = match check_offer(&offer, &self.ca, count) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = conn
+                    .send(&ErrorMessage::new(format!("b refuses the token: {e}")).to_wire())
+                    .await;
+                return Err(e);
+            }
+        };
+        let mut e = Scalar::random(&mut self.rng);
+        let mut nonce = [0u8; 32];
+        self.rng.fill_bytes(&mut nonce);
+        let req = SeedRequest {
+            sequences: offer.sequences.clone(),
+            ephemeral: RistrettoPoint::mul_base(&e).compress().to_bytes(),
+            nonce,
+        };
+        conn.send(&req.to_wire()).await?;
+        let got = conn.recv().await?;
+        crate::driver::refused(&got)?;
+        let release = SeedRelease::from_wire(&got)?;
+        let seeds = open_release(&release, &req, &e, &t, &offer.certificate.public);
+        e.zeroize();
+        let seeds = seeds?;
+        let mut mine = TripleShares::default();
+        for (s, seed) in offer.sequences.iter().zip(&seeds) {
+            mine.append(&expand_b(seed, s.log));
+        }
+        mine.truncate(count);
+        Ok(mine)
+    }
+}
