@@ -13,7 +13,8 @@ pub enum BenchCommand {
     #[command(after_help = "\
 Example:
   tacit bench psi --ids 10 --contacts 10000
-  tacit bench psi --ids 10 --contacts 10000 --group p256 --json")]
+  tacit bench psi --ids 10 --contacts 10000 --group p256 --json
+  tacit bench psi --load --clients 8            # a psi serve process under concurrent clients")]
     Psi(crate::psi::bench::PsiBenchArgs),
     /// PrivateDrop vs legacy AirDrop: the paper's Table 3 grid (Fig. 6), precomputation
     /// against n (Fig. 10), PNG plots; --load for concurrent senders.
