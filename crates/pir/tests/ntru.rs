@@ -21,8 +21,10 @@ fn setup(rows: u64, row_bytes: u32, group: u32, seed: u64) -> (Table, NtruServer
 fn rows_across_regions_and_groups() {
     let (table, server, client, mut rng) = setup(1000, 2, 1, 1);
     let rows = [0u64, 438, 439, 999];
-    let (states, queries): (Vec<_>, Vec<_>) =
-        rows.iter().map(|&i| client.query(&Selection::row(i), &mut rng).unwrap()).unzip();
+    let (states, queries): (Vec<_>, Vec<_>) = rows
+        .iter()
+        .map(|&i| client.query(&Selection::row(i), &mut rng).unwrap())
+        .unzip();
     let answers = server.answer_batch(&queries).unwrap();
     for ((i, st), (q, a)) in rows.iter().zip(&states).zip(queries.iter().zip(&answers)) {
         assert_eq!(&server.answer(q).unwrap(), a);

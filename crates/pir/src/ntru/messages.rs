@@ -50,7 +50,8 @@ fn read_layout(r: &mut Reader<'_>) -> tacit_wire::Result<NtruLayout> {
     let rows = r.u64()?;
     let row_bytes = r.u32()?;
     let group = r.u32()?;
-    let shape = TableShape::new(rows, row_bytes).map_err(|e| tacit_wire::Error::invalid("ntru layout", e.to_string()))?;
+    let shape =
+        TableShape::new(rows, row_bytes).map_err(|e| tacit_wire::Error::invalid("ntru layout", e.to_string()))?;
     NtruLayout::new(shape, group).map_err(|e| tacit_wire::Error::invalid("ntru layout", e.to_string()))
 }
 
@@ -74,7 +75,10 @@ fn read_ct(r: &mut Reader<'_>) -> tacit_wire::Result<Vec<u32>> {
     let bytes = r.fixed("ntru ciphertext", p.ciphertext_bytes())?;
     let total = p.n * p.log_q as usize;
     if total % 8 != 0 && bytes[bytes.len() - 1] >> (total % 8) != 0 {
-        return Err(tacit_wire::Error::invalid("ntru ciphertext", "padding bits are not zero"));
+        return Err(tacit_wire::Error::invalid(
+            "ntru ciphertext",
+            "padding bits are not zero",
+        ));
     }
     let mut ct = vec![0u32; p.n];
     for (i, c) in ct.iter_mut().enumerate() {

@@ -71,10 +71,7 @@ impl NtruParams {
 
     /// The same ring with another modulus (the paper's Table 3 sweeps `q`).
     pub fn with_log_q(log_q: u32) -> Self {
-        NtruParams {
-            log_q,
-            ..Self::PAPER
-        }
+        NtruParams { log_q, ..Self::PAPER }
     }
 
     fn mask(&self) -> u32 {
@@ -129,14 +126,22 @@ impl NtruKeys {
             if ring::invert_mod_pow2(&g.dense(n, mask), params.log_q).is_none() {
                 continue;
             }
-            let h: Poly = g.mul(&fq, mask).iter().map(|&v| v.wrapping_mul(params.p) & mask).collect();
+            let h: Poly = g
+                .mul(&fq, mask)
+                .iter()
+                .map(|&v| v.wrapping_mul(params.p) & mask)
+                .collect();
             return NtruKeys { params, f1, f2, f3, h };
         }
     }
 
     fn f_dense(params: NtruParams, f1: &Ternary, f2: &Ternary, f3: &Ternary) -> Poly {
         let mask = params.mask();
-        let big_f = add(&f1.mul(&f2.dense(params.n, mask), mask), &f3.dense(params.n, mask), mask);
+        let big_f = add(
+            &f1.mul(&f2.dense(params.n, mask), mask),
+            &f3.dense(params.n, mask),
+            mask,
+        );
         let mut f: Poly = big_f.iter().map(|&v| v.wrapping_mul(params.p) & mask).collect();
         f[0] = f[0].wrapping_add(1) & mask;
         f
@@ -203,10 +208,7 @@ impl NtruLayout {
     pub fn square(shape: TableShape) -> Self {
         let n = NtruParams::PAPER.n as f64;
         let k = ((shape.rows as f64 / (n * 8.0 * shape.row_bytes as f64)).sqrt().round() as u64).clamp(1, shape.rows);
-        NtruLayout {
-            shape,
-            group: k as u32,
-        }
+        NtruLayout { shape, group: k as u32 }
     }
 
     /// The table's shape.
@@ -257,7 +259,9 @@ pub struct NtruServer {
 
 impl core::fmt::Debug for NtruServer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("NtruServer").field("layout", &self.layout).finish_non_exhaustive()
+        f.debug_struct("NtruServer")
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
     }
 }
 
