@@ -39,6 +39,9 @@ Examples:
   tacit bench discovery
   tacit bench discovery --runs 500 --json")]
     Discovery(crate::bench_discovery::DiscoveryBenchArgs),
+    /// PIR backends (TracEdge §4–6): lwe and ntru-paper, the peer crates, the scan floor.
+    #[command(subcommand)]
+    Pir(crate::pir::bench::PirBenchCommand),
     /// The receiver process of `bench drop` (internal).
     #[command(hide = true)]
     DropPeer(crate::bench_drop::DropPeerArgs),
@@ -79,6 +82,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Drop(a) => crate::bench_drop::run(a),
         BenchCommand::DropPeer(a) => crate::bench_drop::run_peer(a),
         BenchCommand::Discovery(a) => crate::bench_discovery::run(a),
+        BenchCommand::Pir(c) => crate::pir::bench::run(c),
     }
 }
 

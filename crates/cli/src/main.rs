@@ -13,6 +13,7 @@ mod demo_discovery;
 mod discover;
 mod discover_world;
 mod drop;
+mod pir;
 mod plot;
 mod psi;
 mod util;
@@ -78,6 +79,9 @@ enum Command {
     /// Private set intersection between two processes.
     #[command(subcommand)]
     Psi(psi::PsiCommand),
+    /// PIR tables and a one-process PIR query (TracEdge's backends).
+    #[command(subcommand)]
+    Pir(pir::cmd::PirCommand),
     /// Measure the protocols on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Command::Contacts(c) => contacts::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::run(c, cli.store.as_deref()),
         Command::Discover(c) => discover::run(c, cli.store.as_deref()),
+        Command::Pir(c) => pir::cmd::run(c),
         Command::Bench(c) => bench::run(c),
     };
     match result {

@@ -316,32 +316,96 @@ impl NtruServer {
         self.cols.iter().map(|c| c.len() * 8).sum()
     }
 
-    /// The answer for one column `j` and transformed queries (the paper's per-column
-    /// work, Table 8): point-wise products summed over the regions, one inverse
-    /// transform, folded modulo `X^N − 1` and reduced modulo `q`.
-    fn column(&self, j: usize, queries: &[Vec<u64>], log_q: u32) -> Vec<Vec<u32>> {
-        let regions = self.layout.regions();
-        let col = &self.cols[j];
-        let mut acc = vec![vec![0u64; ntt::LEN]; queries.len()];
-        for i in 0..regions {
-            let e = &col[i * ntt::LEN..(i + 1) * ntt::LEN];
-            for (a, q) in acc.iter_mut().zip(queries) {
-                let v = &q[i * ntt::LEN..(i + 1) * ntt::LEN];
-                for t in 0..ntt::LEN {
-                    a[t] = ntt::add(a[t], ntt::mul(v[t], e[t]));
-                }
+    fn column(&self, j: usize, queries: &[Vec<u64>]) -> Vec<Vec<u32>> {
+        column_answer(&self.ntt, &self.cols[j], self.layout.regions(), queries)
+    }
+}
+
+/// The answer for one column and transformed queries (the paper's per-column work,
+/// Table 8): point-wise products summed over the regions, one inverse transform per
+/// query, folded modulo `X^N − 1` and reduced modulo `q`.
+fn column_answer(ntt: &ntt::Ntt, col: &[u64], regions: usize, queries: &[Vec<u64>]) -> Vec<Vec<u32>> {
+    let mut acc = vec![vec![0u64; ntt::LEN]; queries.len()];
+    for i in 0..regions {
+        let e = &col[i * ntt::LEN..(i + 1) * ntt::LEN];
+        for (a, q) in acc.iter_mut().zip(queries) {
+            let v = &q[i * ntt::LEN..(i + 1) * ntt::LEN];
+            for t in 0..ntt::LEN {
+                a[t] = ntt::add(a[t], ntt::mul(v[t], e[t]));
             }
         }
-        let n = NtruParams::PAPER.n;
-        let mask = (1u64 << log_q) - 1;
-        acc.into_iter()
-            .map(|a| {
-                let c = self.ntt.inverse(a);
-                (0..n)
-                    .map(|t| ((c[t] + if t + n < ntt::LEN { c[t + n] } else { 0 }) & mask) as u32)
-                    .collect()
-            })
-            .collect()
+    }
+    let n = NtruParams::PAPER.n;
+    let mask = (1u64 << NtruParams::PAPER.log_q) - 1;
+    acc.into_iter()
+        .map(|a| {
+            let c = ntt.inverse(a);
+            (0..n)
+                .map(|t| ((c[t] + if t + n < ntt::LEN { c[t + n] } else { 0 }) & mask) as u32)
+                .collect()
+        })
+        .collect()
+}
+
+/// Timings of the paper's Table 8 on this machine, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PolyTimings {
+    /// One polynomial addition modulo `q`.
+    pub add_us: f64,
+    /// One schoolbook (`O(N²)`) multiplication modulo `X^N − 1` (the paper's "Mult.").
+    pub schoolbook_mul_us: f64,
+    /// One product through the transform with the table side pre-transformed: forward
+    /// transform of the query polynomial, point-wise product, inverse transform.
+    pub ntt_mul_us: f64,
+    /// One column of the table answered for one query: `regions` point-wise products
+    /// and sums, one inverse transform (the paper's "Total/col.").
+    pub column_us: f64,
+    /// The regions of that column.
+    pub regions: usize,
+}
+
+/// Measures [`PolyTimings`] with `regions` regions per column (22 780 for the paper's
+/// 10⁷ rows), `reps` repetitions of the small operations.
+pub fn poly_timings(regions: usize, reps: usize, rng: &mut impl RngCore) -> PolyTimings {
+    let p = NtruParams::PAPER;
+    let mask = p.mask();
+    let a: Poly = (0..p.n).map(|_| rng.next_u32() & mask).collect();
+    let b: Poly = (0..p.n).map(|_| rng.next_u32() & 1).collect();
+    let reps = reps.max(1);
+    let t = std::time::Instant::now();
+    let mut acc = a.clone();
+    for _ in 0..reps {
+        acc = add(&acc, &b, mask);
+    }
+    let add_us = t.elapsed().as_secs_f64() * 1e6 / reps as f64;
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        acc = ring::mul(&acc, &b, mask);
+    }
+    let schoolbook_mul_us = t.elapsed().as_secs_f64() * 1e6 / reps as f64;
+    let ntt = ntt::Ntt::new();
+    let fb = ntt.forward(&b);
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        let fa = ntt.forward(&acc);
+        let prod: Vec<u64> = fa.iter().zip(&fb).map(|(x, y)| ntt::mul(*x, *y)).collect();
+        let c = ntt.inverse(prod);
+        acc[0] = (c[0] & mask as u64) as u32;
+    }
+    let ntt_mul_us = t.elapsed().as_secs_f64() * 1e6 / reps as f64;
+    std::hint::black_box(&acc);
+    let col: Vec<u64> = (0..regions).flat_map(|_| ntt.forward(&b)).collect();
+    let query: Vec<u64> = (0..regions).flat_map(|_| ntt.forward(&a)).collect();
+    let t = std::time::Instant::now();
+    let out = column_answer(&ntt, &col, regions, core::slice::from_ref(&query));
+    let column_us = t.elapsed().as_secs_f64() * 1e6;
+    std::hint::black_box(out);
+    PolyTimings {
+        add_us,
+        schoolbook_mul_us,
+        ntt_mul_us,
+        column_us,
+        regions,
     }
 }
 
@@ -384,7 +448,7 @@ impl PirServer for NtruServer {
             .collect();
         let per_col: Vec<Vec<Vec<u32>>> = (0..self.layout.columns())
             .into_par_iter()
-            .map(|j| self.column(j, &transformed, NtruParams::PAPER.log_q))
+            .map(|j| self.column(j, &transformed))
             .collect();
         Ok((0..queries.len())
             .map(|k| NtruAnswer {
