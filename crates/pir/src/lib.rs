@@ -7,7 +7,7 @@
 //! batch in one pass over the table), the client's decoding, the sizes of hint, query
 //! and answer, and single-row updates.
 //!
-//! * [`lwe`] — the default: a SimplePIR-style LWE scheme (n = 1024, q = 2³², σ = 6.4)
+//! * [`lwe`] — the default: a SimplePIR-style LWE scheme (n = 1024, q = 2³², σ = 58)
 //!   at ≥ 128-bit security, with a hint computed once per table.
 //! * [`ntru`] — `ntru-paper`: the paper's NTRU PIR (N = 439, q = 2²¹, X^N − 1) with
 //!   Multiple Row Selection. **Insecure**: a server recovers the queried row from the

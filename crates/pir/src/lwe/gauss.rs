@@ -1,15 +1,21 @@
-//! Discrete Gaussian sampling for the LWE error, `σ = 6.4` (SimplePIR's choice).
+//! Discrete Gaussian sampling for the LWE error, `σ = 58`.
+//!
+//! SimplePIR uses `σ = 6.4` with `n = 1024`, `q = 2³²`; its 128-bit claim is the
+//! lattice estimator's gate count, while the core-SVP estimate of that set is only
+//! about 95 bits (see [`super::security`] and `docs/pir.md`). `σ = 58` brings the
+//! core-SVP estimate to 129 bits at the same `n` and `q`, and still decodes with
+//! `p = 2⁸` up to about 2·10⁴ matrix columns.
 //!
 //! Inversion sampling over a cumulative table of `D_{Z,σ}` on `[−T, T]`, `T = 12σ`
-//! rounded up (the mass outside is below 2⁻¹⁰⁰). Every sample scans the whole table,
-//! so the time does not depend on the value drawn.
+//! (the mass outside is below 2⁻¹⁰⁰). Every sample scans the whole table, so the
+//! time does not depend on the value drawn.
 
 use rand_core::RngCore;
 
 /// The standard deviation of the error.
-pub const SIGMA: f64 = 6.4;
+pub const SIGMA: f64 = 58.0;
 /// The tail cut.
-const TAIL: i32 = 77;
+const TAIL: i32 = 696;
 
 /// A table-based sampler.
 pub(crate) struct Gaussian {
@@ -43,7 +49,7 @@ impl Gaussian {
     pub(crate) fn sample(&self, rng: &mut impl RngCore) -> i32 {
         let u = rng.next_u64();
         // Count table entries below u, without branching on u.
-        let below: i32 = self.cdf.iter().map(|&c| (c < u) as i32).sum();
+        let below = self.cdf.iter().fold(0i32, |acc, &c| acc + (c < u) as i32);
         below.min(2 * TAIL) - TAIL
     }
 }
@@ -62,7 +68,7 @@ mod tests {
         let xs: Vec<f64> = (0..n).map(|_| g.sample(&mut rng) as f64).collect();
         let mean = xs.iter().sum::<f64>() / n as f64;
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
-        assert!(mean.abs() < 0.1, "mean {mean}");
-        assert!((var.sqrt() - SIGMA).abs() < 0.1, "sd {}", var.sqrt());
+        assert!(mean.abs() < 0.5, "mean {mean}");
+        assert!((var.sqrt() - SIGMA).abs() < 0.5, "sd {}", var.sqrt());
     }
 }

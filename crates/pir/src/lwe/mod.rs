@@ -9,7 +9,8 @@
 //! (`m = S·d`, `ℓ = ⌈n/S⌉`). Entries are centred: `D[r][c] = x − p/2 ∈ [−p/2, p/2)`.
 //!
 //! **LWE.** Dimension `n = 1024`, modulus `q = 2³²`, secret uniform in `Z_q^n`, error
-//! from the discrete Gaussian with `σ = 6.4`; `Δ = q/p`. The public matrix
+//! from the discrete Gaussian with `σ = 58` (129 bits classical core-SVP, [`security`];
+//! SimplePIR's `σ = 6.4` gives about 95); `Δ = q/p`. The public matrix
 //! `A ∈ Z_q^{ℓ×n}` is expanded from a seed ([`prg`]).
 //!
 //! * hint (once per table, identical for every client): `H = D·A ∈ Z_q^{m×n}`;
@@ -31,6 +32,7 @@ pub(crate) mod gauss;
 pub(crate) mod kernel;
 mod messages;
 pub(crate) mod prg;
+pub mod security;
 
 use std::sync::Arc;
 
