@@ -36,6 +36,7 @@ pub mod security;
 
 use std::sync::Arc;
 
+use rand_chacha::rand_core::SeedableRng;
 use rand_core::{CryptoRng, RngCore};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
@@ -574,17 +575,32 @@ impl LweClient {
             *v = rng.next_u32();
         }
         let g = gauss::Gaussian::new();
-        let mut masked = Zeroizing::new((0..l).map(|_| g.sample(rng) as u32).collect::<Vec<u32>>());
         let a = MatrixA::new(&self.params.seed, LWE_N);
         let s = &secret;
-        masked.par_chunks_mut(64).enumerate().for_each(|(chunk, out)| {
-            let mut row = vec![0u32; LWE_N];
-            for (k, v) in out.iter_mut().enumerate() {
-                a.row(chunk * 64 + k, &mut row);
-                *v = v.wrapping_add(dot(&row, s));
-            }
-            row.zeroize();
-        });
+        // One error generator per chunk, seeded from the caller's RNG, so that the
+        // chunks run in parallel.
+        const CHUNK: usize = 256;
+        let seeds: Vec<Zeroizing<[u8; 32]>> = (0..l.div_ceil(CHUNK))
+            .map(|_| {
+                let mut seed = Zeroizing::new([0u8; 32]);
+                rng.fill_bytes(&mut seed[..]);
+                seed
+            })
+            .collect();
+        let mut masked = Zeroizing::new(vec![0u32; l]);
+        masked
+            .par_chunks_mut(CHUNK)
+            .zip(seeds.par_iter())
+            .enumerate()
+            .for_each(|(chunk, (out, seed))| {
+                let mut erng = rand_chacha::ChaCha20Rng::from_seed(**seed);
+                let mut row = vec![0u32; LWE_N];
+                for (k, v) in out.iter_mut().enumerate() {
+                    a.row(chunk * CHUNK + k, &mut row);
+                    *v = dot(&row, s).wrapping_add(g.sample(&mut erng) as u32);
+                }
+                row.zeroize();
+            });
         PreparedLweQuery { secret, masked }
     }
 
