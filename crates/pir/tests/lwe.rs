@@ -43,6 +43,35 @@ fn batch_answers_equal_single_answers() {
     }
 }
 
+/// The reference pieces (for other implementations, e.g. on a GPU) reproduce the
+/// server's hint, table id and answers exactly.
+#[test]
+fn reference_reproduces_hint_id_and_answers() {
+    use tacit_pir::lwe::{LWE_N, reference};
+    let (table, server, client, mut rng) = setup(150, 9, 6);
+    let p = *server.params();
+    let (m, l) = (p.matrix_rows(), p.cols());
+    let d = reference::centred_matrix(&p, &table).unwrap();
+    // H = D·A, column by column of A.
+    let mut a = vec![0u32; l * LWE_N];
+    for c in 0..l {
+        reference::a_row(&p.seed(), c, &mut a[c * LWE_N..(c + 1) * LWE_N]);
+    }
+    let mut h = vec![0u32; m * LWE_N];
+    for j in 0..LWE_N {
+        let col: Vec<u32> = (0..l).map(|c| a[c * LWE_N + j]).collect();
+        for (r, v) in reference::answer(&d, l, &col).into_iter().enumerate() {
+            h[r * LWE_N + j] = v;
+        }
+    }
+    assert_eq!(&h[..], &server.hint().h[..]);
+    assert_eq!(reference::table_id(&p, &h), server.table_id());
+    let (_, q) = client
+        .query(&Selection::weighted(&[(4, 3)]).unwrap(), &mut rng)
+        .unwrap();
+    assert_eq!(reference::answer(&d, l, &q.values), server.answer(&q).unwrap().values);
+}
+
 #[test]
 fn messages_roundtrip_on_the_wire() {
     let (table, server, client, mut rng) = setup(100, 16, 3);

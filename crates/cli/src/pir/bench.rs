@@ -209,6 +209,7 @@ fn bench_lwe(table: &Table, a: &BackendsArgs, rng: &mut ChaCha20Rng) -> Result<V
         "failure_log2": params.failure_log2(),
         "setup_s": setup_s,
         "hint_bytes": sizes.hint_bytes,
+        "double_pir_hint_bytes": params.double_pir_hint_bytes(),
         "query_bytes": sizes.query_bytes,
         "answer_bytes": sizes.answer_bytes,
         "server_ms_per_query": median(times),
@@ -436,8 +437,9 @@ fn print_text(out: &Value) {
                 f(&l["setup_s"])
             );
             println!(
-                "  lwe sizes: hint {} B, query {} B, answer {} B; client query {} ms (offline {} + online {}), decode {} ms",
+                "  lwe sizes: hint {} B (DoublePIR-compressed would be {} B), query {} B, answer {} B; client query {} ms (offline {} + online {}), decode {} ms",
                 l["hint_bytes"],
+                l["double_pir_hint_bytes"],
                 l["query_bytes"],
                 l["answer_bytes"],
                 f(&l["client_query_ms"]),

@@ -222,6 +222,17 @@ impl LweParams {
     pub fn position(&self, i: u64) -> (usize, usize) {
         ((i / self.slots as u64) as usize, (i % self.slots as u64) as usize)
     }
+    /// The hint a client would keep under DoublePIR-style compression (a second PIR
+    /// level over `H` and the answer, Henzinger et al. §5): `H₂ = Decomp(H)ᵀ·A₂` has
+    /// `d·κ·n` rows of `n` elements, `κ = ⌈32/b⌉` base-`p` digits per element — in
+    /// bytes. It is smaller than [`Sizes::hint_bytes`] only when `m > d·κ·n`, which
+    /// TracEdge's rows never reach (`docs/pir.md`), so tacit reports it and keeps the
+    /// SimplePIR hint.
+    pub fn double_pir_hint_bytes(&self) -> u64 {
+        let kappa = LOG_Q.div_ceil(self.log_p) as u64;
+        self.d() as u64 * kappa * (LWE_N as u64) * (LWE_N as u64) * 4
+    }
+
     /// Sizes of hint, query and answer on the wire.
     pub fn sizes(&self) -> Sizes {
         Sizes {
@@ -264,6 +275,54 @@ fn fill_column(params: &LweParams, layout: &SymbolLayout, table: &Table, c: usiz
                 col[base + k] = (-half) as i8;
             }
         }
+    }
+}
+
+/// The pieces another implementation of the `lwe` server (the GPU backend) needs to
+/// give bit-identical hints, table ids and answers: the centred matrix, the rows of
+/// `A`, the table id, and the exact answer.
+pub mod reference {
+    use super::*;
+
+    /// The centred matrix `D` (`m × ℓ`, row-major, entries `x − p/2`).
+    pub fn centred_matrix(params: &LweParams, table: &Table) -> Result<Vec<i8>> {
+        if table.shape() != params.shape {
+            return Err(Error::InvalidParams(
+                "the parameters are for another table shape".into(),
+            ));
+        }
+        let (m, l) = (params.matrix_rows(), params.cols());
+        let layout = params.symbols();
+        let mut out = vec![0i8; m * l];
+        let mut col = vec![0i8; m];
+        for c in 0..l {
+            fill_column(params, &layout, table, c, &mut col);
+            for (r, v) in col.iter().enumerate() {
+                out[r * l + c] = *v;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Row `c` of `A` (1024 elements) from the seed.
+    pub fn a_row(seed: &[u8; 16], c: usize, out: &mut [u32]) {
+        MatrixA::new(seed, LWE_N).row(c, out)
+    }
+
+    /// The table id of a hint `H` (row-major `m × 1024`).
+    pub fn table_id(params: &LweParams, h: &[u32]) -> TableId {
+        super::table_id(params, h)
+    }
+
+    /// The exact answer `Σ_c D[r][c]·q[c] mod 2³²` for a row-major `D`.
+    pub fn answer(d: &[i8], cols: usize, query: &[u32]) -> Vec<u32> {
+        d.chunks(cols)
+            .map(|row| {
+                row.iter()
+                    .zip(query)
+                    .fold(0u32, |a, (&x, &y)| a.wrapping_add((x as i32 as u32).wrapping_mul(y)))
+            })
+            .collect()
     }
 }
 
