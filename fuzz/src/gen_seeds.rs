@@ -168,6 +168,7 @@ fn main() {
         );
     }
     discovery_seeds();
+    pir_seeds(&mut rng);
     println!("seed corpora written under fuzz/corpus/");
 }
 
@@ -239,4 +240,23 @@ fn discovery_seeds() {
     write(c, "ble", &p.to_ble_bytes());
     write(c, "fetch", &FetchAdvert { id: [7; 16] }.to_wire());
     write(c, "advert", &Advert { bytes: w.advert.clone() }.to_wire());
+}
+
+fn pir_seeds(rng: &mut SecureRng) {
+    use tacit_pir::{PirClient, PirServer, Selection};
+    let (server, client) = tacit_fuzz::pir::lwe();
+    write("pir_lwe_hint", "hint", &server.hint().to_wire());
+    let (_, q) = client.query(&Selection::row(7), rng).unwrap();
+    write("pir_lwe_query", "query", &q.to_wire());
+    write("pir_lwe_answer", "answer", &server.answer(&q).unwrap().to_wire());
+    let mut s2 = tacit_pir::lwe::LweServer::setup(
+        &tacit_pir::Table::from_bytes(vec![1u8; 60 * 5], 5).unwrap(),
+        *server.params(),
+    )
+    .unwrap();
+    write("pir_lwe_hint_update", "update", &s2.update_row(4, &[9; 5]).unwrap().to_wire());
+    let (server, client) = tacit_fuzz::pir::ntru();
+    let (_, q) = client.query(&Selection::row(450), rng).unwrap();
+    write("pir_ntru_query", "query", &q.to_wire());
+    write("pir_ntru_answer", "answer", &server.answer(&q).unwrap().to_wire());
 }

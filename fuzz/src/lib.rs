@@ -96,3 +96,38 @@ pub mod discovery {
         })
     }
 }
+
+/// The fixed small tables the PIR targets answer and decode against (and `gen_seeds`
+/// writes seeds from).
+pub mod pir {
+    use std::sync::OnceLock;
+    use tacit_crypto::rng::SecureRng;
+    use tacit_pir::lwe::{LweClient, LweParams, LweServer};
+    use tacit_pir::ntru::{NtruClient, NtruLayout, NtruServer};
+    use tacit_pir::{Table, TableShape};
+
+    /// An `lwe` server over 60 rows of 5 bytes and a client with its hint.
+    pub fn lwe() -> &'static (LweServer, LweClient) {
+        static W: OnceLock<(LweServer, LweClient)> = OnceLock::new();
+        W.get_or_init(|| {
+            let mut rng = SecureRng::from_seed([6; 32]);
+            let table = Table::random(TableShape::new(60, 5).unwrap(), &mut rng);
+            let server = LweServer::setup(&table, LweParams::new(table.shape(), [6; 16]).unwrap()).unwrap();
+            let client = LweClient::new(server.hint()).unwrap();
+            (server, client)
+        })
+    }
+
+    /// An `ntru-paper` server over 500 rows of 1 byte and a client.
+    pub fn ntru() -> &'static (NtruServer, NtruClient) {
+        static W: OnceLock<(NtruServer, NtruClient)> = OnceLock::new();
+        W.get_or_init(|| {
+            let mut rng = SecureRng::from_seed([7; 32]);
+            let table = Table::random(TableShape::new(500, 1).unwrap(), &mut rng);
+            let layout = NtruLayout::new(table.shape(), 1).unwrap();
+            let server = NtruServer::setup(&table, layout).unwrap();
+            let client = NtruClient::new(layout, &mut rng);
+            (server, client)
+        })
+    }
+}

@@ -35,6 +35,9 @@ Examples:
     /// aes_128 and sha256 ×1024 between two processes against its floor.
     #[command(subcommand)]
     Mpc(crate::mpc::bench::MpcBenchCommand),
+    /// PIR backends (TracEdge §4–6): lwe and ntru-paper, the peer crates, the scan floor.
+    #[command(subcommand)]
+    Pir(crate::pir::bench::PirBenchCommand),
     /// The receiver process of `bench drop` (internal).
     #[command(hide = true)]
     DropPeer(crate::drop::bench::DropPeerArgs),
@@ -48,5 +51,6 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::DropPeer(a) => crate::drop::bench::run_peer(a),
         BenchCommand::Discovery(a) => crate::discovery::bench::run(a),
         BenchCommand::Mpc(c) => crate::mpc::bench::run_cmd(c),
+        BenchCommand::Pir(c) => crate::pir::bench::run(c),
     }
 }

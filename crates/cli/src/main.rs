@@ -30,6 +30,7 @@ mod demo;
 mod discovery;
 mod drop;
 mod mpc;
+mod pir;
 mod psi;
 mod util;
 
@@ -99,6 +100,9 @@ enum Command {
     /// Boolean circuits under GMW (Bristol Fashion), triples from a token or OT extension.
     #[command(subcommand)]
     Mpc(mpc::cmd::MpcCommand),
+    /// PIR tables and a one-process PIR query (TracEdge's backends).
+    #[command(subcommand)]
+    Pir(pir::cmd::PirCommand),
     /// Measure the protocols on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -115,6 +119,7 @@ fn main() -> ExitCode {
         Command::Psi(c) => psi::cmd::run(c, cli.store.as_deref()),
         Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
         Command::Mpc(c) => mpc::cmd::run_cmd(c),
+        Command::Pir(c) => pir::cmd::run(c),
         Command::Bench(c) => bench::run(c),
     };
     match result {
