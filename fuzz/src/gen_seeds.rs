@@ -57,7 +57,7 @@ fn drop_seeds<G: PrimeGroup>(sel: u8, rng: &mut SecureRng) {
         let e = DeviceEnrollment::<G>::new(&params, ids, rng).unwrap();
         let req = e.request().to_bytes();
         let pending = e.to_bytes();
-        let issued = ca.enroll(e.request(), &|_| true, now, rng).unwrap();
+        let issued = ca.enroll(e.request(), &|_| true, &mut tacit_drop::ca::MemoryRegistry::new(), now, rng).unwrap();
         let issued_bytes = issued.to_bytes();
         let id = e.finish(issued, &ca.public_key(), now).unwrap();
         write(

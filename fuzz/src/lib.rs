@@ -87,7 +87,9 @@ pub mod discovery {
                 found,
                 client,
                 client_prefix,
-                server: ServerConfig::new(server_c, Some(server_p), true),
+                // Both handshakes, so the fuzzer reaches the SIGMA-I paths too.
+                server: ServerConfig::new(server_c, Some(server_p), true)
+                    .with_modes(&[tacit_discovery::handshake::Mode::Sigma, tacit_discovery::handshake::Mode::Private]),
                 service,
                 advert,
             }

@@ -1,35 +1,26 @@
-//! `tacit demo`: two local parties run the protocols end to end over loopback TCP and
-//! print what each learned.
+//! `tacit demo`: two local parties run every subsystem end to end over loopback and
+//! print what each learned. Each subsystem's scene lives in its folder
+//! (`psi/demo.rs`, `drop/demo.rs`, `discovery/demo.rs`); this file only runs them in
+//! order.
 
-use crate::psi::make_sender;
-use crate::util::ms;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use rand_core::RngCore;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
-use tacit_crypto::oprf::{KeyPair, Oprf};
 use tacit_crypto::rng::SecureRng;
-use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255, SecretScalar};
-use tacit_drop::DropParams;
-use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity};
-use tacit_drop::protocol::{AddressBook, Discoverability, Peer};
-use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
-use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_psi::{PsiParams, Receiver, ReceiverPrecomputation, Response, Reuse, Security};
+use tacit_crypto::{GroupId, P256, Ristretto255};
 
 /// Options of the demo.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// The group.
     #[arg(long, default_value = "ristretto255", value_parser = |s: &str| s.parse::<GroupId>())]
-    group: GroupId,
+    pub group: GroupId,
     /// Contacts in Bob's generated address book.
     #[arg(long, default_value_t = 1000)]
-    contacts: u32,
+    pub contacts: u32,
     /// Seed for the generated sets (keys and blinds always come from the OS).
     #[arg(long, default_value_t = 2026)]
-    seed: u64,
+    pub seed: u64,
 }
 
 pub fn run(a: DemoArgs) -> Result<()> {
@@ -39,307 +30,18 @@ pub fn run(a: DemoArgs) -> Result<()> {
         .build()?;
     match a.group {
         GroupId::Ristretto255 => {
-            rt.block_on(psi_demo::<Ristretto255>(&a))?;
-            rt.block_on(drop_demo::<Ristretto255>(&a))?;
+            rt.block_on(crate::psi::demo::psi_demo::<Ristretto255>(&a))?;
+            rt.block_on(crate::drop::demo::drop_demo::<Ristretto255>(&a))?;
         }
         GroupId::P256 => {
-            rt.block_on(psi_demo::<P256>(&a))?;
-            rt.block_on(drop_demo::<P256>(&a))?;
+            rt.block_on(crate::psi::demo::psi_demo::<P256>(&a))?;
+            rt.block_on(crate::drop::demo::drop_demo::<P256>(&a))?;
         }
     }
-    rt.block_on(crate::demo_discovery::discovery_demo())
+    rt.block_on(crate::discovery::demo::discovery_demo())
 }
 
-fn phone(rng: &mut SecureRng) -> String {
+/// A random US-style phone number for generated address books.
+pub fn phone(rng: &mut SecureRng) -> String {
     format!("1555{:07}", rng.next_u32() % 10_000_000)
-}
-
-async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
-    let params = PsiParams::new(Security::Malicious).with_group(G::ID);
-    let mut data_rng = SecureRng::from_seed({
-        let mut s = [0u8; 32];
-        s[..8].copy_from_slice(&a.seed.to_le_bytes());
-        s
-    });
-    // Alice's own identifiers; Bob's book holds two of them among random numbers.
-    let alice = [
-        phone(&mut data_rng),
-        "alice@example.org".to_string(),
-        phone(&mut data_rng),
-        "a.work@example.com".into(),
-    ];
-    let mut book: Vec<String> = (0..a.contacts.saturating_sub(2))
-        .map(|_| phone(&mut data_rng))
-        .collect();
-    book.push(alice[2].clone());
-    book.push(alice[1].clone());
-    let expected = [alice[1].clone(), alice[2].clone()];
-
-    println!("tacit demo — private set intersection between two local parties");
-    println!(
-        "  protocol: {params} (l = {} bits per sender element)",
-        params.truncation_bits()
-    );
-    println!();
-
-    // Bob: the PSI sender, precomputes while idle.
-    let mut rng = SecureRng::from_os();
-    let t = Instant::now();
-    let bob = make_sender::<G>(&params, &book, 1, Reuse::FreshPerSession, &mut rng)?;
-    let precompute = t.elapsed();
-    let listener = FramedListener::bind("127.0.0.1:0", &NetConfig::default()).await?;
-    let addr = listener.local_addr()?;
-    let server = tokio::spawn(async move {
-        let mut rng = SecureRng::from_os();
-        let mut conn = listener.accept().await?;
-        let req = conn.recv().await?;
-        let t = Instant::now();
-        let resp = bob.respond(&req, &mut rng)?;
-        let online = t.elapsed();
-        conn.send(&resp).await?;
-        anyhow::Ok((req.len(), resp.len(), online))
-    });
-
-    // Alice: the PSI receiver.
-    let pre = ReceiverPrecomputation::<G>::compute(&params, &alice, &mut rng)?;
-    let mut conn = FramedConn::connect(addr, &NetConfig::default()).await?;
-    let (waiting, req) = Receiver::start(&pre);
-    conn.send(&req).await?;
-    let resp = conn.recv().await?;
-    let t = Instant::now();
-    let found = waiting.on_response(&resp)?;
-    let alice_online = t.elapsed();
-    let (req_len, resp_len, bob_online) = server.await.context("sender task")??;
-
-    println!(
-        "  Bob   (sender)   address book: {} contacts, padded to n = {}",
-        book.len(),
-        params.max_sender
-    );
-    println!(
-        "                   precomputation {:.1} ms on all cores",
-        ms(precompute)
-    );
-    println!(
-        "  Alice (receiver) own identifiers: {}, padded to m = {}",
-        alice.len(),
-        params.max_receiver
-    );
-    println!("  over TCP {addr}: request {req_len} B, response {resp_len} B");
-    println!();
-    println!(
-        "  Alice learned: {} of her identifiers are in Bob's address book:",
-        found.len()
-    );
-    for item in found.items() {
-        println!("                   {}", String::from_utf8_lossy(item));
-    }
-    println!(
-        "                 and nothing about Bob's other contacts (she saw {} truncated",
-        params.max_sender
-    );
-    println!("                 PRF values under Bob's key, in random order, real and dummy alike).");
-    println!(
-        "  Bob learned:   nothing — {} blinded group elements, the same for any set of",
-        params.max_receiver
-    );
-    println!("                 at most {} identifiers.", params.max_receiver);
-    println!(
-        "  online compute: Bob {:.2} ms (evaluate + batched proof), Alice {:.2} ms (verify + unblind + match)",
-        ms(bob_online),
-        ms(alice_online)
-    );
-    let got: Vec<String> = found
-        .items()
-        .iter()
-        .map(|b| String::from_utf8_lossy(b).into_owned())
-        .collect();
-    anyhow::ensure!(
-        got == expected,
-        "demo result {got:?} differs from the plain intersection {expected:?}"
-    );
-
-    // A cheating Bob: one answer computed with a second key. Alice's proof check
-    // refuses the whole response.
-    println!();
-    let key = tacit_psi::SenderKey::<G>::generate(&mut rng, 2);
-    let honest_pre = tacit_psi::SenderPrecomputation::compute(&params, &key, &book, Reuse::FreshPerSession, &mut rng)?;
-    let honest = tacit_psi::Sender::new(&params, key, honest_pre)?;
-    let (waiting, req) = Receiver::start_typed(&pre);
-    let mut cheat: Response<G> = honest.respond_to(&req, &mut rng)?;
-    let other = KeyPair::<G>::from_secret(SecretScalar::random(&mut rng));
-    cheat.evaluated[0] = Oprf::<G>::new(params.security.mode()).blind_evaluate(&other, &req.blinded[0]);
-    match waiting.on_response_typed(&cheat) {
-        Err(e) => println!("  A cheating Bob (second key for one element) is caught by Alice: {e}"),
-        Ok(_) => anyhow::bail!("the cheating sender was not caught"),
-    }
-    Ok(())
-}
-
-use crate::util::now_unix as unix_now;
-
-/// A demo device: enrolled with the CA, with an address book.
-struct Device<G: PrimeGroup> {
-    identity: Arc<DropIdentity<G>>,
-    book: Arc<AddressBook>,
-}
-
-fn demo_device<G: PrimeGroup>(
-    ca: &CertificateAuthority,
-    params: &DropParams,
-    ids: &[&str],
-    book: &[String],
-    rng: &mut SecureRng,
-) -> Result<Device<G>> {
-    let e = DeviceEnrollment::<G>::new(params, ids, rng)?;
-    let issued = ca.enroll(e.request(), &|_| true, unix_now() - 5, rng)?;
-    Ok(Device {
-        identity: Arc::new(e.finish(issued, &ca.public_key(), unix_now())?),
-        book: Arc::new(AddressBook::new(book)),
-    })
-}
-
-fn ms_of(d: std::time::Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// PrivateDrop between local devices over loopback HTTPS with mutual TLS: mutual
-/// contacts authenticate and a file arrives; a non-contact learns nothing new.
-async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
-    let params = DropParams::default().with_group(G::ID);
-    let mut rng = SecureRng::from_os();
-    let mut data_rng = SecureRng::from_seed([(a.seed % 251) as u8; 32]);
-    let ca = CertificateAuthority::generate(&mut rng)?;
-    let filler = |rng: &mut SecureRng, n: u32| -> Vec<String> { (0..n).map(|_| phone(rng)).collect() };
-    let mut alice_book = filler(&mut data_rng, a.contacts.saturating_sub(1));
-    alice_book.push("bob@example.org".into());
-    let mut bob_book = filler(&mut data_rng, a.contacts.saturating_sub(1));
-    bob_book.push("14155550142".into());
-    let mut mallory_book = filler(&mut data_rng, a.contacts.saturating_sub(1));
-    mallory_book.push("bob@example.org".into());
-    let alice = demo_device::<G>(
-        &ca,
-        &params,
-        &["14155550142", "alice@example.org"],
-        &alice_book,
-        &mut rng,
-    )?;
-    let bob = demo_device::<G>(&ca, &params, &["bob@example.org", "12125550199"], &bob_book, &mut rng)?;
-    let mallory = demo_device::<G>(&ca, &params, &["13105550123"], &mallory_book, &mut rng)?;
-
-    println!();
-    println!("tacit demo — PrivateDrop: mutual TLS, DO2 → DO3 in three messages, CA-certified inputs");
-    println!("  The CA enrolled Alice, Bob and Mallory after checking their Schnorr proofs.");
-    println!("  Alice's book holds bob@example.org and Bob's holds Alice's 14155550142 (mutual contacts);");
-    println!("  Mallory's book holds bob@example.org, but Bob does not have Mallory.");
-
-    let inbox = std::env::temp_dir().join(format!("tacit-demo-{}-{}", std::process::id(), unix_now()));
-    std::fs::create_dir_all(&inbox)?;
-    let log: Arc<Mutex<Vec<String>>> = Arc::default();
-    let log2 = log.clone();
-    let supply_book = bob.book.clone();
-    let cfg = Arc::new(ReceiverConfig {
-        identity: bob.identity.clone(),
-        book: bob.book.clone(),
-        ca: ca.public_key(),
-        mode: Discoverability::ContactsOnly,
-        name: "Bob's phone".into(),
-        dir: inbox.clone(),
-        legacy: false,
-        limits: Limits::default(),
-        supply: Arc::new(move || supply_book.fresh_sender::<G>(&params)),
-        decide: Arc::new(|o| matches!(o.sender, Peer::Contact { .. })),
-        events: Arc::new(move |e: Event| {
-            let line = match e {
-                Event::Authenticated(Peer::Contact { identifier }) => {
-                    format!("Bob learned: the sender is his contact {identifier}")
-                }
-                Event::Authenticated(Peer::Unknown) => "Bob learned: the sender is not one of his contacts".into(),
-                Event::Received(p) => format!(
-                    "Bob received {}",
-                    p.file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                ),
-                _ => return,
-            };
-            if let Ok(mut l) = log2.lock() {
-                l.push(line);
-            }
-        }),
-        capture: None,
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?.to_string();
-    let server = tokio::spawn(transport::serve(listener, cfg, Some(2)));
-
-    let outbox = inbox.join("outgoing");
-    std::fs::create_dir_all(&outbox)?;
-    let file = outbox.join("note.txt");
-    std::fs::write(&file, "Lunch at noon? — Alice")?;
-    let sender_cfg = |d: &Device<G>, name: &str| {
-        Arc::new(SenderConfig {
-            identity: d.identity.clone(),
-            book: d.book.clone(),
-            ca: ca.public_key(),
-            name: name.into(),
-            limits: Limits::default(),
-            events: Arc::new(|_| {}),
-        })
-    };
-    let offer = transport::offer_for(&file).await?;
-    let mut s = transport::authenticate(
-        &addr,
-        sender_cfg(&alice, "Alice's laptop"),
-        alice.book.fresh_sender::<G>(&params)?,
-    )
-    .await?;
-    let t = s.timings;
-    println!();
-    println!(
-        "  Alice → Bob over https://{addr}: authenticated in {:.1} ms (TLS {:.1} ms, Alice's computation {:.1} ms)",
-        ms_of(t.total),
-        ms_of(t.tls),
-        ms_of(t.compute)
-    );
-    match &s.outcome.receiver {
-        Peer::Contact { identifier } => println!(
-            "    Alice learned: the receiver is her contact {identifier}, and it has her as {}",
-            s.outcome.known_by_receiver.join(", ")
-        ),
-        Peer::Unknown => println!("    Alice learned: the receiver is not one of her contacts"),
-    }
-    anyhow::ensure!(s.ask(std::slice::from_ref(&offer)).await?, "Bob declined Alice's file");
-    let stored = s.upload(0, &file, &offer).await?;
-    drop(s);
-
-    let mut m = transport::authenticate(
-        &addr,
-        sender_cfg(&mallory, "Mallory's phone"),
-        mallory.book.fresh_sender::<G>(&params)?,
-    )
-    .await?;
-    println!("  Mallory → Bob:");
-    match &m.outcome.receiver {
-        Peer::Contact { identifier } => println!(
-            "    Mallory learned: the receiver holds {identifier}, which her book already had, and that it does not know her"
-        ),
-        Peer::Unknown => println!("    Mallory learned: nothing about the receiver"),
-    }
-    let refused = m.ask(&[]).await;
-    drop(m);
-    server.await??;
-    for line in log.lock().map_err(|_| anyhow::anyhow!("log lock poisoned"))?.iter() {
-        println!("    {line}");
-    }
-    match refused {
-        Err(e) => println!("    Mallory's Ask was refused: {e}"),
-        Ok(_) => anyhow::bail!("Bob accepted a non-contact in contacts-only mode"),
-    }
-    let got = std::fs::read_to_string(inbox.join(&stored))?;
-    println!("  Alice's file arrived intact (SHA-256 checked) as {stored:?}: {got:?}");
-    println!("  Bob's other identifier and Alice's alice@example.org never left their devices; Mallory saw");
-    println!("  no hash of any identifier she did not already hold.");
-    let _ = std::fs::remove_dir_all(&inbox);
-    Ok(())
 }

@@ -2,18 +2,33 @@
 //!
 //! Every subcommand has `--help` with an example; errors end the program with a
 //! one-line reason and a non-zero exit code.
+//!
+//! # Layout
+//!
+//! This file only parses arguments and dispatches. Each subsystem has one folder,
+//! after cargo's `src/bin/cargo/commands/`:
+//!
+//! ```text
+//! <subsystem>/mod.rs     what the folder holds
+//! <subsystem>/cmd.rs     the subcommands: clap arguments, parse, call the library, print
+//! <subsystem>/bench.rs   `tacit bench <subsystem>`: the paper's tables, JSON, plots
+//! <subsystem>/demo.rs    its scene in `tacit demo`
+//! ```
+//!
+//! with further files where a subsystem has more commands (`drop/ca.rs` for
+//! `tacit ca` and `tacit id`, `discovery/world.rs` for the scene both the demo and
+//! the bench use). The folders are `psi/`, `drop/`, `discovery/`, `contacts/`; the
+//! coming `pros/`, `mpc/` and `pir/` follow the same pattern. The top-level
+//! `bench.rs` and `demo.rs` only list the experiments and scenes and call into the
+//! folders. Helpers every subsystem shares (set files, store path, progress bars,
+//! quantiles, timings, plots) live once, in `util/`; a subsystem folder never
+//! reaches into another subsystem's folder.
 
 mod bench;
-mod bench_discovery;
-mod bench_drop;
-mod ca;
 mod contacts;
 mod demo;
-mod demo_discovery;
-mod discover;
-mod discover_world;
+mod discovery;
 mod drop;
-mod plot;
 mod psi;
 mod util;
 
@@ -62,22 +77,22 @@ enum Command {
     Demo(demo::DemoArgs),
     /// The certification authority PrivateDrop's inputs rely on.
     #[command(subcommand)]
-    Ca(ca::CaCommand),
+    Ca(drop::ca::CaCommand),
     /// This device's PrivateDrop identity: enrolment with a CA.
     #[command(subcommand)]
-    Id(ca::IdCommand),
+    Id(drop::ca::IdCommand),
     /// PrivateDrop: mutual-contact authentication and file transfer; the legacy attack.
     #[command(subcommand)]
-    Drop(drop::DropCommand),
+    Drop(drop::cmd::DropCommand),
     /// Import and list the address book (vCard 3.0 / 4.0).
     #[command(subcommand)]
-    Contacts(contacts::ContactsCommand),
+    Contacts(contacts::cmd::ContactsCommand),
     /// Private discovery and private mutual authentication (IBE prefix encryption).
     #[command(subcommand)]
-    Discover(discover::DiscoverCommand),
+    Discover(discovery::cmd::DiscoverCommand),
     /// Private set intersection between two processes.
     #[command(subcommand)]
-    Psi(psi::PsiCommand),
+    Psi(psi::cmd::PsiCommand),
     /// Measure the protocols on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -87,36 +102,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
-        Command::Ca(c) => ca::run_ca(c),
-        Command::Drop(c) => drop::run(c, cli.store.as_deref()),
-        Command::Id(c) => ca::run_id(c, cli.store.as_deref()),
-        Command::Contacts(c) => contacts::run(c, cli.store.as_deref()),
-        Command::Psi(c) => psi::run(c, cli.store.as_deref()),
-        Command::Discover(c) => discover::run(c, cli.store.as_deref()),
+        Command::Ca(c) => drop::ca::run_ca(c),
+        Command::Drop(c) => drop::cmd::run(c, cli.store.as_deref()),
+        Command::Id(c) => drop::ca::run_id(c, cli.store.as_deref()),
+        Command::Contacts(c) => contacts::cmd::run(c, cli.store.as_deref()),
+        Command::Psi(c) => psi::cmd::run(c, cli.store.as_deref()),
+        Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
         Command::Bench(c) => bench::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tacit: error: {}", one_line(&e));
+            eprintln!("tacit: error: {}", util::one_line(&e));
             ExitCode::FAILURE
         }
     }
-}
-
-/// The error and its causes on one line, skipping a cause whose text the line
-/// already holds (error types that print their source as part of their message).
-fn one_line(e: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
-        if out.contains(&s) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&s);
-    }
-    out.replace('\n', " ")
 }

@@ -24,6 +24,7 @@ use crate::{Error, Result};
 use rand_core::CryptoRngCore;
 use sha2::Digest;
 use sha2::digest::Output;
+use zeroize::Zeroize;
 
 /// RFC 9497 protocol mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -310,8 +311,11 @@ impl<G: PrimeGroup> Oprf<G> {
         let t2 = G::mul_base(r);
         let t3 = G::mul(&m, r);
         let c = self.challenge(pk.as_ref(), &m, &z, &t2, &t3)?;
-        // s = r - c·k
-        let s = G::scalar_sub(r, &G::scalar_mul(&c, key.secret.expose()));
+        // s = r - c·k; the product c·k reveals k to anyone who sees it with c, so it is
+        // wiped as soon as s is computed.
+        let mut ck = G::scalar_mul(&c, key.secret.expose());
+        let s = G::scalar_sub(r, &ck);
+        ck.zeroize();
         Ok(Proof { c, s })
     }
 

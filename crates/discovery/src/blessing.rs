@@ -89,6 +89,11 @@ pub use chain::{
 pub use name::{ComponentProblem, Name, Policy, PrefixPolicy};
 pub use principal::Principal;
 
+/// Domain separator of [`Principal::sign`]. Neither it nor the blessing link separator
+/// is a prefix of the other, so no handshake signature can be read as a certificate
+/// and the other way round.
+pub(crate) const SIGNATURE_DST: &[u8] = b"tacit-discovery/principal-signature/v1\0";
+
 /// Most components in a [`Name`], hence most certificates in a [`Blessing`].
 pub const MAX_DEPTH: usize = 8;
 /// Longest name component (extension), in bytes of UTF-8.

@@ -129,6 +129,10 @@ pub enum Error {
     /// Our own configuration cannot run this handshake.
     #[error("{0}")]
     Config(String),
+    /// A client hello asked for a handshake this server does not offer (a private
+    /// server refuses SIGMA-I, which would send its identity to anyone).
+    #[error("this server does not offer the {0} handshake")]
+    ModeRefused(&'static str),
     /// A DH share that is not a valid group element.
     #[error("invalid Diffie-Hellman share: {0}")]
     Group(#[from] tacit_crypto::Error),
@@ -449,10 +453,21 @@ fn decrypt_for_us(
 /// Which three-message handshake a client hello asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// SIGMA-I: the server's identity travels under the handshake key only.
+    /// SIGMA-I: the server's identity travels under the handshake key only, so any
+    /// client that asks learns it. Only for public servers.
     Sigma,
     /// Private mutual authentication: the server's identity under prefix encryption.
     Private,
+}
+
+impl Mode {
+    /// The handshake's name, for logs and errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Sigma => "SIGMA-I",
+            Mode::Private => "private mutual authentication",
+        }
+    }
 }
 
 struct ClientHello {
@@ -674,23 +689,57 @@ pub mod server {
         pub cached_identity: Mutex<Option<Vec<PrefixCiphertext>>>,
         /// Whether to cache `CT_S` at all.
         pub cache_identity: bool,
+        /// The handshakes this server answers; any other client hello is refused
+        /// before anything is sent back.
+        modes: Vec<Mode>,
     }
 
     impl core::fmt::Debug for ServerConfig {
         fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            write!(f, "ServerConfig({:?}, cache {})", self.creds, self.cache_identity)
+            write!(
+                f,
+                "ServerConfig({:?}, modes {:?}, cache {})",
+                self.creds, self.modes, self.cache_identity
+            )
         }
     }
 
     impl ServerConfig {
-        /// A server configuration.
+        /// A server configuration. A server given prefix credentials is *private*:
+        /// it answers only [`Mode::Private`], because a SIGMA-I server hello carries
+        /// its blessing to any client that asks (use [`ServerConfig::with_modes`] to
+        /// run a public SIGMA-I endpoint on purpose). A server without them is public
+        /// and answers SIGMA-I only.
         pub fn new(creds: Credentials, prefix: Option<PrefixCredentials>, cache_identity: bool) -> Self {
+            let modes = if prefix.is_some() {
+                vec![Mode::Private]
+            } else {
+                vec![Mode::Sigma]
+            };
             ServerConfig {
                 creds,
                 prefix,
                 cached_identity: Mutex::new(None),
                 cache_identity,
+                modes,
             }
+        }
+
+        /// Answers exactly `modes`. Allowing [`Mode::Sigma`] makes the server's name
+        /// and key public: every client that connects receives its blessing.
+        pub fn with_modes(mut self, modes: &[Mode]) -> Self {
+            self.modes = modes.to_vec();
+            self
+        }
+
+        /// The handshakes this server answers.
+        pub fn modes(&self) -> &[Mode] {
+            &self.modes
+        }
+
+        /// Whether this server answers `mode`.
+        pub fn allows(&self, mode: Mode) -> bool {
+            self.modes.contains(&mode)
         }
 
         fn encrypted_identity(&self, rng: &mut impl CryptoRngCore) -> Result<Vec<PrefixCiphertext>> {
@@ -749,6 +798,9 @@ pub mod server {
         rng: &mut impl CryptoRngCore,
     ) -> Result<(AwaitingClient, Vec<u8>)> {
         let (h, gx_e) = ClientHello::from_bytes(hello)?;
+        if !cfg.allows(h.mode) {
+            return Err(Error::ModeRefused(h.mode.name()));
+        }
         let (y, gy) = dh_share(rng);
         let gxy = dh(&y, &gx_e);
         let [htk_s, htk_c, atk_c2s, atk_s2c] = transcript_keys(h.mode, &h.sid, &h.gx, &gy, &gxy);

@@ -36,6 +36,11 @@ pub enum Error {
     /// (servers say nothing more), or it failed.
     #[error("the service refused this identity (it closed the connection after the handshake)")]
     Refused,
+    /// The server closed the connection without answering our hello: it does not
+    /// offer this handshake (a private service answers only private mutual
+    /// authentication) or it is not a tacit discovery service.
+    #[error("the service did not answer the {0} hello (a private service answers only private mutual authentication)")]
+    NoAnswer(&'static str),
 }
 
 /// The service's answer to a request: `(client name, request) → response`.
@@ -80,16 +85,39 @@ fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-/// Serves connections until the listener fails; each connection on its own task.
+/// Most handshakes in progress at once; further clients wait in the listen backlog
+/// until one ends (the same bound as the auxiliary advertisement service's).
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// Longest a connection may take, handshake and application exchange together: a
+/// client that trickles bytes cannot hold a connection slot longer.
+pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(20);
+
+/// Serves connections until the listener fails; each connection on its own task, at
+/// most [`MAX_CONNECTIONS`] at once, each within [`CONNECTION_DEADLINE`].
 pub async fn serve(listener: FramedListener, state: Arc<ServerState>) -> Result<(), Error> {
+    serve_with_limit(listener, state, MAX_CONNECTIONS).await
+}
+
+/// [`serve`] with at most `limit` connections in progress at once.
+pub async fn serve_with_limit(listener: FramedListener, state: Arc<ServerState>, limit: usize) -> Result<(), Error> {
+    let permits = Arc::new(tokio::sync::Semaphore::new(limit.max(1)));
     loop {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return Ok(());
+        };
         let conn = listener.accept().await?;
         let state = state.clone();
         tokio::spawn(async move {
-            let ev = match handle(conn, &state).await {
-                Ok((handshake, client)) => ServerEvent::Authenticated { handshake, client },
-                Err(e) => ServerEvent::Refused(e.to_string()),
+            let ev = match tokio::time::timeout(CONNECTION_DEADLINE, handle(conn, &state)).await {
+                Ok(Ok((handshake, client))) => ServerEvent::Authenticated { handshake, client },
+                Ok(Err(e)) => ServerEvent::Refused(e.to_string()),
+                Err(_) => ServerEvent::Refused(format!(
+                    "the connection ran past its {} s deadline",
+                    CONNECTION_DEADLINE.as_secs()
+                )),
             };
+            drop(permit);
             (state.events)(ev);
         });
     }
@@ -108,10 +136,7 @@ async fn handle(mut conn: FramedConn, state: &ServerState) -> Result<(&'static s
         return Ok(("0-RTT", client));
     }
     let (waiting, server_hello) = on_client_hello(&state.config, &first, &mut rng)?;
-    let handshake = match crate::handshake::hello_mode(&first)? {
-        Mode::Sigma => "SIGMA-I",
-        Mode::Private => "private mutual authentication",
-    };
+    let handshake = crate::handshake::hello_mode(&first)?.name();
     conn.send(&server_hello).await?;
     let finish = conn.recv().await?;
     let mut session = waiting.on_client_finish(&finish, now_unix())?;
@@ -161,7 +186,11 @@ pub async fn connect(
     let t1 = Instant::now();
     let (c, hello) = Client::start(mode, creds.clone(), prefix.cloned(), cache, &mut rng)?;
     conn.send(&hello).await?;
-    let sh = conn.recv().await?;
+    let sh = match conn.recv().await {
+        Ok(sh) => sh,
+        Err(tacit_net::Error::Closed) => return Err(Error::NoAnswer(mode.name())),
+        Err(e) => return Err(e.into()),
+    };
     let (mut session, finish) = c.on_server_hello(&sh, now_unix())?;
     conn.send(&finish).await?;
     let handshake = t1.elapsed();

@@ -49,6 +49,7 @@ fn cfg() -> NetConfig {
         max_frame: AUX_MAX_FRAME,
         connect_timeout: Duration::from_secs(2),
         read_timeout: Duration::from_secs(2),
+        deadline: None,
     }
 }
 

@@ -101,15 +101,20 @@ fn run(
     Ok((ce.peer.name().to_string(), se.peer.name().to_string()))
 }
 
+/// The camera, answering both handshakes so the tests can exercise SIGMA-I too (a
+/// private server answers only private mutual authentication by default: see
+/// `a_private_server_refuses_sigma_and_sends_nothing`).
 fn camera(w: &mut World, cache: bool) -> (Party, ServerConfig) {
     let cam = w.party(true, &["Devices", "Camera"], "Home/*");
-    let cfg = ServerConfig::new(cam.creds.clone(), Some(cam.prefix.clone()), cache);
+    let cfg =
+        ServerConfig::new(cam.creds.clone(), Some(cam.prefix.clone()), cache).with_modes(&[Mode::Sigma, Mode::Private]);
     (cam, cfg)
 }
 
 #[test]
 fn sigma_and_private_authenticate_mutually() {
     let mut w = World::new(1);
+    // A server that offers both on purpose (a public SIGMA-I endpoint).
     let (_, cam) = camera(&mut w, false);
     let owner = w.party(true, &["Owner", "Phone"], "Home/Devices/*");
     for mode in [Mode::Sigma, Mode::Private] {
@@ -123,6 +128,44 @@ fn sigma_and_private_authenticate_mutually() {
     for _ in 0..3 {
         run(Mode::Private, &mut w, &owner, &cam, Some(cache.clone())).unwrap();
     }
+}
+
+/// Issue 9, defect 1: a private server used to answer whatever mode the hello asked
+/// for, so a SIGMA-I hello (which anyone can send: it is `sid, gˣ`) got the server's
+/// blessing back. A private server now refuses it and sends nothing.
+#[test]
+fn a_private_server_refuses_sigma_and_sends_nothing() {
+    let mut w = World::new(9);
+    let (cam_party, _) = camera(&mut w, false);
+    let cam = ServerConfig::new(cam_party.creds.clone(), Some(cam_party.prefix.clone()), false);
+    assert_eq!(cam.modes(), &[Mode::Private]);
+    for who in [
+        w.party(false, &["Visitor", "Phone"], "Home/*"),
+        w.party(true, &["Owner", "Phone"], "Home/Devices/*"),
+    ] {
+        let (_, hello) = Client::start(Mode::Sigma, who.creds.clone(), None, None, &mut w.rng).unwrap();
+        match on_client_hello(&cam, &hello, &mut w.rng) {
+            Err(Error::ModeRefused(m)) => assert_eq!(m, "SIGMA-I"),
+            Err(e) => panic!("unexpected error {e}"),
+            Ok((_, server_hello)) => panic!("a private server answered SIGMA-I with {} bytes", server_hello.len()),
+        }
+    }
+    // A server without prefix credentials is public: SIGMA-I only.
+    let public = ServerConfig::new(cam_party.creds.clone(), None, false);
+    assert_eq!(public.modes(), &[Mode::Sigma]);
+    let owner = w.party(true, &["Owner", "Phone2"], "Home/Devices/*");
+    let (_, hello) = Client::start(
+        Mode::Private,
+        owner.creds.clone(),
+        Some(owner.prefix.clone()),
+        None,
+        &mut w.rng,
+    )
+    .unwrap();
+    assert!(matches!(
+        on_client_hello(&public, &hello, &mut w.rng),
+        Err(Error::ModeRefused("private mutual authentication"))
+    ));
 }
 
 #[test]
@@ -215,7 +258,7 @@ fn tampered_messages_and_stolen_blessings_are_rejected() {
     let thief = Principal::generate(&mut w.rng);
     let mut stolen = cam.creds.clone();
     stolen.principal = Arc::new(thief);
-    let fake = ServerConfig::new(stolen, cam.prefix.clone(), false);
+    let fake = ServerConfig::new(stolen, cam.prefix.clone(), false).with_modes(&[Mode::Sigma, Mode::Private]);
     for mode in [Mode::Sigma, Mode::Private] {
         let (c, hello) =
             Client::start(mode, owner.creds.clone(), Some(owner.prefix.clone()), None, &mut w.rng).unwrap();
@@ -356,4 +399,61 @@ fn a_policy_with_several_prefixes_admits_each_of_them() {
         Service::new(many).refresh(&cam.prefix.mpk, NOW, NOW + 60, &mut w.rng),
         Err(Error::Config(_))
     ));
+}
+
+/// Issue 9, defect 6: the handshake listener used to accept without limit. With the
+/// limit reached by clients that send nothing, an honest client is served only after
+/// one of them leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_handshake_listener_holds_a_bounded_number_of_connections() {
+    use std::sync::Mutex;
+    use tacit_discovery::service::{self, ServerEvent, ServerState};
+    use tacit_net::{FramedConn, FramedListener, NetConfig};
+    let mut w = World::new(31);
+    let (cam_party, cam) = camera(&mut w, false);
+    let owner = w.party(true, &["Owner", "Phone"], "Home/Devices/*");
+    let events = Arc::new(Mutex::new(Vec::<String>::new()));
+    let ev = events.clone();
+    let state = Arc::new(ServerState {
+        config: cam,
+        service: Service::new(cam_party.creds.clone()),
+        respond: Arc::new(|_: &str, _: &[u8]| b"ok".to_vec()),
+        events: Arc::new(move |e| {
+            ev.lock().unwrap().push(match e {
+                ServerEvent::Authenticated { .. } => "authenticated".into(),
+                ServerEvent::Refused(_) => "refused".into(),
+            })
+        }),
+    });
+    let net = NetConfig::default();
+    let l = FramedListener::bind("127.0.0.1:0", &net).await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let server = tokio::spawn(service::serve_with_limit(l, state, 2));
+    let mut stallers = Vec::new();
+    for _ in 0..2 {
+        stallers.push(FramedConn::connect(addr.as_str(), &net).await.unwrap());
+    }
+    let honest = {
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            service::connect(
+                &addr,
+                Mode::Private,
+                &owner.creds,
+                Some(&owner.prefix),
+                None,
+                b"hi",
+                &NetConfig::default(),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(events.lock().unwrap().is_empty(), "served past the limit");
+    drop(stallers.pop());
+    let o = honest.await.unwrap().unwrap();
+    assert_eq!(o.response, b"ok");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert_eq!(*events.lock().unwrap(), ["refused", "authenticated"]);
+    server.abort();
 }

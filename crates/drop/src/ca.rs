@@ -24,10 +24,10 @@ use crate::records::{
     CaPublicKey, CertifiedBlindedIds, LegacyValidationRecord, SignedLegacyValidationRecord, SignedValidationRecord,
     ValidationRecord, Validity,
 };
-use crate::x509::{TlsKey, TlsRoot, account_of_certificate, spki_of_certificate};
-use crate::{DropParams, Error, Result, identifier_hash};
+use crate::x509::{TlsKey, TlsRoot, account_of_certificate, spki_of_certificate, verify_account_certificate};
+use crate::{DropParams, Error, Result, identifier_hash, signed_message};
 use rand_core::CryptoRngCore;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tacit_crypto::oprf::Oprf;
 use tacit_crypto::rng::shuffle;
 use tacit_crypto::schnorr::DlogProof;
@@ -70,6 +70,132 @@ pub struct EnrollmentRequest<G: PrimeGroup> {
     pub params: DropParams,
     /// One entry per identifier.
     pub entries: Vec<EnrollmentEntry<G>>,
+    /// For an account the CA already registered: an Ed25519 signature over
+    /// [`EnrollmentRequest::renewal_message`] with the key of the account's current
+    /// certificate. `None` for a new account.
+    pub renewal: Option<[u8; 64]>,
+}
+
+/// What the CA remembers of an account it certified (issue 9: the CA used to certify
+/// any UUID a requester named, so an attacker could take over a victim's account).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredAccount {
+    /// The TLS key (SubjectPublicKeyInfo, DER) of the account's current certificate.
+    pub tls_public_key: Vec<u8>,
+    /// When the current certificate expires (Unix seconds).
+    pub not_after: u64,
+    /// When the account was revoked, if it was.
+    pub revoked: Option<u64>,
+}
+
+/// The CA's registry of accounts. A UUID that is registered is certified again only
+/// for a request signed with the key of its current certificate; a revoked one never.
+pub trait AccountRegistry {
+    /// The account's entry, if registered.
+    fn lookup(&mut self, account: &AccountId) -> Result<Option<RegisteredAccount>>;
+    /// Records `account`'s new certificate key, atomically with the check that its
+    /// current key is still `previous` (`None`: not registered). A concurrent
+    /// enrolment that got there first makes this fail.
+    fn register(
+        &mut self,
+        account: &AccountId,
+        tls_public_key: &[u8],
+        not_after: u64,
+        previous: Option<&[u8]>,
+    ) -> Result<()>;
+}
+
+/// An [`AccountRegistry`] in memory (tests, the demo, a CA that keeps no files). A
+/// CA that serves devices keeps its registry in its store instead.
+#[derive(Debug, Default)]
+pub struct MemoryRegistry(HashMap<AccountId, RegisteredAccount>);
+
+impl MemoryRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Marks `account` revoked at `now`; `false` if it is not registered.
+    pub fn revoke(&mut self, account: &AccountId, now: u64) -> bool {
+        match self.0.get_mut(account) {
+            Some(a) => {
+                a.revoked.get_or_insert(now);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl AccountRegistry for MemoryRegistry {
+    fn lookup(&mut self, account: &AccountId) -> Result<Option<RegisteredAccount>> {
+        Ok(self.0.get(account).cloned())
+    }
+
+    fn register(
+        &mut self,
+        account: &AccountId,
+        tls_public_key: &[u8],
+        not_after: u64,
+        previous: Option<&[u8]>,
+    ) -> Result<()> {
+        let current = self.0.get(account).map(|a| a.tls_public_key.as_slice());
+        if current != previous {
+            return Err(Error::EnrollmentRefused(format!(
+                "account {account} changed during enrolment; try again"
+            )));
+        }
+        self.0.insert(
+            *account,
+            RegisteredAccount {
+                tls_public_key: tls_public_key.to_vec(),
+                not_after,
+                revoked: None,
+            },
+        );
+        Ok(())
+    }
+}
+
+impl AccountRegistry for tacit_store::Store {
+    fn lookup(&mut self, account: &AccountId) -> Result<Option<RegisteredAccount>> {
+        Ok(self
+            .ca_account(&account.0)
+            .map_err(store_err)?
+            .map(|a| RegisteredAccount {
+                tls_public_key: a.tls_public_key,
+                not_after: a.not_after,
+                revoked: a.revoked_unix,
+            }))
+    }
+
+    fn register(
+        &mut self,
+        account: &AccountId,
+        tls_public_key: &[u8],
+        not_after: u64,
+        previous: Option<&[u8]>,
+    ) -> Result<()> {
+        match self.ca_register(&account.0, tls_public_key, not_after, previous) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::EnrollmentRefused(format!(
+                "account {account} changed during enrolment; try again"
+            ))),
+            Err(e) => Err(store_err(e)),
+        }
+    }
+}
+
+fn store_err(e: tacit_store::Error) -> Error {
+    Error::InvalidParams(format!("CA registry: {e}"))
+}
+
+/// The message a CA signs to vouch for its TLS root (issue 9: a device used to store
+/// whatever root the enrolment answer carried).
+fn root_message(root_cert: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    signed_message("tls-root", &sha2::Sha256::digest(root_cert))
 }
 
 /// What the CA issues.
@@ -85,6 +211,9 @@ pub struct Issued<G: PrimeGroup> {
     pub account_cert: Vec<u8>,
     /// The CA's root certificate (X.509 DER).
     pub root_cert: Vec<u8>,
+    /// The CA's Ed25519 signature over the root certificate's SHA-256, so a device
+    /// that trusts the CA key also knows the root is the CA's.
+    pub root_signature: [u8; 64],
 }
 
 /// The statement context of an enrolment proof: account and slot, so a proof cannot be
@@ -137,6 +266,11 @@ impl CertificateAuthority {
         self.key.to_seed()
     }
 
+    /// Signs `msg` (already domain-separated by the caller) with the CA key.
+    pub(crate) fn sign_raw(&self, msg: &[u8]) -> [u8; 64] {
+        self.key.sign(msg)
+    }
+
     /// The trust root devices hold.
     pub fn public_key(&self) -> CaPublicKey {
         CaPublicKey(self.key.verifying_key())
@@ -150,14 +284,46 @@ impl CertificateAuthority {
 
     /// Processes an enrolment request at time `now`. `owns(identifier)` is the
     /// ownership decision (verified SMS / e-mail in a deployment; an operator's
-    /// confirmation in tacit).
+    /// confirmation in tacit). `registry` holds the accounts this CA certified: a new
+    /// UUID is registered to the request's TLS key; a registered one is certified
+    /// again only for a request signed with its current certificate's key
+    /// ([`DeviceEnrollment::renew`]), and a revoked one never.
     pub fn enroll<G: PrimeGroup>(
         &self,
         req: &EnrollmentRequest<G>,
         owns: &dyn Fn(&str) -> bool,
+        registry: &mut dyn AccountRegistry,
         now: u64,
         rng: &mut impl CryptoRngCore,
     ) -> Result<Issued<G>> {
+        let previous = match registry.lookup(&req.account)? {
+            None if req.renewal.is_some() => {
+                return Err(Error::EnrollmentRefused(format!(
+                    "account {} is not registered with this CA; enrol it as a new account",
+                    req.account
+                )));
+            }
+            None => None,
+            Some(a) if a.revoked.is_some() => {
+                return Err(Error::EnrollmentRefused(format!("account {} is revoked", req.account)));
+            }
+            Some(a) => {
+                let sig = req.renewal.ok_or_else(|| {
+                    Error::EnrollmentRefused(format!(
+                        "account {} is already registered; enrolling it again needs a request signed \
+                         with the key of its current certificate",
+                        req.account
+                    ))
+                })?;
+                crate::x509::verify_with_spki(&a.tls_public_key, &req.renewal_message(), &sig).map_err(|_| {
+                    Error::EnrollmentRefused(format!(
+                        "the renewal of account {} is not signed with the key of its current certificate",
+                        req.account
+                    ))
+                })?;
+                Some(a.tls_public_key)
+            }
+        };
         let m = req.params.max_ids();
         req.params.psi.validate()?;
         if req.params.psi.group != G::ID {
@@ -224,6 +390,14 @@ impl CertificateAuthority {
             })
             .collect();
         let account_cert = self.tls_root.issue(&req.account, &req.tls_public_key, &validity)?;
+        let root_cert = self.tls_root.cert_der();
+        let root_signature = self.key.sign(&root_message(&root_cert));
+        registry.register(
+            &req.account,
+            &req.tls_public_key,
+            validity.not_after,
+            previous.as_deref(),
+        )?;
         let legacy = SignedLegacyValidationRecord::sign(
             LegacyValidationRecord {
                 account: req.account,
@@ -237,7 +411,8 @@ impl CertificateAuthority {
             records,
             legacy,
             account_cert,
-            root_cert: self.tls_root.cert_der(),
+            root_cert,
+            root_signature,
         })
     }
 }
@@ -256,7 +431,24 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
         Self::for_account(params, AccountId::random(rng), identifiers, rng)
     }
 
-    /// Enrols `identifiers` for an existing account.
+    /// Enrols `identifiers` again for the account of `current` (new keys, new
+    /// certificates), signing the request with the key of its current certificate so
+    /// the CA knows the request comes from the account's holder.
+    pub fn renew(
+        current: &DropIdentity<G>,
+        params: &DropParams,
+        identifiers: &[&str],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Self> {
+        let mut e = Self::for_account(params, current.account, identifiers, rng)?;
+        let sig = current.tls_key.sign(&e.request.renewal_message())?;
+        e.request.renewal = Some(sig);
+        Ok(e)
+    }
+
+    /// Enrols `identifiers` under a UUID of the caller's choosing, unsigned: the CA
+    /// refuses this for a registered account. Use [`DeviceEnrollment::new`] for a new
+    /// account and [`DeviceEnrollment::renew`] for an existing one.
     pub fn for_account(
         params: &DropParams,
         account: AccountId,
@@ -293,6 +485,7 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
                 tls_public_key: tls_key.spki_der()?,
                 params: *params,
                 entries,
+                renewal: None,
             },
             tls_key,
         })
@@ -318,11 +511,14 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
                 return Err(Error::BadCertificate("validation record"));
             }
         }
+        ca.0.verify(&root_message(&issued.root_cert), &issued.root_signature)
+            .map_err(|_| Error::BadCertificate("TLS root certificate"))?;
         if account_of_certificate(&issued.account_cert)? != req.account
             || spki_of_certificate(&issued.account_cert)? != req.tls_public_key
         {
             return Err(Error::BadCertificate("account certificate"));
         }
+        verify_account_certificate(&issued.account_cert, &issued.root_cert, now)?;
         // Map certified slots back to our αᵢ: each yᵢ must appear exactly once.
         let mut used = vec![false; req.entries.len()];
         let mut slots = Vec::with_capacity(m);
@@ -405,10 +601,12 @@ impl<G: PrimeGroup> DropIdentity<G> {
 
 /// Message-type tags of enrolment and stored identities.
 pub mod tags {
-    /// [`super::EnrollmentRequest`].
-    pub const ENROLLMENT_REQUEST: u16 = 0x0230;
-    /// [`super::Issued`].
-    pub const ISSUED: u16 = 0x0231;
+    /// [`super::EnrollmentRequest`], version 2 (with the renewal signature; version 1
+    /// was 0x0230 and is refused).
+    pub const ENROLLMENT_REQUEST: u16 = 0x0233;
+    /// [`super::Issued`], version 2 (with the signed TLS root; version 1 was 0x0231
+    /// and is refused).
+    pub const ISSUED: u16 = 0x0234;
     /// [`super::DropIdentity`] (contains the blinding scalars: keep it in the store).
     pub const IDENTITY: u16 = 0x0232;
 }
@@ -431,20 +629,38 @@ fn read_params(r: &mut Reader<'_>) -> Result<DropParams> {
 }
 
 impl<G: PrimeGroup> EnrollmentRequest<G> {
+    /// What a renewal signs: the whole request but the signature, domain-separated.
+    pub fn renewal_message(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        self.encode_body(&mut w);
+        signed_message("renewal", &w.into_bytes())
+    }
+
     /// Encoding.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.put_envelope(tags::ENROLLMENT_REQUEST);
-        self.account.encode(&mut w);
+        self.encode_body(&mut w);
+        match &self.renewal {
+            None => w.put_u8(0),
+            Some(sig) => {
+                w.put_u8(1);
+                w.put_fixed(sig);
+            }
+        }
+        w.into_bytes()
+    }
+
+    fn encode_body(&self, w: &mut Writer) {
+        self.account.encode(w);
         w.put_var_bytes(&self.tls_public_key);
-        self.params.psi.encode(&mut w);
+        self.params.psi.encode(w);
         w.put_count(self.entries.len());
         for e in &self.entries {
             w.put_str(&e.identifier);
             w.put_fixed(G::element_bytes(&e.blinded).as_ref());
             w.put_fixed(&e.proof.to_bytes());
         }
-        w.into_bytes()
     }
 
     /// Decodes a request from an untrusted device.
@@ -467,12 +683,18 @@ impl<G: PrimeGroup> EnrollmentRequest<G> {
                 proof,
             });
         }
+        let renewal = match r.u8()? {
+            0 => None,
+            1 => Some(r.array("renewal signature")?),
+            x => return Err(tacit_wire::Error::invalid("renewal flag", format!("{x} is not 0 or 1")).into()),
+        };
         r.finish()?;
         Ok(EnrollmentRequest {
             account,
             tls_public_key,
             params,
             entries,
+            renewal,
         })
     }
 }
@@ -490,6 +712,7 @@ impl<G: PrimeGroup> Issued<G> {
         self.legacy.encode(&mut w);
         w.put_var_bytes(&self.account_cert);
         w.put_var_bytes(&self.root_cert);
+        w.put_fixed(&self.root_signature);
         w.into_bytes()
     }
 
@@ -506,6 +729,7 @@ impl<G: PrimeGroup> Issued<G> {
         let legacy = SignedLegacyValidationRecord::decode(&mut r)?;
         let account_cert = r.var_bytes("account certificate", MAX_DER)?.to_vec();
         let root_cert = r.var_bytes("root certificate", MAX_DER)?.to_vec();
+        let root_signature = r.array("root signature")?;
         r.finish()?;
         Ok(Issued {
             blinded_ids,
@@ -513,6 +737,7 @@ impl<G: PrimeGroup> Issued<G> {
             legacy,
             account_cert,
             root_cert,
+            root_signature,
         })
     }
 }

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use tacit_crypto::{Ristretto255, rng::SecureRng};
-//! use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment};
+//! use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, MemoryRegistry};
 //! use tacit_drop::DropParams;
 //!
 //! let mut rng = SecureRng::from_seed([1; 32]);
@@ -19,7 +19,7 @@
 //! let params = DropParams::default().with_bounds(4, 100);
 //! // A device proves knowledge of αᵢ for yᵢ = αᵢ·H(IDᵢ); the CA certifies.
 //! let enrollment = DeviceEnrollment::<Ristretto255>::new(&params, &["14155550100", "ann@example.com"], &mut rng).unwrap();
-//! let issued = ca.enroll(enrollment.request(), &|_id| true, 1_700_000_000, &mut rng).unwrap();
+//! let issued = ca.enroll(enrollment.request(), &|_id| true, &mut MemoryRegistry::new(), 1_700_000_000, &mut rng).unwrap();
 //! let identity = enrollment.finish(issued, &ca.public_key(), 1_700_000_000).unwrap();
 //! assert_eq!(identity.identifiers().len(), 2);
 //! ```
@@ -29,6 +29,7 @@
 pub mod account;
 pub mod attack;
 pub mod ca;
+pub mod enrolment;
 mod error;
 pub mod legacy;
 pub mod protocol;

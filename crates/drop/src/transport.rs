@@ -49,6 +49,16 @@ pub struct Limits {
     /// then costs the receiver one DO3 answer (it must still hold an enrolled account
     /// for mutual TLS and present valid certified inputs). `false` = work-first.
     pub prepare_answer: bool,
+    /// Largest file a receiver accepts (an offer naming a larger one is refused).
+    pub max_file: u64,
+    /// Largest total of one offer.
+    pub max_offer: u64,
+    /// Free space a receiver keeps on the disk of its folder: an offer that would
+    /// leave less is refused.
+    pub keep_free: u64,
+    /// Deadline of a whole sender exchange (authentication and every upload): a
+    /// receiver that stalls cannot hold the sender longer.
+    pub exchange_deadline: Duration,
 }
 
 impl Default for Limits {
@@ -58,8 +68,43 @@ impl Default for Limits {
             read_timeout: Duration::from_secs(15),
             max_ask: 1 << 20,
             prepare_answer: true,
+            max_file: 4 << 30,
+            max_offer: 16 << 30,
+            keep_free: 256 << 20,
+            exchange_deadline: Duration::from_secs(3600),
         }
     }
+}
+
+/// Bytes free for an unprivileged user on the file system of `dir`.
+pub fn free_space(dir: &Path) -> std::io::Result<u64> {
+    let st = rustix::fs::statvfs(dir).map_err(std::io::Error::from)?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// Whether the receiver can take `files` into `dir` under `limits`; the reason if
+/// not (sent to the sender as the refusal).
+pub fn check_offer(files: &[FileOffer], limits: &Limits, dir: &Path) -> core::result::Result<(), String> {
+    if let Some(f) = files.iter().find(|f| f.size > limits.max_file) {
+        return Err(format!(
+            "a file of {} bytes; this receiver takes files up to {} bytes",
+            f.size, limits.max_file
+        ));
+    }
+    let total = files.iter().fold(0u64, |a, f| a.saturating_add(f.size));
+    if total > limits.max_offer {
+        return Err(format!(
+            "an offer of {total} bytes; this receiver takes up to {} bytes at once",
+            limits.max_offer
+        ));
+    }
+    let free = free_space(dir).map_err(|e| format!("cannot check free space: {e}"))?;
+    if total.saturating_add(limits.keep_free) > free {
+        return Err(format!(
+            "an offer of {total} bytes does not fit in the receiver's free space"
+        ));
+    }
+    Ok(())
 }
 
 /// Largest `FinishPSI` body for the parameters: one response.
@@ -152,7 +197,9 @@ enum ConnState<G: PrimeGroup> {
     /// The DO3 answer is being computed on a blocking thread.
     Preparing(tokio::task::JoinHandle<ReceiverAwaitingM2<G>>),
     AwaitingAsk(Box<ReceiverAwaitingAsk<G>>),
-    Accepted(Vec<FileOffer>),
+    /// The accepted offer; a file's slot is emptied when its upload starts, so each
+    /// offered file is received at most once.
+    Accepted(Vec<Option<FileOffer>>),
     Done,
 }
 
@@ -378,8 +425,11 @@ async fn handle<G: PrimeGroup>(
             match w.on_ask(&body) {
                 Ok(outcome) => {
                     (cfg.events)(Event::Authenticated(outcome.sender.clone()));
+                    if let Err(why) = check_offer(&outcome.ask.files, &cfg.limits, &cfg.dir) {
+                        return refuse(StatusCode::PAYLOAD_TOO_LARGE, why);
+                    }
                     if (cfg.decide)(&outcome) {
-                        *st = ConnState::Accepted(outcome.ask.files);
+                        *st = ConnState::Accepted(outcome.ask.files.into_iter().map(Some).collect());
                         reply(StatusCode::OK, "accepted")
                     } else {
                         refuse(StatusCode::FORBIDDEN, "declined")
@@ -388,13 +438,20 @@ async fn handle<G: PrimeGroup>(
                 Err(e) => refuse(status_of(&e), e),
             }
         }
-        ("/Upload", ConnState::Accepted(files)) => {
+        ("/Upload", ConnState::Accepted(mut files)) => {
             let index = query.strip_prefix("file=").and_then(|i| i.parse::<usize>().ok());
-            let Some(offer) = index.and_then(|i| files.get(i)).cloned() else {
+            let Some(slot) = index.and_then(|i| files.get_mut(i)) else {
                 *st = ConnState::Accepted(files);
                 return refuse(StatusCode::BAD_REQUEST, "Upload needs ?file=N naming an offered file");
             };
+            let Some(offer) = slot.take() else {
+                *st = ConnState::Accepted(files);
+                return refuse(StatusCode::CONFLICT, "this file was already uploaded");
+            };
             *st = ConnState::Accepted(files);
+            if let Err(why) = check_offer(std::slice::from_ref(&offer), &cfg.limits, &cfg.dir) {
+                return refuse(StatusCode::PAYLOAD_TOO_LARGE, why);
+            }
             match receive_file(req, &offer, cfg).await {
                 Ok(path) => {
                     (cfg.events)(Event::Received(path.clone()));
@@ -440,10 +497,12 @@ async fn handle<G: PrimeGroup>(
     }
 }
 
-/// A file name without directories or control characters.
+/// A file name without directories, control characters, or invisible and
+/// bidirectional format characters (a name like `report\u{202E}fdp.exe` would show
+/// as `reportexe.pdf`).
 pub fn safe_file_name(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or("");
-    let cleaned: String = base.chars().filter(|c| !c.is_control()).collect();
+    let cleaned = tacit_wire::text::strip_unsafe(base);
     let cleaned = cleaned.trim().trim_start_matches('.').to_string();
     if cleaned.is_empty() {
         "received-file".to_string()
@@ -627,6 +686,8 @@ pub struct Session<G: PrimeGroup> {
     /// Where the time went.
     pub timings: Timings,
     cfg: Arc<SenderConfig<G>>,
+    /// The end of the whole exchange ([`Limits::exchange_deadline`] after connect).
+    deadline: Instant,
 }
 
 fn full(b: impl Into<Bytes>) -> BoxBody<Bytes, std::io::Error> {
@@ -638,35 +699,45 @@ async fn post(
     path: &str,
     body: BoxBody<Bytes, std::io::Error>,
     len: u64,
-    timeout: Duration,
+    limit: Duration,
 ) -> Result<(StatusCode, Bytes)> {
-    let (status, body, _) = post_timed(http, path, body, len, timeout).await?;
+    let (status, body, _) = post_timed(http, path, body, len, limit).await?;
     Ok((status, body))
 }
 
+/// One request and its whole answer within `limit` (the receiver cannot stall the
+/// sender: every request runs under a deadline).
 async fn post_timed(
     http: &mut hyper::client::conn::http1::SendRequest<BoxBody<Bytes, std::io::Error>>,
     path: &str,
     body: BoxBody<Bytes, std::io::Error>,
     len: u64,
-    timeout: Duration,
+    limit: Duration,
 ) -> Result<(StatusCode, Bytes, Duration)> {
     let req = Request::post(path)
         .header(hyper::header::HOST, TLS_SERVER_NAME)
         .header(hyper::header::CONTENT_LENGTH, len)
         .body(body)
         .map_err(|e| io_err("request", e))?;
-    // The connection accepts the next request only once it is idle again.
-    http.ready().await.map_err(|e| io_err(path, e))?;
-    let resp = http.send_request(req).await.map_err(|e| io_err(path, e))?;
-    let status = resp.status();
-    let remote = server_compute(resp.headers());
-    let body = tokio::time::timeout(timeout, Limited::new(resp.into_body(), 64 << 20).collect())
-        .await
-        .map_err(|_| Error::Transport(format!("{path}: the receiver did not answer in time")))?
-        .map_err(|e| io_err(path, e))?
-        .to_bytes();
-    Ok((status, body, remote))
+    let exchange = async {
+        // The connection accepts the next request only once it is idle again.
+        http.ready().await.map_err(|e| io_err(path, e))?;
+        let resp = http.send_request(req).await.map_err(|e| io_err(path, e))?;
+        let status = resp.status();
+        let remote = server_compute(resp.headers());
+        let body = Limited::new(resp.into_body(), 64 << 20)
+            .collect()
+            .await
+            .map_err(|e| io_err(path, e))?
+            .to_bytes();
+        Ok((status, body, remote))
+    };
+    tokio::time::timeout(limit, exchange).await.map_err(|_| {
+        Error::Transport(format!(
+            "{path}: the receiver did not answer within {:.0} s",
+            limit.as_secs_f64()
+        ))
+    })?
 }
 
 fn expect_ok(path: &str, (status, body): (StatusCode, Bytes)) -> Result<Bytes> {
@@ -767,6 +838,7 @@ pub async fn authenticate<G: PrimeGroup>(
             transmission: total.saturating_sub(compute).saturating_sub(remote1 + remote2),
             total: total + tls,
         },
+        deadline: t0 + cfg.limits.exchange_deadline,
         cfg,
     })
 }
@@ -904,6 +976,18 @@ impl hyper::body::Body for ChannelBody {
 }
 
 impl<G: PrimeGroup> Session<G> {
+    /// Time left before the exchange's deadline, at most `cap`.
+    fn left(&self, cap: Duration) -> Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Transport(format!(
+                "the exchange ran past its {:.0} s deadline",
+                self.cfg.limits.exchange_deadline.as_secs_f64()
+            )));
+        }
+        Ok(left.min(cap))
+    }
+
     /// Sends `Ask` with our validation record (only if the receiver proved it knows us)
     /// and the offer; `Ok(true)` if the receiver accepted.
     pub async fn ask(&mut self, files: &[FileOffer]) -> Result<bool> {
@@ -914,7 +998,8 @@ impl<G: PrimeGroup> Session<G> {
         }
         .to_bytes();
         let len = ask.len() as u64;
-        let (status, body) = post(&mut self.http, "/Ask", full(ask), len, self.cfg.limits.read_timeout).await?;
+        let limit = self.left(self.cfg.limits.read_timeout)?;
+        let (status, body) = post(&mut self.http, "/Ask", full(ask), len, limit).await?;
         match status {
             StatusCode::OK => Ok(true),
             StatusCode::FORBIDDEN if body.as_ref() == b"declined\n" => Ok(false),
@@ -963,7 +1048,9 @@ impl<G: PrimeGroup> Session<G> {
         });
         let body = ChannelBody { rx, len: offer.size }.boxed();
         let path_q = format!("/Upload?file={index}");
-        let r = post(&mut self.http, &path_q, body, offer.size, self.cfg.limits.read_timeout).await;
+        // An upload may take long; the exchange deadline bounds it.
+        let limit = self.left(Duration::MAX)?;
+        let r = post(&mut self.http, &path_q, body, offer.size, limit).await;
         let _ = reader.await;
         let body = expect_ok("/Upload", r?)?;
         Ok(String::from_utf8_lossy(&body).into_owned())

@@ -130,6 +130,57 @@ impl TlsKey {
     pub fn spki_der(&self) -> Result<Vec<u8>> {
         Ok(KeyPair::try_from(self.0.as_slice()).map_err(x509_err)?.public_key_der())
     }
+
+    /// An Ed25519 signature with this key (a renewal request to the CA proves
+    /// possession of the account's current certificate key this way).
+    pub fn sign(&self, msg: &[u8]) -> Result<[u8; 64]> {
+        let kp = ring::signature::Ed25519KeyPair::from_pkcs8_maybe_unchecked(&self.0)
+            .map_err(|e| x509_err(format!("TLS key: {e}")))?;
+        kp.sign(msg)
+            .as_ref()
+            .try_into()
+            .map_err(|_| x509_err("Ed25519 signature of unexpected length"))
+    }
+}
+
+/// OID 1.3.101.112: Ed25519.
+const ED25519_OID: &[u64] = &[1, 3, 101, 112];
+
+/// Verifies an Ed25519 signature under a key given as SubjectPublicKeyInfo DER.
+pub fn verify_with_spki(spki_der: &[u8], msg: &[u8], sig: &[u8]) -> Result<()> {
+    use x509_parser::prelude::FromDer;
+    let (rest, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(spki_der).map_err(x509_err)?;
+    let ed25519 = x509_parser::der_parser::oid::Oid::from(ED25519_OID).map_err(|_| x509_err("OID"))?;
+    if !rest.is_empty() || spki.algorithm.algorithm != ed25519 {
+        return Err(x509_err("not an Ed25519 key"));
+    }
+    let key = tacit_crypto::sign::VerifyingKey::from_bytes(&spki.subject_public_key.data)?;
+    Ok(key.verify(msg, sig)?)
+}
+
+/// Checks that `cert_der` is an account certificate issued by the root `root_der`
+/// and valid at `now` for TLS client and server use (the same path validation the
+/// peers' mutual TLS runs).
+pub fn verify_account_certificate(cert_der: &[u8], root_der: &[u8], now: u64) -> Result<()> {
+    use rustls_pki_types::{CertificateDer, UnixTime};
+    let root = CertificateDer::from(root_der);
+    let anchor = webpki::anchor_from_trusted_cert(&root).map_err(|_| Error::BadCertificate("TLS root certificate"))?;
+    let cert = CertificateDer::from(cert_der);
+    let ee = webpki::EndEntityCert::try_from(&cert).map_err(|_| Error::BadCertificate("account certificate"))?;
+    let time = UnixTime::since_unix_epoch(std::time::Duration::from_secs(now));
+    for usage in [webpki::KeyUsage::client_auth(), webpki::KeyUsage::server_auth()] {
+        ee.verify_for_usage(
+            &[webpki::ring::ED25519],
+            std::slice::from_ref(&anchor),
+            &[],
+            time,
+            usage,
+            None,
+            None,
+        )
+        .map_err(|_| Error::BadCertificate("account certificate"))?;
+    }
+    Ok(())
 }
 
 /// The account an account certificate names (`urn:uuid:` subject alternative name).
@@ -179,5 +230,21 @@ mod tests {
         assert_eq!(spki_of_certificate(&cert).unwrap(), key.spki_der().unwrap());
         assert!(account_of_certificate(&root.cert_der()).is_err());
         assert!(account_of_certificate(b"junk").is_err());
+        // the certificate chains to its root, not to another one
+        verify_account_certificate(&cert, &root.cert_der(), now + 1).unwrap();
+        let other = TlsRoot::generate().unwrap();
+        assert!(verify_account_certificate(&cert, &other.cert_der(), now + 1).is_err());
+        assert!(verify_account_certificate(&cert, &root.cert_der(), now + 2000).is_err());
+    }
+
+    #[test]
+    fn tls_keys_sign_for_their_spki_only() {
+        let key = TlsKey::generate().unwrap();
+        let sig = key.sign(b"renew").unwrap();
+        verify_with_spki(&key.spki_der().unwrap(), b"renew", &sig).unwrap();
+        assert!(verify_with_spki(&key.spki_der().unwrap(), b"renew!", &sig).is_err());
+        let other = TlsKey::generate().unwrap();
+        assert!(verify_with_spki(&other.spki_der().unwrap(), b"renew", &sig).is_err());
+        assert!(verify_with_spki(b"junk", b"renew", &sig).is_err());
     }
 }

@@ -6,7 +6,7 @@ use tacit_crypto::oprf::{KeyPair, Mode, Oprf};
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{Ristretto255, SecretScalar};
 use tacit_drop::attack::{PhoneRange, brute_force, read_capture, write_capture};
-use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity};
+use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, MemoryRegistry};
 use tacit_drop::legacy::{DiscoverRequest, receiver_on_discover, sender_on_response};
 use tacit_drop::protocol::{
     AddressBook, Ask, Context, Discoverability, DropReceiver, DropSender, FinishPsiRequest, Peer,
@@ -28,7 +28,9 @@ fn params() -> DropParams {
 
 fn device(ca: &CertificateAuthority, ids: &[&str], book: &[&str], rng: &mut SecureRng) -> Device {
     let e = DeviceEnrollment::<G>::new(&params(), ids, rng).unwrap();
-    let issued = ca.enroll(e.request(), &|_| true, NOW - 10, rng).unwrap();
+    let issued = ca
+        .enroll(e.request(), &|_| true, &mut MemoryRegistry::new(), NOW - 10, rng)
+        .unwrap();
     Device {
         identity: Arc::new(e.finish(issued, &ca.public_key(), NOW).unwrap()),
         book: Arc::new(AddressBook::new(book)),
@@ -332,36 +334,37 @@ fn enrolment_checks() {
     let mut rng = SecureRng::from_seed([7; 32]);
     let ca = CertificateAuthority::generate(&mut rng).unwrap();
     let p = params();
+    let mut reg = MemoryRegistry::new();
     let e = DeviceEnrollment::<G>::new(&p, &["alice@example.com", "14155551111"], &mut rng).unwrap();
     // ownership not confirmed
     assert!(matches!(
-        ca.enroll(e.request(), &|id| id != "14155551111", NOW, &mut rng),
+        ca.enroll(e.request(), &|id| id != "14155551111", &mut reg, NOW, &mut rng),
         Err(Error::EnrollmentRefused(_))
     ));
     // a proof moved to another account
     let mut moved = e.request().clone();
     moved.account = tacit_drop::AccountId::random(&mut rng);
     assert!(matches!(
-        ca.enroll(&moved, &|_| true, NOW, &mut rng),
+        ca.enroll(&moved, &|_| true, &mut reg, NOW, &mut rng),
         Err(Error::EnrollmentRefused(_))
     ));
     // a blinded value for another identifier than the one claimed
     let mut swapped = e.request().clone();
     swapped.entries[0].identifier = "celebrity@example.com".into();
     assert!(matches!(
-        ca.enroll(&swapped, &|_| true, NOW, &mut rng),
+        ca.enroll(&swapped, &|_| true, &mut reg, NOW, &mut rng),
         Err(Error::EnrollmentRefused(_))
     ));
     // not normalised
     let bad = DeviceEnrollment::<G>::new(&p, &["Alice@Example.com"], &mut rng).unwrap();
     assert!(matches!(
-        ca.enroll(bad.request(), &|_| true, NOW, &mut rng),
+        ca.enroll(bad.request(), &|_| true, &mut reg, NOW, &mut rng),
         Err(Error::EnrollmentRefused(_))
     ));
     // more than m
     assert!(DeviceEnrollment::<G>::new(&p, &["1", "2", "3", "4"], &mut rng).is_err());
     // the vector is padded to m and holds the real values at some positions
-    let issued = ca.enroll(e.request(), &|_| true, NOW, &mut rng).unwrap();
+    let issued = ca.enroll(e.request(), &|_| true, &mut reg, NOW, &mut rng).unwrap();
     assert_eq!(issued.blinded_ids.elements.len(), 3);
     let id = e.finish(issued, &ca.public_key(), NOW).unwrap();
     assert_eq!(id.identifiers(), ["alice@example.com", "14155551111"]);
@@ -443,11 +446,12 @@ fn legacy_flow_leaks_and_the_attack_recovers_the_numbers() {
 fn enrolment_and_identity_survive_encoding() {
     let mut rng = SecureRng::from_seed([9; 32]);
     let ca = CertificateAuthority::generate(&mut rng).unwrap();
+    let mut reg = MemoryRegistry::new();
     let e = DeviceEnrollment::<G>::new(&params(), &["alice@example.com", "14155551111"], &mut rng).unwrap();
     // The pending enrolment and the request travel as files.
     let pending = DeviceEnrollment::<G>::from_bytes(&e.to_bytes()).unwrap();
     let req = tacit_drop::ca::EnrollmentRequest::<G>::from_bytes(&e.request().to_bytes()).unwrap();
-    let issued = ca.enroll(&req, &|_| true, NOW, &mut rng).unwrap();
+    let issued = ca.enroll(&req, &|_| true, &mut reg, NOW, &mut rng).unwrap();
     let issued = tacit_drop::ca::Issued::<G>::from_bytes(&issued.to_bytes(), &params()).unwrap();
     let id = pending.finish(issued, &ca.public_key(), NOW).unwrap();
     let back = DropIdentity::<G>::from_bytes(&id.to_bytes()).unwrap();
@@ -461,4 +465,146 @@ fn enrolment_and_identity_survive_encoding() {
     assert!(DropIdentity::<G>::from_bytes(&longer).is_err());
     let rb = e.request().to_bytes();
     assert!(tacit_drop::ca::EnrollmentRequest::<G>::from_bytes(&rb[..rb.len() - 3]).is_err());
+}
+
+/// Issue 9, defect 2, executed: Mallory takes Alice's account UUID (it is in her TLS
+/// certificate), enrols his own number under it, and replays Alice's certified
+/// blinded identifiers and the validation record Alice released to him in M3. Against
+/// a CA that certifies whatever UUID it is sent, Bob (who has Alice in his book)
+/// accepts Mallory as Alice; the CA's account registry stops the attack at enrolment.
+#[test]
+fn an_account_uuid_cannot_be_taken_over() {
+    let mut rng = SecureRng::from_seed([21; 32]);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
+    let mut registry = MemoryRegistry::new();
+    let enrol = |ids: &[&str], reg: &mut MemoryRegistry, rng: &mut SecureRng| {
+        let e = DeviceEnrollment::<G>::new(&params(), ids, rng).unwrap();
+        let issued = ca.enroll(e.request(), &|_| true, reg, NOW - 10, rng).unwrap();
+        Arc::new(e.finish(issued, &ca.public_key(), NOW).unwrap())
+    };
+    let alice = Device {
+        identity: enrol(&["alice@example.com"], &mut registry, &mut rng),
+        book: Arc::new(AddressBook::new(&["14155550666"])),
+    };
+    let bob = Device {
+        identity: enrol(&["bob@example.com"], &mut registry, &mut rng),
+        book: Arc::new(AddressBook::new(&["alice@example.com"])),
+    };
+    // Mallory, a contact of Alice's, gets her validation record in M3.
+    let mallory_honest = Device {
+        identity: enrol(&["14155550666"], &mut registry, &mut rng),
+        book: Arc::new(AddressBook::new(&["alice@example.com"])),
+    };
+    let seen = run(&ca, &mallory_honest, &alice, Discoverability::ContactsOnly, &mut rng);
+    let m3 = tacit_drop::protocol::FinishPsiResponse::<G>::from_bytes(&seen.messages_to_sender[1], &params()).unwrap();
+    let alice_record = m3.record.expect("Alice released a validation record to a contact");
+
+    let take_over = |reg: &mut MemoryRegistry, rng: &mut SecureRng| -> Result<Peer, Error> {
+        // 1. enrol Mallory's number under Alice's UUID
+        let e = DeviceEnrollment::<G>::for_account(&params(), alice.identity.account, &["14155550666"], rng)?;
+        let issued = ca.enroll(e.request(), &|_| true, reg, NOW - 5, rng)?;
+        let forged = Device {
+            identity: Arc::new(e.finish(issued, &ca.public_key(), NOW)?),
+            book: Arc::new(AddressBook::new(&["bob@example.com"])),
+        };
+        assert_eq!(forged.identity.account, alice.identity.account);
+        // 2. authenticate to Bob with Alice's certified inputs and record
+        let start = tacit_drop::protocol::StartPsiRequest::<G> {
+            params: params().psi,
+            blinded_ids: alice.identity.blinded_ids.clone(),
+        }
+        .to_bytes();
+        let (rw, m1) = DropReceiver::on_start(
+            ctx(&bob, &ca, &forged),
+            Discoverability::ContactsOnly,
+            book_sender(&bob, rng),
+            &start,
+        )?;
+        let m1 = tacit_drop::protocol::StartPsiResponse::<G>::from_bytes(&m1, &params())?;
+        let response = book_sender(&forged, rng).respond_to(&m1.blinded_ids.as_request(&params().psi), rng)?;
+        let (rw, _m3) = rw.on_m2(&FinishPsiRequest { response }.to_bytes(), rng)?;
+        let ask = Ask {
+            record: Some(alice_record.clone()),
+            sender_name: "Alice's phone".into(),
+            files: vec![],
+        };
+        Ok(rw.on_ask(&ask.to_bytes())?.sender)
+    };
+    // Before the fix (a CA that remembers no accounts) Bob is fooled.
+    assert_eq!(
+        take_over(&mut MemoryRegistry::new(), &mut rng).unwrap(),
+        Peer::Contact {
+            identifier: "alice@example.com".into()
+        }
+    );
+    // With the registry the CA refuses the UUID, so Mallory never gets a certificate.
+    match take_over(&mut registry, &mut rng) {
+        Err(Error::EnrollmentRefused(why)) => assert!(why.contains("already registered"), "{why}"),
+        other => panic!("the take-over was not refused at enrolment: {other:?}"),
+    }
+    // Alice herself renews with a request signed by her current certificate's key.
+    let e = DeviceEnrollment::<G>::renew(&alice.identity, &params(), &["alice@example.com"], &mut rng).unwrap();
+    let issued = ca.enroll(e.request(), &|_| true, &mut registry, NOW, &mut rng).unwrap();
+    let renewed = e.finish(issued, &ca.public_key(), NOW).unwrap();
+    assert_eq!(renewed.account, alice.identity.account);
+    // A renewal signed by another key, or replayed after the key changed, is refused.
+    let e = DeviceEnrollment::<G>::renew(&mallory_honest.identity, &params(), &["14155550666"], &mut rng).unwrap();
+    let mut stolen = e.request().clone();
+    stolen.account = alice.identity.account;
+    assert!(matches!(
+        ca.enroll(&stolen, &|_| true, &mut registry, NOW, &mut rng),
+        Err(Error::EnrollmentRefused(_))
+    ));
+    let old = DeviceEnrollment::<G>::renew(&alice.identity, &params(), &["alice@example.com"], &mut rng).unwrap();
+    assert!(matches!(
+        ca.enroll(old.request(), &|_| true, &mut registry, NOW, &mut rng),
+        Err(Error::EnrollmentRefused(_))
+    ));
+    // A revoked account is never certified again.
+    assert!(registry.revoke(&alice.identity.account, NOW));
+    let e = DeviceEnrollment::<G>::renew(&renewed, &params(), &["alice@example.com"], &mut rng).unwrap();
+    match ca.enroll(e.request(), &|_| true, &mut registry, NOW, &mut rng) {
+        Err(Error::EnrollmentRefused(why)) => assert!(why.contains("revoked"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Issue 9, defect 3: the TLS root in the CA's answer is authenticated by the CA key,
+/// and the account certificate must chain to it.
+#[test]
+fn the_issued_tls_root_is_signed_by_the_ca() {
+    let mut rng = SecureRng::from_seed([22; 32]);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
+    let other = CertificateAuthority::generate(&mut rng).unwrap();
+    let e = DeviceEnrollment::<G>::new(&params(), &["alice@example.com"], &mut rng).unwrap();
+    let issued = ca
+        .enroll(e.request(), &|_| true, &mut MemoryRegistry::new(), NOW, &mut rng)
+        .unwrap();
+    // a man in the middle swaps in its own root (and keeps the CA's signature)
+    let mut swapped = issued.clone();
+    swapped.root_cert = other.tls_root().cert_der();
+    let e2 = DeviceEnrollment::<G>::from_bytes(&e.to_bytes()).unwrap();
+    assert!(matches!(
+        e2.finish(swapped, &ca.public_key(), NOW),
+        Err(Error::BadCertificate("TLS root certificate"))
+    ));
+    // or leaves the root and replaces the account certificate by one from another root
+    let mut reissued = issued.clone();
+    reissued.account_cert = other
+        .tls_root()
+        .issue(
+            &e.request().account,
+            &e.request().tls_public_key,
+            &tacit_drop::records::Validity {
+                not_before: NOW - 1,
+                not_after: NOW + 1000,
+            },
+        )
+        .unwrap();
+    let e3 = DeviceEnrollment::<G>::from_bytes(&e.to_bytes()).unwrap();
+    assert!(matches!(
+        e3.finish(reissued, &ca.public_key(), NOW),
+        Err(Error::BadCertificate("account certificate"))
+    ));
+    e.finish(issued, &ca.public_key(), NOW).unwrap();
 }

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use tacit_crypto::Ristretto255;
 use tacit_crypto::rng::SecureRng;
 use tacit_drop::DropParams;
-use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity};
-use tacit_drop::protocol::{AddressBook, Discoverability, Peer};
+use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, MemoryRegistry};
+use tacit_drop::protocol::{AddressBook, Discoverability, FileOffer, Peer};
 use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
 use tacit_psi::{Reuse, Sender, SenderKey, SenderPrecomputation};
 use tokio::net::TcpListener;
@@ -33,7 +33,9 @@ struct Device {
 fn device(ca: &CertificateAuthority, ids: &[&str], book: &[&str]) -> Device {
     let mut rng = SecureRng::from_os();
     let e = DeviceEnrollment::<G>::new(&params(), ids, &mut rng).unwrap();
-    let issued = ca.enroll(e.request(), &|_| true, now() - 5, &mut rng).unwrap();
+    let issued = ca
+        .enroll(e.request(), &|_| true, &mut MemoryRegistry::new(), now() - 5, &mut rng)
+        .unwrap();
     Device {
         identity: Arc::new(e.finish(issued, &ca.public_key(), now()).unwrap()),
         book: Arc::new(AddressBook::new(book)),
@@ -144,12 +146,17 @@ async fn mutual_contacts_transfer_a_file() {
     assert!(s.ask(std::slice::from_ref(&offer)).await.unwrap());
     let stored = s.upload(0, &src, &offer).await.unwrap();
     assert_eq!(stored, "hello.txt");
-    // a second upload of the same name gets a suffix, never overwrites
-    let stored2 = s.upload(0, &src, &offer).await.unwrap();
-    assert_eq!(stored2, "hello (1).txt");
+    // issue 9, defect 4: the accepted file cannot be uploaded a second time (each
+    // repeat used to store another copy, so one accepted offer could fill the disk)
+    let again = s.upload(0, &src, &offer).await.unwrap_err();
+    assert!(
+        again.to_string().contains("409") && again.to_string().contains("already uploaded"),
+        "{again}"
+    );
     drop(s);
     r.task.await.unwrap().unwrap();
     assert_eq!(std::fs::read(r.dir.join("hello.txt")).unwrap(), b"hello, bob");
+    assert_eq!(std::fs::read_dir(&r.dir).unwrap().count(), 1);
     let ev = r.events.lock().unwrap().join("\n");
     assert!(ev.contains("alice@example.com"), "{ev}");
 }
@@ -362,4 +369,104 @@ async fn an_interrupted_upload_leaves_no_partial_file() {
     r.task.await.unwrap().unwrap();
     let left: Vec<_> = std::fs::read_dir(&r.dir).unwrap().collect();
     assert!(left.is_empty(), "nothing may remain: {left:?}");
+}
+
+/// Issue 9, defect 4: offered sizes are capped by the receiver and checked against
+/// its free space.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offers_over_the_receivers_limits_or_free_space_are_refused() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let limits = Limits {
+        max_file: 1000,
+        max_offer: 1500,
+        ..Limits::default()
+    };
+    let r = start_receiver_with(&ca, &bob, Discoverability::ContactsOnly, false, "limits", 3, limits).await;
+    let src = tmpdir("src-limits").join("a.bin");
+    std::fs::write(&src, vec![1u8; 800]).unwrap();
+    let offer = transport::offer_for(&src).await.unwrap();
+    let huge = tacit_drop::protocol::FileOffer {
+        size: u64::MAX / 2,
+        ..offer.clone()
+    };
+    for (files, why) in [
+        (vec![huge.clone()], "takes files up to 1000 bytes"),
+        (vec![offer.clone(), offer.clone()], "takes up to 1500 bytes at once"),
+    ] {
+        let mut s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+            .await
+            .unwrap();
+        let e = s.ask(&files).await.unwrap_err().to_string();
+        assert!(e.contains("413") && e.contains(why), "{e}");
+    }
+    // free space: an offer within the size caps but beyond the disk is refused too
+    let free = transport::free_space(&r.dir).unwrap();
+    let unlimited = Limits {
+        max_file: u64::MAX,
+        max_offer: u64::MAX,
+        ..Limits::default()
+    };
+    assert!(
+        transport::check_offer(
+            &[FileOffer {
+                size: free,
+                ..offer.clone()
+            }],
+            &unlimited,
+            &r.dir
+        )
+        .unwrap_err()
+        .contains("free space")
+    );
+    let mut s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+        .await
+        .unwrap();
+    assert!(s.ask(std::slice::from_ref(&offer)).await.unwrap());
+    s.upload(0, &src, &offer).await.unwrap();
+    drop(s);
+    r.task.await.unwrap().unwrap();
+}
+
+/// Issue 9, defect 6: a receiver that stops answering cannot hold the sender.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalling_receiver_cannot_hold_the_sender() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    // A receiver that accepts TLS and then never answers.
+    let tls = tacit_net::tls::MutualTls::new(
+        &bob.identity.account_cert,
+        bob.identity.tls_key.pkcs8_der(),
+        &bob.identity.root_cert,
+    )
+    .unwrap()
+    .server_config()
+    .unwrap();
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let hold = tokio::spawn(async move {
+        let (tcp, _) = l.accept().await.unwrap();
+        let tls = tacit_net::tls::TlsAcceptor::from(tls).accept(tcp).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        drop(tls);
+    });
+    let cfg = Arc::new(SenderConfig {
+        identity: alice.identity.clone(),
+        book: alice.book.clone(),
+        ca: ca.public_key(),
+        name: "sender".into(),
+        limits: Limits {
+            read_timeout: std::time::Duration::from_millis(500),
+            ..Limits::default()
+        },
+        events: Arc::new(|_| {}),
+    });
+    let e = match transport::authenticate(&addr, cfg, book_sender(&alice.book).unwrap()).await {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("authenticated against a silent receiver"),
+    };
+    assert!(e.contains("did not answer within"), "{e}");
+    hold.abort();
 }

@@ -22,8 +22,8 @@ pub mod mdns;
 pub mod tls;
 
 use std::net::SocketAddr;
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 
 /// Transport errors.
@@ -51,6 +51,15 @@ pub enum Error {
     /// The connection closed before a complete frame arrived.
     #[error("the peer closed the connection")]
     Closed,
+    /// The peer did not take our data within the write timeout.
+    #[error("the peer accepted nothing for {0:.1} s; giving up")]
+    WriteTimeout(f64),
+    /// The whole exchange ran past its deadline.
+    #[error("the exchange did not finish within its {0:.1} s deadline")]
+    Deadline(f64),
+    /// The TLS handshake failed (wrong key, not TLS, …).
+    #[error("TLS handshake: {0}")]
+    Tls(String),
     /// Any other socket error.
     #[error("network error: {0}")]
     Io(#[from] std::io::Error),
@@ -61,10 +70,14 @@ pub enum Error {
 pub struct NetConfig {
     /// Maximum frame payload in bytes.
     pub max_frame: usize,
-    /// Connect timeout.
+    /// Connect timeout (and TLS handshake timeout).
     pub connect_timeout: Duration,
-    /// Timeout for each read of a frame (header and payload).
+    /// Timeout for each read of a frame (header and payload) and each write.
     pub read_timeout: Duration,
+    /// Deadline for the whole connection, counted from connect or accept: a peer
+    /// that trickles one byte per read timeout is still cut off here. `None`: no
+    /// overall deadline.
+    pub deadline: Option<Duration>,
 }
 
 impl Default for NetConfig {
@@ -73,17 +86,77 @@ impl Default for NetConfig {
             max_frame: tacit_wire::DEFAULT_MAX_FRAME,
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
+            deadline: None,
         }
     }
 }
 
-/// A TCP connection that carries frames.
-#[derive(Debug)]
+impl NetConfig {
+    /// The same with a larger frame limit (never smaller than the current one).
+    pub fn with_max_frame_at_least(mut self, bytes: usize) -> Self {
+        self.max_frame = self.max_frame.max(bytes);
+        self
+    }
+
+    /// The same with an overall deadline per connection.
+    pub fn with_deadline(mut self, d: Duration) -> Self {
+        self.deadline = Some(d);
+        self
+    }
+
+    /// The same with another per-message timeout.
+    pub fn with_read_timeout(mut self, d: Duration) -> Self {
+        self.read_timeout = d;
+        self
+    }
+}
+
+/// A byte stream a [`FramedConn`] can run over: plain TCP or TLS.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> Stream for T {}
+
+/// The byte stream under a [`FramedConn`].
+enum Io {
+    Tcp(TcpStream),
+    Tls(Box<dyn Stream>),
+    /// Between taking the TCP stream for a TLS handshake and the handshake's end.
+    Gone,
+}
+
+impl Io {
+    fn stream(&mut self) -> std::io::Result<&mut dyn Stream> {
+        match self {
+            Io::Tcp(t) => Ok(t),
+            Io::Tls(s) => Ok(s.as_mut()),
+            Io::Gone => Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "the connection failed its TLS handshake",
+            )),
+        }
+    }
+}
+
+/// A connection (plain TCP or TLS) that carries frames.
 pub struct FramedConn {
-    stream: TcpStream,
+    stream: Io,
+    peer: Option<SocketAddr>,
     cfg: NetConfig,
     sent: u64,
     received: u64,
+    started: Instant,
+    binding: Option<[u8; 32]>,
+    peer_certificate: Option<Vec<u8>>,
+}
+
+impl core::fmt::Debug for FramedConn {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FramedConn")
+            .field("peer", &self.peer)
+            .field("tls", &self.binding.is_some())
+            .field("sent", &self.sent)
+            .field("received", &self.received)
+            .finish()
+    }
 }
 
 impl FramedConn {
@@ -102,20 +175,114 @@ impl FramedConn {
     /// Wraps an accepted stream.
     pub fn from_stream(stream: TcpStream, cfg: &NetConfig) -> Result<Self, Error> {
         stream.set_nodelay(true)?;
+        let peer = stream.peer_addr().ok();
         Ok(FramedConn {
-            stream,
+            stream: Io::Tcp(stream),
+            peer,
             cfg: *cfg,
             sent: 0,
             received: 0,
+            started: Instant::now(),
+            binding: None,
+            peer_certificate: None,
         })
+    }
+
+    /// Connects and runs a TLS handshake as the client (see [`tls`] for the
+    /// configurations: pinned keys, trust on first use, mutual TLS).
+    pub async fn connect_tls(
+        addr: impl ToSocketAddrs + std::fmt::Display,
+        cfg: &NetConfig,
+        client: std::sync::Arc<rustls::ClientConfig>,
+        server_name: &str,
+    ) -> Result<Self, Error> {
+        let mut conn = Self::connect(addr, cfg).await?;
+        let name = tls::server_name(server_name).map_err(|e| Error::Tls(e.to_string()))?;
+        let tcp = conn.take_tcp()?;
+        let handshake = tls::TlsConnector::from(client).connect(name, tcp);
+        let stream = conn.timed_handshake(handshake).await?;
+        let (_, session) = stream.get_ref();
+        conn.binding = Some(tls::channel_binding(&**session).map_err(|e| Error::Tls(e.to_string()))?);
+        conn.peer_certificate = session.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
+        conn.stream = Io::Tls(Box::new(stream));
+        Ok(conn)
+    }
+
+    /// Runs a TLS handshake as the server on an accepted plain connection.
+    pub async fn accept_tls(mut self, server: std::sync::Arc<rustls::ServerConfig>) -> Result<Self, Error> {
+        let tcp = self.take_tcp()?;
+        let handshake = tls::TlsAcceptor::from(server).accept(tcp);
+        let stream = self.timed_handshake(handshake).await?;
+        let (_, session) = stream.get_ref();
+        self.binding = Some(tls::channel_binding(&**session).map_err(|e| Error::Tls(e.to_string()))?);
+        self.peer_certificate = session.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
+        self.stream = Io::Tls(Box::new(stream));
+        Ok(self)
+    }
+
+    fn take_tcp(&mut self) -> Result<TcpStream, Error> {
+        match std::mem::replace(&mut self.stream, Io::Gone) {
+            Io::Tcp(t) => Ok(t),
+            other => {
+                self.stream = other;
+                Err(Error::Tls("the connection already runs TLS".into()))
+            }
+        }
+    }
+
+    async fn timed_handshake<S>(&self, hs: impl std::future::Future<Output = std::io::Result<S>>) -> Result<S, Error> {
+        let t = self.cfg.connect_timeout.min(self.remaining()?);
+        match tokio::time::timeout(t, hs).await {
+            Err(_) => Err(Error::Tls(format!("no handshake within {:.1} s", t.as_secs_f64()))),
+            Ok(Err(e)) => Err(Error::Tls(e.to_string())),
+            Ok(Ok(s)) => Ok(s),
+        }
     }
 
     /// The peer's address.
     pub fn peer_addr(&self) -> Result<SocketAddr, Error> {
-        Ok(self.stream.peer_addr()?)
+        self.peer
+            .ok_or_else(|| Error::Io(std::io::Error::new(std::io::ErrorKind::NotConnected, "no peer address")))
     }
 
-    /// Sends one frame.
+    /// The TLS channel binding (an RFC 5705 / RFC 8446 §7.5 exporter value, label
+    /// [`tls::CHANNEL_BINDING_LABEL`]), equal on both ends of one TLS session and
+    /// different on any other; `None` on plain TCP. Protocols put it in their
+    /// transcripts so that their messages cannot be relayed into another session.
+    pub fn channel_binding(&self) -> Option<&[u8; 32]> {
+        self.binding.as_ref()
+    }
+
+    /// The peer's end-entity certificate (DER), on TLS connections where it sent one.
+    pub fn peer_certificate(&self) -> Option<&[u8]> {
+        self.peer_certificate.as_deref()
+    }
+
+    /// Time left before the connection's deadline (the per-message timeout when
+    /// there is none).
+    fn remaining(&self) -> Result<Duration, Error> {
+        match self.cfg.deadline {
+            None => Ok(Duration::MAX),
+            Some(d) => d
+                .checked_sub(self.started.elapsed())
+                .filter(|r| !r.is_zero())
+                .ok_or(Error::Deadline(d.as_secs_f64())),
+        }
+    }
+
+    /// The timeout of the next read or write and the error it raises.
+    fn next_timeout(&self, timeout: fn(f64) -> Error) -> Result<(Duration, Error), Error> {
+        let left = self.remaining()?;
+        let t = self.cfg.read_timeout;
+        Ok(if left < t {
+            (left, Error::Deadline(self.cfg.deadline.unwrap_or(t).as_secs_f64()))
+        } else {
+            (t, timeout(t.as_secs_f64()))
+        })
+    }
+
+    /// Sends one frame (one write, so a frame is never split across two TLS records
+    /// more than it must be).
     pub async fn send(&mut self, payload: &[u8]) -> Result<(), Error> {
         if payload.len() > self.cfg.max_frame {
             return Err(Error::FrameTooLarge {
@@ -123,19 +290,26 @@ impl FramedConn {
                 max: self.cfg.max_frame,
             });
         }
+        let (t, on_timeout) = self.next_timeout(Error::WriteTimeout)?;
         let header = (payload.len() as u32).to_be_bytes();
-        self.stream.write_all(&header).await?;
-        self.stream.write_all(payload).await?;
-        self.stream.flush().await?;
+        let stream = self.stream.stream()?;
+        let write = async {
+            stream.write_all(&header).await?;
+            stream.write_all(payload).await?;
+            stream.flush().await
+        };
+        match tokio::time::timeout(t, write).await {
+            Err(_) => return Err(on_timeout),
+            Ok(r) => r?,
+        }
         self.sent += 4 + payload.len() as u64;
         Ok(())
     }
 
     /// Receives one frame, refusing frames over the maximum before reading them.
     pub async fn recv(&mut self) -> Result<Vec<u8>, Error> {
-        let t = self.cfg.read_timeout;
         let mut header = [0u8; 4];
-        self.read_exact_timed(&mut header, t).await?;
+        self.read_exact_timed(&mut header).await?;
         let len = u32::from_be_bytes(header) as usize;
         if len > self.cfg.max_frame {
             return Err(Error::FrameTooLarge {
@@ -144,14 +318,15 @@ impl FramedConn {
             });
         }
         let mut payload = vec![0u8; len];
-        self.read_exact_timed(&mut payload, t).await?;
+        self.read_exact_timed(&mut payload).await?;
         self.received += 4 + len as u64;
         Ok(payload)
     }
 
-    async fn read_exact_timed(&mut self, buf: &mut [u8], t: Duration) -> Result<(), Error> {
-        match tokio::time::timeout(t, self.stream.read_exact(buf)).await {
-            Err(_) => Err(Error::ReadTimeout(t.as_secs_f64())),
+    async fn read_exact_timed(&mut self, buf: &mut [u8]) -> Result<(), Error> {
+        let (t, on_timeout) = self.next_timeout(Error::ReadTimeout)?;
+        match tokio::time::timeout(t, self.stream.stream()?.read_exact(buf)).await {
+            Err(_) => Err(on_timeout),
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(Error::Closed),
             Ok(r) => r.map(|_| ()).map_err(Error::Io),
         }
@@ -169,7 +344,7 @@ impl FramedConn {
 
     /// Closes the sending side.
     pub async fn shutdown(&mut self) -> Result<(), Error> {
-        self.stream.shutdown().await?;
+        self.stream.stream()?.shutdown().await?;
         Ok(())
     }
 }
@@ -211,6 +386,7 @@ mod tests {
             max_frame: 64,
             connect_timeout: Duration::from_secs(2),
             read_timeout: Duration::from_millis(300),
+            deadline: None,
         }
     }
 
@@ -244,10 +420,90 @@ mod tests {
         let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
         assert!(matches!(c.send(&[0; 65]).await, Err(Error::FrameTooLarge { .. })));
         // a raw header announcing a huge frame
-        c.stream.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
+        c.stream
+            .stream()
+            .unwrap()
+            .write_all(&u32::MAX.to_be_bytes())
+            .await
+            .unwrap();
         assert!(
             matches!(server.await.unwrap(), Err(Error::FrameTooLarge { len, max: 64 }) if len == u32::MAX as usize)
         );
+    }
+
+    #[tokio::test]
+    async fn pinned_tls_carries_frames_and_binds_the_channel() {
+        let id = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let pin = id.fingerprint().unwrap();
+        let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server_cfg = id.server_config().unwrap();
+        let server = tokio::spawn(async move {
+            let mut out = vec![];
+            for _ in 0..2 {
+                let c = l.accept().await.unwrap();
+                match c.accept_tls(server_cfg.clone()).await {
+                    Ok(mut c) => {
+                        let m = c.recv().await.unwrap();
+                        c.send(&m).await.unwrap();
+                        out.push(Some(*c.channel_binding().unwrap()));
+                    }
+                    Err(_) => out.push(None),
+                }
+            }
+            out
+        });
+        let client = tls::checked_server_client(tls::pinned(pin)).unwrap();
+        let mut c = FramedConn::connect_tls(addr, &cfg(), client, "tacit.invalid")
+            .await
+            .unwrap();
+        c.send(b"over tls").await.unwrap();
+        assert_eq!(c.recv().await.unwrap(), b"over tls");
+        assert_eq!(c.peer_certificate().unwrap(), id.cert_der());
+        let binding = *c.channel_binding().unwrap();
+        // A client pinning another key refuses the server during the handshake.
+        let other = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let wrong = tls::checked_server_client(tls::pinned(other.fingerprint().unwrap())).unwrap();
+        let e = FramedConn::connect_tls(addr, &cfg(), wrong, "tacit.invalid")
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("not the pinned"), "{e}");
+        let seen = server.await.unwrap();
+        assert_eq!(seen[0], Some(binding));
+        assert_eq!(seen[1], None);
+    }
+
+    #[tokio::test]
+    async fn a_connection_deadline_cuts_off_a_trickling_peer() {
+        let quick = NetConfig {
+            deadline: Some(Duration::from_millis(400)),
+            read_timeout: Duration::from_millis(250),
+            ..cfg()
+        };
+        let l = FramedListener::bind("127.0.0.1:0", &quick).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let trickle = tokio::spawn(async move {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            // one small frame every 150 ms: each arrives within the per-read
+            // timeout, but the exchange never ends.
+            for _ in 0..20 {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                if c.write_all(&[0, 0, 0, 1, b'x']).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = l.accept().await.unwrap();
+        let mut frames = 0;
+        let e = loop {
+            match s.recv().await {
+                Ok(_) => frames += 1,
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(e, Error::Deadline(_)), "{e}");
+        assert!((1..=3).contains(&frames), "{frames}");
+        trickle.abort();
     }
 
     #[tokio::test]

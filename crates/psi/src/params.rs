@@ -108,20 +108,41 @@ impl PsiParams {
         self
     }
 
-    /// `l = λ + 2·⌈log₂ n⌉` (PrivateDrop §4.3, following Pinkas et al.).
+    /// `l = λ + ⌈log₂ n⌉ + max(⌈log₂ m⌉, ⌈log₂ n⌉)` bits.
+    ///
+    /// The receiver compares its `m` values with the sender's `n`, so a false match
+    /// happens with probability at most `m·n·2^-l`, which this keeps at `2^-λ` or
+    /// below. For `m ≤ n` it is the paper's `λ + 2·⌈log₂ n⌉` (PrivateDrop §4.3,
+    /// following Pinkas et al.); the paper's formula alone would fall short for
+    /// `m > n` (issue 9).
     pub fn truncation_bits(&self) -> u32 {
-        let log_n = if self.max_sender <= 1 {
-            0
-        } else {
-            32 - (self.max_sender - 1).leading_zeros()
-        };
-        self.lambda as u32 + 2 * log_n
+        let log2 = |x: u32| if x <= 1 { 0 } else { 32 - (x - 1).leading_zeros() };
+        let (log_m, log_n) = (log2(self.max_receiver), log2(self.max_sender));
+        self.lambda as u32 + log_n + log_m.max(log_n)
     }
 
     /// Bytes sent per sender element: `⌈l / 8⌉` (rounding up only lowers the
     /// false-match probability).
     pub fn truncation_bytes(&self) -> usize {
         self.truncation_bits().div_ceil(8) as usize
+    }
+
+    /// The longest message of a run with these parameters (request, response, or the
+    /// two-way bundle), plus room for framing: the frame limit a transport needs. The
+    /// default 4 MiB frame is below a valid response for large `n` (issue 9).
+    pub fn max_message_len(&self) -> usize {
+        use tacit_crypto::{P256, Ristretto255};
+        let (req, resp) = match self.group {
+            GroupId::Ristretto255 => (
+                crate::Request::<Ristretto255>::encoded_len(self),
+                crate::Response::<Ristretto255>::encoded_len(self),
+            ),
+            GroupId::P256 => (
+                crate::Request::<P256>::encoded_len(self),
+                crate::Response::<P256>::encoded_len(self),
+            ),
+        };
+        req + resp + 1024
     }
 
     /// Checks the parameters are usable.
@@ -141,7 +162,7 @@ impl PsiParams {
         if !(16..=128).contains(&self.lambda) {
             return Err(Error::InvalidParams(format!("λ must be 16..=128, not {}", self.lambda)));
         }
-        // l ≤ 128 + 2·20 = 168 bits = 21 bytes ≤ 32-byte hash outputs.
+        // l ≤ 128 + 20 + 20 = 168 bits = 21 bytes ≤ 32-byte hash outputs.
         Ok(())
     }
 
@@ -218,7 +239,15 @@ mod tests {
         assert_eq!(p.truncation_bytes(), 9);
         assert_eq!(p.with_bounds(10, 1024).truncation_bits(), 60);
         assert_eq!(p.with_bounds(10, 1025).truncation_bits(), 62);
-        assert_eq!(p.with_bounds(10, 1).truncation_bits(), 40);
+        assert_eq!(p.with_bounds(1, 1).truncation_bits(), 40);
+        // m > n: the receiver's bound counts too (issue 9), so m·n·2^-l ≤ 2^-λ
+        assert_eq!(p.with_bounds(10, 1).truncation_bits(), 44);
+        assert_eq!(p.with_bounds(4096, 16).truncation_bits(), 40 + 4 + 12);
+        for (m, n) in [(1u32, 1u32), (10, 1), (4096, 2), (10, 10_000), (4096, 1 << 20)] {
+            let p = p.with_bounds(m, n);
+            let pairs = (m as f64).log2() + (n as f64).log2();
+            assert!(p.truncation_bits() as f64 - pairs >= 40.0, "m={m} n={n}");
+        }
     }
 
     #[test]

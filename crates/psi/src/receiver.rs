@@ -34,7 +34,7 @@ impl<G: PrimeGroup> Slot<G> {
 /// A request slot whose blinded element a CA certified (PrivateDrop Eq. (5)–(6)): a
 /// real identifier with the blinding scalar the device chose, or a dummy element the
 /// CA chose for an unused slot.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum CertifiedSlot<G: PrimeGroup> {
     /// A real input `x` with its blinding scalar `α` (`y = α·H(x)`).
     Real {
@@ -50,6 +50,13 @@ pub enum CertifiedSlot<G: PrimeGroup> {
     },
 }
 
+impl<G: PrimeGroup> core::fmt::Debug for CertifiedSlot<G> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Never the identifier or the blind (issue 9).
+        f.write_str("CertifiedSlot(<redacted>)")
+    }
+}
+
 /// The receiver's precomputed blinded elements and blinding scalars (PrivateDrop §4.4:
 /// "the PSI receiver can precompute the values yᵢ, which change seldomly").
 ///
@@ -58,11 +65,22 @@ pub enum CertifiedSlot<G: PrimeGroup> {
 /// sessions sends the same `yᵢ` each time (PrivateDrop certifies them and reuses them
 /// by design); a peer can then link the sessions, which the account UUID already
 /// allows in PrivateDrop.
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows the parameters only: neither the inputs nor how many are real.
+#[derive(Clone)]
 pub struct ReceiverPrecomputation<G: PrimeGroup> {
     params: PsiParams,
     inputs: Vec<Vec<u8>>,
     slots: Vec<Slot<G>>,
+}
+
+impl<G: PrimeGroup> core::fmt::Debug for ReceiverPrecomputation<G> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ReceiverPrecomputation")
+            .field("params", &self.params)
+            .field("slots", &self.slots.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<G: PrimeGroup> ReceiverPrecomputation<G> {
@@ -198,7 +216,18 @@ impl<G: PrimeGroup> ReceiverPrecomputation<G> {
 
     /// Encoding for storage (contains the blinding scalars: keep it in the store only).
     pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
-        let mut w = Writer::new();
+        // Sized exactly, so the buffer never grows: a grown buffer would leave a copy
+        // of the blinds in freed memory (issue 9).
+        let mut params = Writer::new();
+        self.params.encode(&mut params);
+        let len = 3
+            + params.into_bytes().len()
+            + 4
+            + self.inputs.iter().map(|i| 4 + i.len()).sum::<usize>()
+            + 4
+            + self.slots.len() * (1 + G::ELEMENT_LEN)
+            + self.slots.iter().filter(|s| s.input.is_some()).count() * (4 + G::SCALAR_LEN);
+        let mut w = Writer::with_capacity(len);
         w.put_envelope(tags::PSI_RECEIVER_PRECOMPUTATION);
         self.params.encode(&mut w);
         w.put_count(self.inputs.len());
@@ -340,12 +369,19 @@ impl Receiver {
     }
 }
 
-/// The receiver after sending its request.
-#[derive(Debug)]
+/// The receiver after sending its request (`Debug` shows nothing of its inputs).
 pub struct ReceiverAwaitingResponse<G: PrimeGroup> {
     pre: ReceiverPrecomputation<G>,
     blinded: Vec<G::Element>,
     encoded: Vec<G::ElementBytes>,
+}
+
+impl<G: PrimeGroup> core::fmt::Debug for ReceiverAwaitingResponse<G> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ReceiverAwaitingResponse")
+            .field("pre", &self.pre)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the receiver learned: the elements of its set that the sender also holds, in

@@ -96,7 +96,11 @@ impl<G: PrimeGroup> SenderKey<G> {
 
 /// The sender's precomputed, truncated, padded and shuffled evaluations
 /// `uⱼ = Hash(cⱼ, k·H(cⱼ))[..l]` of its set (PrivateDrop §4.4, "Precomputation").
-#[derive(Debug, Clone)]
+///
+/// Move-only: a [`Reuse::FreshPerSession`] precomputation serves exactly one
+/// [`Sender`] and one session, so it cannot be cloned into a second one (issue 9);
+/// a [`Reuse::WithinEpoch`] one is shared with [`SenderPrecomputation::share`].
+/// `Debug` shows neither the real set size nor the evaluations.
 pub struct SenderPrecomputation<G: PrimeGroup> {
     params: PsiParams,
     epoch: u64,
@@ -104,6 +108,31 @@ pub struct SenderPrecomputation<G: PrimeGroup> {
     reuse: Reuse,
     real: usize,
     truncated: Vec<u8>,
+}
+
+impl<G: PrimeGroup> core::fmt::Debug for SenderPrecomputation<G> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SenderPrecomputation")
+            .field("params", &self.params)
+            .field("epoch", &self.epoch)
+            .field("reuse", &self.reuse)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<G: PrimeGroup> SenderPrecomputation<G> {
+    /// A copy for another session of the same epoch; `None` for a fresh-per-session
+    /// precomputation, which must never serve two sessions.
+    pub fn share(&self) -> Option<Self> {
+        (self.reuse == Reuse::WithinEpoch).then(|| SenderPrecomputation {
+            params: self.params,
+            epoch: self.epoch,
+            public_key: self.public_key,
+            reuse: self.reuse,
+            real: self.real,
+            truncated: self.truncated.clone(),
+        })
+    }
 }
 
 /// Elements per parallel work unit.

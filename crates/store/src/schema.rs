@@ -58,8 +58,26 @@ CREATE TABLE precomputations (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Version 2: the PrivateDrop CA's account registry (which TLS key holds which
+/// account UUID, so a UUID cannot be taken over) and the keys of peers pinned on
+/// first use (`tacit psi query --tofu`).
+const V2: &str = "
+CREATE TABLE ca_accounts (
+    account        BLOB PRIMARY KEY CHECK (length(account) = 16),
+    tls_public_key BLOB NOT NULL,
+    not_after      INTEGER NOT NULL CHECK (not_after >= 0),
+    revoked_unix   INTEGER CHECK (revoked_unix IS NULL OR revoked_unix >= 0)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE known_peers (
+    name            TEXT PRIMARY KEY,
+    fingerprint     BLOB NOT NULL CHECK (length(fingerprint) = 32),
+    first_seen_unix INTEGER NOT NULL CHECK (first_seen_unix >= 0)
+) STRICT, WITHOUT ROWID;
+";
+
 /// The migration steps; entry `i` takes the schema from version `i` to `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -58,6 +58,17 @@ impl fmt::Debug for StoredKey {
     }
 }
 
+/// An account in a PrivateDrop CA's registry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaAccount {
+    /// The TLS key (SubjectPublicKeyInfo, DER) of the account's current certificate.
+    pub tls_public_key: Vec<u8>,
+    /// When that certificate expires (Unix seconds).
+    pub not_after: u64,
+    /// When the account was revoked, if it was.
+    pub revoked_unix: Option<u64>,
+}
+
 /// tacit's local database: the user's own identifiers, the address book,
 /// secret keys and cached precomputations.
 ///
@@ -415,6 +426,155 @@ impl Store {
                 created_unix: to_u64("key creation time", created)?,
             })),
         }
+    }
+
+    // ----- a CA's account registry -----------------------------------------
+
+    /// The registry entry of `account` (a 16-byte UUID), if any.
+    pub fn ca_account(&self, account: &[u8; 16]) -> Result<Option<CaAccount>> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT tls_public_key, not_after, revoked_unix FROM ca_accounts WHERE account = ?1",
+                params![account.as_slice()],
+                |r| {
+                    Ok((
+                        r.get::<_, Vec<u8>>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, Option<i64>>(2)?,
+                    ))
+                },
+            )
+            .optional()?;
+        row.map(|(tls_public_key, not_after, revoked)| {
+            Ok(CaAccount {
+                tls_public_key,
+                not_after: to_u64("certificate expiry", not_after)?,
+                revoked_unix: revoked.map(|r| to_u64("revocation time", r)).transpose()?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Registers `account` with `tls_public_key`, atomically with the check that its
+    /// current key is still `previous` (`None`: not registered yet) and that it is
+    /// not revoked. `Ok(false)` when that check fails (another enrolment came first).
+    pub fn ca_register(
+        &mut self,
+        account: &[u8; 16],
+        tls_public_key: &[u8],
+        not_after: u64,
+        previous: Option<&[u8]>,
+    ) -> Result<bool> {
+        let not_after_db = to_i64("certificate expiry", not_after)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let current: Option<(Vec<u8>, Option<i64>)> = tx
+            .query_row(
+                "SELECT tls_public_key, revoked_unix FROM ca_accounts WHERE account = ?1",
+                params![account.as_slice()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let ok = match (&current, previous) {
+            (None, None) => true,
+            (Some((key, None)), Some(prev)) => key.as_slice() == prev,
+            _ => false,
+        };
+        if !ok {
+            return Ok(false);
+        }
+        tx.execute(
+            "INSERT INTO ca_accounts (account, tls_public_key, not_after, revoked_unix) VALUES (?1, ?2, ?3, NULL)
+             ON CONFLICT (account) DO UPDATE SET tls_public_key = excluded.tls_public_key,
+                 not_after = excluded.not_after",
+            params![account.as_slice(), tls_public_key, not_after_db],
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
+
+    /// Marks `account` revoked at `now` (kept at the first revocation time);
+    /// `false` if it is not registered.
+    pub fn ca_revoke(&mut self, account: &[u8; 16], now: u64) -> Result<bool> {
+        let now_db = to_i64("revocation time", now)?;
+        let n = self.conn.execute(
+            "UPDATE ca_accounts SET revoked_unix = COALESCE(revoked_unix, ?2) WHERE account = ?1",
+            params![account.as_slice(), now_db],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Every registered account and its entry, in UUID order.
+    pub fn ca_accounts(&self) -> Result<Vec<([u8; 16], CaAccount)>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT account, tls_public_key, not_after, revoked_unix FROM ca_accounts ORDER BY account")?;
+        let rows = st.query_map([], |r| {
+            Ok((
+                r.get::<_, Vec<u8>>(0)?,
+                r.get::<_, Vec<u8>>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (account, tls_public_key, not_after, revoked) = row?;
+            let account: [u8; 16] = account
+                .try_into()
+                .map_err(|_| Error::Corrupt("an account id is not 16 bytes".to_owned()))?;
+            out.push((
+                account,
+                CaAccount {
+                    tls_public_key,
+                    not_after: to_u64("certificate expiry", not_after)?,
+                    revoked_unix: revoked.map(|r| to_u64("revocation time", r)).transpose()?,
+                },
+            ));
+        }
+        Ok(out)
+    }
+
+    // ----- peers pinned on first use ---------------------------------------
+
+    /// The key fingerprint pinned for `name` (for example `psi/host:port`), if any.
+    pub fn known_peer(&self, name: &str) -> Result<Option<[u8; 32]>> {
+        let fp: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT fingerprint FROM known_peers WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        fp.map(|f| {
+            f.try_into()
+                .map_err(|_| Error::Corrupt(format!("the pinned key of {name} is not 32 bytes")))
+        })
+        .transpose()
+    }
+
+    /// Pins `fingerprint` for `name` the first time it is seen; `Ok(false)` if `name`
+    /// is already pinned (to this or another key: compare with [`Store::known_peer`]).
+    pub fn remember_peer(&mut self, name: &str, fingerprint: &[u8; 32], now: u64) -> Result<bool> {
+        let now_db = to_i64("first-seen time", now)?;
+        let n = self.conn.execute(
+            "INSERT INTO known_peers (name, fingerprint, first_seen_unix) VALUES (?1, ?2, ?3)
+             ON CONFLICT (name) DO NOTHING",
+            params![name, fingerprint.as_slice(), now_db],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Forgets the pinned key of `name` (after the peer changed its key on purpose);
+    /// `false` if none was pinned.
+    pub fn forget_peer(&mut self, name: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .execute("DELETE FROM known_peers WHERE name = ?1", params![name])?
+            == 1)
     }
 
     // ----- precomputations -------------------------------------------------
@@ -963,5 +1123,41 @@ mod tests {
         // Own identifiers are not part of the address book.
         assert!(store.address_book().unwrap().is_empty());
         assert_eq!(store.contacts_version().unwrap(), 0);
+    }
+
+    #[test]
+    fn the_ca_registry_binds_an_account_to_one_key_at_a_time() {
+        let mut store = Store::open_in_memory().unwrap();
+        let a = [7u8; 16];
+        assert_eq!(store.ca_account(&a).unwrap(), None);
+        assert!(store.ca_register(&a, b"key-1", 100, None).unwrap());
+        // a second "new" registration of the same UUID is refused
+        assert!(!store.ca_register(&a, b"attacker", 100, None).unwrap());
+        // so is a renewal that names the wrong current key
+        assert!(!store.ca_register(&a, b"attacker", 100, Some(b"key-0")).unwrap());
+        assert!(store.ca_register(&a, b"key-2", 200, Some(b"key-1")).unwrap());
+        let e = store.ca_account(&a).unwrap().unwrap();
+        assert_eq!(
+            (e.tls_public_key.as_slice(), e.not_after, e.revoked_unix),
+            (&b"key-2"[..], 200, None)
+        );
+        assert!(store.ca_revoke(&a, 300).unwrap());
+        assert!(store.ca_revoke(&a, 400).unwrap());
+        assert_eq!(store.ca_account(&a).unwrap().unwrap().revoked_unix, Some(300));
+        // a revoked account is never registered again
+        assert!(!store.ca_register(&a, b"key-3", 500, Some(b"key-2")).unwrap());
+        assert!(!store.ca_revoke(&[8; 16], 1).unwrap());
+        assert_eq!(store.ca_accounts().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn peers_are_pinned_on_first_use() {
+        let mut store = Store::open_in_memory().unwrap();
+        assert_eq!(store.known_peer("psi/h:1").unwrap(), None);
+        assert!(store.remember_peer("psi/h:1", &[1; 32], 5).unwrap());
+        assert!(!store.remember_peer("psi/h:1", &[2; 32], 6).unwrap());
+        assert_eq!(store.known_peer("psi/h:1").unwrap(), Some([1; 32]));
+        assert!(store.forget_peer("psi/h:1").unwrap());
+        assert!(!store.forget_peer("psi/h:1").unwrap());
     }
 }

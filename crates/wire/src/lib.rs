@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 mod frame;
+pub mod text;
 
 pub use frame::{DEFAULT_MAX_FRAME, FrameDecoder, encode_frame};
 

@@ -4,9 +4,10 @@
 //! extracts the name bound to the certificate chain").
 
 use super::name::{Name, Policy, check_component, check_label};
-use super::principal::SIGNATURE_DST;
 use super::time::Utc;
-use super::{Error, MAX_CAVEAT_DATA, MAX_CAVEATS, MAX_DEPTH, MAX_NAME_LEN, MAX_TRUSTED_ROOTS, Result, tags};
+use super::{
+    Error, MAX_CAVEAT_DATA, MAX_CAVEATS, MAX_DEPTH, MAX_NAME_LEN, MAX_TRUSTED_ROOTS, Result, SIGNATURE_DST, tags,
+};
 use core::fmt;
 use sha2::{Digest, Sha256};
 use tacit_crypto::sign::{PUBLIC_KEY_LEN, SIGNATURE_LEN, VerifyingKey};

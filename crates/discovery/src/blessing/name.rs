@@ -33,24 +33,10 @@ impl fmt::Display for ComponentProblem {
     }
 }
 
-/// Characters that are invisible or reorder text (format characters such as
-/// zero-width spaces and bidirectional overrides): two names that print the same
-/// must be the same name, since people write policies by reading names.
-fn is_invisible_format(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{034F}'
-            | '\u{061C}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{FE00}'..='\u{FE0F}'
-            | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}'
-    )
-}
+// Characters that are invisible or reorder text (format characters such as
+// zero-width spaces and bidirectional overrides) are forbidden: two names that print
+// the same must be the same name, since people write policies by reading names.
+use tacit_wire::text::is_invisible_format;
 
 /// Whether `c` may not appear in a name component: the separator `/`, the policy
 /// wildcard `*`, the policy-list separator `,`, control characters, whitespace, and

@@ -5,17 +5,12 @@
 
 use super::chain::{Blessing, Caveat};
 use super::name::Policy;
-use super::{Error, MAX_BLESSINGS, Result, tags};
+use super::{Error, MAX_BLESSINGS, Result, SIGNATURE_DST, tags};
 use core::fmt;
 use rand_core::CryptoRngCore;
 use tacit_crypto::sign::{SIGNATURE_LEN, SigningKey, VerifyingKey};
 use tacit_wire::{Decode, Encode, Reader, Writer};
 use zeroize::Zeroizing;
-
-/// Domain separator of [`Principal::sign`]. Neither it nor the blessing link separator
-/// is a prefix of the other, so no handshake signature can be read as a certificate
-/// and the other way round.
-pub(super) const SIGNATURE_DST: &[u8] = b"tacit-discovery/principal-signature/v1\0";
 
 /// A principal: an Ed25519 signing key (zeroized on drop, never printed) and the
 /// blessings that bind names to its public key (§3, §4 "Protocol execution

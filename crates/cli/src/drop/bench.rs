@@ -3,7 +3,7 @@
 //! mode. Receivers run in separate processes (`tacit bench drop-peer`) and are reached
 //! over loopback HTTPS with mutual TLS.
 
-use crate::plot;
+use crate::util::plot;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_drop::DropParams;
-use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity};
+use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, MemoryRegistry};
 use tacit_drop::protocol::{AddressBook, Discoverability, Peer};
 use tacit_drop::records::CaPublicKey;
 use tacit_drop::transport::{self, Limits, ReceiverConfig, SenderConfig, Timings};
@@ -86,7 +86,12 @@ fn epoch_supply<G: PrimeGroup>(
     let key = SenderKey::<G>::generate(&mut rng, 1);
     let pre = SenderPrecomputation::compute(&params.psi, &key, book.entries(), Reuse::WithinEpoch, &mut rng)?;
     let psi = params.psi;
-    Ok(move || Ok(Sender::new(&psi, key.clone(), pre.clone())?))
+    Ok(move || {
+        let shared = pre
+            .share()
+            .ok_or_else(|| tacit_drop::Error::InvalidParams("a fresh-per-session precomputation".into()))?;
+        Ok(Sender::new(&psi, key.clone(), shared)?)
+    })
 }
 
 pub fn run_peer(a: DropPeerArgs) -> Result<()> {
@@ -100,7 +105,7 @@ fn peer<G: PrimeGroup>(a: DropPeerArgs) -> Result<()> {
     let identity = Arc::new(DropIdentity::<G>::from_bytes(&std::fs::read(&a.identity)?)?);
     let entries: Vec<String> = std::fs::read_to_string(&a.book)?.lines().map(str::to_string).collect();
     let book = Arc::new(AddressBook::new(&entries));
-    let ca = crate::ca::parse_ca_key(&a.ca_key)?;
+    let ca = crate::drop::ca::parse_ca_key(&a.ca_key)?;
     let supply = epoch_supply::<G>(&identity.params, &book)?;
     let cfg = Arc::new(ReceiverConfig {
         identity,
@@ -220,7 +225,7 @@ fn enrol<G: PrimeGroup>(ca: &CertificateAuthority, params: &DropParams, ids: &[S
     let mut rng = SecureRng::from_os();
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     let e = DeviceEnrollment::<G>::new(params, &refs, &mut rng)?;
-    let issued = ca.enroll(e.request(), &|_| true, now() - 5, &mut rng)?;
+    let issued = ca.enroll(e.request(), &|_| true, &mut MemoryRegistry::new(), now() - 5, &mut rng)?;
     Ok(e.finish(issued, &ca.public_key(), now())?)
 }
 

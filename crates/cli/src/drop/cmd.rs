@@ -1,7 +1,7 @@
 //! `tacit drop …`: PrivateDrop between two processes, and the attack on legacy captures.
 
-use crate::ca::{DropParamArgs, load_ca_public, load_identity};
-use crate::util::store_path;
+use crate::drop::ca::{DropParamArgs, load_ca_public, load_identity};
+use crate::util::{MdnsArg, sanitize, store_path};
 use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -27,27 +27,6 @@ pub enum ModeArg {
     Everyone,
     /// Nobody.
     Off,
-}
-
-/// Where mDNS runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MdnsArg {
-    /// All interfaces (the local network).
-    All,
-    /// Loopback only (for a single machine or a loopback-only network namespace).
-    Loopback,
-    /// No mDNS (senders need --peer).
-    Off,
-}
-
-impl MdnsArg {
-    pub(crate) fn scope(self) -> Option<tacit_net::mdns::Scope> {
-        match self {
-            MdnsArg::All => Some(tacit_net::mdns::Scope::All),
-            MdnsArg::Loopback => Some(tacit_net::mdns::Scope::Loopback),
-            MdnsArg::Off => None,
-        }
-    }
 }
 
 /// What the receiver does with an authenticated offer.
@@ -107,25 +86,44 @@ Examples:
         /// StartPSI costs no PSI work.
         #[arg(long)]
         work_first: bool,
+        /// Largest file accepted (bytes; K, M, G suffixes): larger offers are refused.
+        /// Offers that would leave less than 256 MiB free in DIR are refused too.
+        #[arg(long, default_value = "4G", value_parser = crate::util::parse_size)]
+        max_file: u64,
         #[command(flatten)]
         params: DropParamArgs,
     },
-    /// Authenticate to a receiver and send files.
+    /// Authenticate to receivers and send files, to several at once.
     #[command(after_help = "\
-Example:
+Receivers are chosen by who they proved to be, never by the name a device gives
+itself: --to matches a contact's identifier or the name of the contact it belongs
+to, and only receivers that authenticated as that contact. --to-device matches the
+receiver's self-chosen device name, which anyone can pick (shown as unauthenticated).
+Each receiver's outcome is one line; the exit status is non-zero if any failed.
+Examples:
   tacit drop send report.pdf --to bob@example.com      # discover receivers over mDNS
+  tacit drop send report.pdf --to bob@example.com --to \"Carol Diaz\"
+  tacit drop send photo.jpg --all                      # every contact that has you too
   tacit drop send report.pdf photo.jpg --peer 192.0.2.7:8770
   tacit drop send --legacy --peer 127.0.0.1:8770     # the old, leaking AirDrop flow")]
     Send {
         /// Files to send (none: only authenticate).
         files: Vec<PathBuf>,
-        /// The receiver's address (skips discovery).
+        /// A receiver's address (skips discovery); repeat for several.
         #[arg(long)]
-        peer: Option<String>,
-        /// Choose the discovered receiver whose contact entry, contact name or device
-        /// name is NAME (needed when several receivers answer).
+        peer: Vec<String>,
+        /// Send to the receiver that authenticated as this contact (an identifier in
+        /// your address book, or the contact's name); repeat for several.
         #[arg(long, value_name = "NAME")]
-        to: Option<String>,
+        to: Vec<String>,
+        /// Send to the receiver whose self-chosen device name is NAME (not
+        /// authenticated: anyone nearby can use any device name); repeat for several.
+        #[arg(long, value_name = "NAME")]
+        to_device: Vec<String>,
+        /// Send to every receiver found that is your contact and has you in its
+        /// contacts.
+        #[arg(long)]
+        all: bool,
         /// How long to browse mDNS for receivers.
         #[arg(long, default_value_t = 3.0)]
         discover_secs: f64,
@@ -166,10 +164,22 @@ pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
         DropCommand::Receive { params, .. } | DropCommand::Send { params, .. } => params.params()?,
     };
     let st = open(store)?;
-    // A receiver serves many senders at once; a sender talks to one receiver at a
-    // time, and on one thread its HTTP connection needs no cross-thread wake-ups.
-    let rt = match cmd {
-        DropCommand::Receive { .. } => tokio::runtime::Builder::new_multi_thread()
+    // A receiver serves many senders at once, and so does a sender with several
+    // receivers; a sender talking to one receiver runs on one thread, where its HTTP
+    // connection needs no cross-thread wake-ups.
+    let many = |c: &DropCommand| match c {
+        DropCommand::Receive { .. } => true,
+        DropCommand::Send {
+            peer,
+            to,
+            to_device,
+            all,
+            ..
+        } => *all || peer.len() > 1 || to.len() + to_device.len() > 1,
+        DropCommand::AttackLegacy { .. } => false,
+    };
+    let rt = match many(&cmd) {
+        true => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()?,
@@ -219,10 +229,17 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> 
             name,
             mdns,
             work_first,
+            max_file,
             ..
         } => {
+            let limits = Limits {
+                prepare_answer: !work_first,
+                max_file,
+                max_offer: max_file.saturating_mul(4),
+                ..Limits::default()
+            };
             receive(
-                identity, book, ca, listen, dir, accept, mode, legacy, capture, sessions, name, mdns, work_first,
+                identity, book, ca, listen, dir, accept, mode, legacy, capture, sessions, name, mdns, limits,
             )
             .await
         }
@@ -230,6 +247,8 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> 
             files,
             peer,
             to,
+            to_device,
+            all,
             discover_secs,
             mdns,
             legacy,
@@ -239,6 +258,8 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> 
             let target = Target {
                 peer,
                 to,
+                to_device,
+                all,
                 wait: std::time::Duration::from_secs_f64(discover_secs.max(0.1)),
                 mdns,
             };
@@ -296,6 +317,11 @@ fn describe(p: &Peer) -> String {
     }
 }
 
+/// A device name as the peer chose it: escaped, and marked as unauthenticated.
+fn device_name(name: &str) -> String {
+    format!("device name {:?}, unauthenticated", sanitize(name))
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn receive<G: PrimeGroup>(
     identity: Arc<tacit_drop::ca::DropIdentity<G>>,
@@ -310,7 +336,7 @@ async fn receive<G: PrimeGroup>(
     sessions: Option<u64>,
     name: String,
     mdns: MdnsArg,
-    work_first: bool,
+    limits: Limits,
 ) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let params = identity.params;
@@ -344,11 +370,11 @@ async fn receive<G: PrimeGroup>(
             .ask
             .files
             .iter()
-            .map(|f| format!("{} ({} B)", f.name, f.size))
+            .map(|f| format!("{} ({} B)", sanitize(&f.name), f.size))
             .collect();
         eprintln!(
             "tacit drop receive: {} ({}) offers {}",
-            o.ask.sender_name,
+            device_name(&o.ask.sender_name),
             describe(&o.sender),
             if files.is_empty() {
                 "nothing".into()
@@ -397,10 +423,7 @@ async fn receive<G: PrimeGroup>(
         name,
         dir,
         legacy,
-        limits: Limits {
-            prepare_answer: !work_first,
-            ..Limits::default()
-        },
+        limits,
         supply: Arc::new(move || supply.take()),
         decide,
         events,
@@ -430,23 +453,25 @@ async fn receive<G: PrimeGroup>(
     Ok(())
 }
 
-/// Where to send: an address, or mDNS discovery with an optional name.
+/// Where to send: addresses, or mDNS discovery; and which authenticated receivers.
 struct Target {
-    peer: Option<String>,
-    to: Option<String>,
+    peer: Vec<String>,
+    to: Vec<String>,
+    to_device: Vec<String>,
+    all: bool,
     wait: std::time::Duration,
     mdns: MdnsArg,
 }
 
-/// Whether `name` designates the receiver of `session`.
-fn matches_name<G: PrimeGroup>(st: &Store, session: &transport::Session<G>, name: &str) -> bool {
-    let want = name.trim().to_lowercase();
-    if session.outcome.receiver_name.to_lowercase() == want {
-        return true;
-    }
+/// Whether the receiver of `session` authenticated as the contact `name`: one of our
+/// address-book identifiers, or the name of the contact that identifier belongs to.
+/// The receiver's self-chosen device name never counts (issue 9: anyone nearby can
+/// call itself "Bob Builder").
+fn is_contact<G: PrimeGroup>(st: &Store, session: &transport::Session<G>, name: &str) -> bool {
     let Peer::Contact { identifier } = &session.outcome.receiver else {
         return false;
     };
+    let want = name.trim().to_lowercase();
     if identifier.to_lowercase() == want || identifier.trim_start_matches('+') == want.trim_start_matches('+') {
         return true;
     }
@@ -454,6 +479,28 @@ fn matches_name<G: PrimeGroup>(st: &Store, session: &transport::Session<G>, name
         cs.iter()
             .any(|c| c.display_name.to_lowercase() == want && c.identifiers.iter().any(|i| &i.value == identifier))
     })
+}
+
+/// What happened with one receiver.
+struct Outcome {
+    who: String,
+    result: Result<Vec<String>>,
+}
+
+async fn deliver<G: PrimeGroup>(
+    mut session: transport::Session<G>,
+    files: Arc<Vec<(PathBuf, tacit_drop::protocol::FileOffer)>>,
+) -> Result<Vec<String>> {
+    let offers: Vec<_> = files.iter().map(|(_, o)| o.clone()).collect();
+    if !session.ask(&offers).await? {
+        bail!("declined");
+    }
+    let mut stored = Vec::new();
+    for (i, (f, o)) in files.iter().enumerate() {
+        let name = session.upload(i, f, o).await?;
+        stored.push(format!("{} ({} B) as {}", f.display(), o.size, sanitize(&name)));
+    }
+    Ok(stored)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -472,7 +519,7 @@ async fn send<G: PrimeGroup>(
     let events: Arc<transport::Events> = Arc::new(move |e: Event| {
         if let Event::Progress { name, done, total } = e {
             if let Ok(mut c) = c2.lock() {
-                let pb = c.get_or_insert_with(|| bar(total, &name));
+                let pb = c.get_or_insert_with(|| bar(total, &sanitize(&name)));
                 pb.set_position(done);
                 if done >= total {
                     pb.finish_and_clear();
@@ -489,30 +536,33 @@ async fn send<G: PrimeGroup>(
         limits: Limits::default(),
         events,
     });
-    let candidates: Vec<String> = match &target.peer {
-        Some(p) => vec![p.clone()],
-        None => {
-            let Some(scope) = target.mdns.scope() else {
-                bail!("no --peer given and mDNS is off");
-            };
-            eprintln!(
-                "tacit drop send: looking for receivers over mDNS for {:.1} s…",
-                target.wait.as_secs_f64()
-            );
-            let found = tacit_net::mdns::browse(tacit_net::mdns::DROP_SERVICE, scope, target.wait)?;
-            if found.is_empty() {
-                bail!("no receiver found over mDNS (is one running `tacit drop receive`? or give --peer)");
-            }
-            found.iter().map(|a| a.to_string()).collect()
+    let candidates: Vec<String> = if !target.peer.is_empty() {
+        target.peer.clone()
+    } else {
+        let Some(scope) = target.mdns.scope() else {
+            bail!("no --peer given and mDNS is off");
+        };
+        eprintln!(
+            "tacit drop send: looking for receivers over mDNS for {:.1} s…",
+            target.wait.as_secs_f64()
+        );
+        let found = tacit_net::mdns::browse(tacit_net::mdns::DROP_SERVICE, scope, target.wait)?;
+        if found.is_empty() {
+            bail!("no receiver found over mDNS (is one running `tacit drop receive`? or give --peer)");
         }
+        found.iter().map(|a| a.to_string()).collect()
     };
     if legacy {
         let peer = match candidates.as_slice() {
             [one] => one.clone(),
-            _ => bail!("{} receivers found; the legacy flow needs --peer", candidates.len()),
+            _ => bail!("{} receivers found; the legacy flow needs one --peer", candidates.len()),
         };
         let (receiver, rname, t) = transport::legacy_discover(&peer, cfg).await?;
-        println!("legacy Discover with {rname}: receiver is {}", describe(&receiver));
+        println!(
+            "legacy Discover with {}: receiver is {}",
+            device_name(&rname),
+            describe(&receiver)
+        );
         println!("authentication took {:.1} ms (TLS {:.1} ms)", ms(t.total), ms(t.tls));
         return Ok(());
     }
@@ -524,62 +574,138 @@ async fn send<G: PrimeGroup>(
         } else {
             ProgressBar::hidden()
         };
-        offers.push(transport::offer_with_progress(f, &|done, _| pb.set_position(done)).await?);
+        offers.push((
+            f.clone(),
+            transport::offer_with_progress(f, &|done, _| pb.set_position(done)).await?,
+        ));
         pb.finish_and_clear();
     }
-    let mut sessions = Vec::new();
-    let mut precompute = std::time::Duration::ZERO;
-    for addr in &candidates {
-        let t = Instant::now();
+    let offers = Arc::new(offers);
+    // Authenticate to every candidate at once.
+    let t = Instant::now();
+    let mut auth = tokio::task::JoinSet::new();
+    for addr in candidates.iter().cloned() {
         let book_sender = Supply::<G>::make(&book, &identity.params)?;
-        precompute = t.elapsed();
-        match transport::authenticate(addr, cfg.clone(), book_sender).await {
+        let cfg = cfg.clone();
+        auth.spawn(async move {
+            let r = transport::authenticate(&addr, cfg, book_sender).await;
+            (addr, r)
+        });
+    }
+    let precompute_and_auth = t.elapsed();
+    let mut sessions = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    while let Some(joined) = auth.join_next().await {
+        let (addr, r) = joined.map_err(|e| anyhow::anyhow!("authentication task: {e}"))?;
+        match r {
             Ok(s) => {
                 eprintln!(
-                    "tacit drop send: {addr}: {} (device {:?})",
+                    "tacit drop send: {addr}: {} ({}); authenticated in {:.1} ms",
                     describe(&s.outcome.receiver),
-                    s.outcome.receiver_name
+                    device_name(&s.outcome.receiver_name),
+                    ms(s.timings.total)
                 );
-                sessions.push(s)
+                sessions.push((addr, s));
             }
-            Err(e) if candidates.len() > 1 => eprintln!("tacit drop send: {addr}: {e}"),
-            Err(e) => return Err(e.into()),
+            Err(e) if candidates.len() > 1 && target.peer.is_empty() => {
+                eprintln!("tacit drop send: {addr}: {}", sanitize(&e.to_string()))
+            }
+            Err(e) => failed.push(format!("{addr}: {}", sanitize(&e.to_string()))),
         }
     }
-    let mut session = match &target.to {
-        Some(n) => match sessions.into_iter().find(|s| matches_name(st, s, n)) {
-            Some(s) => s,
-            None => bail!("no receiver matches {n:?}"),
-        },
-        None if sessions.len() == 1 => sessions.pop().expect("one session"),
-        None => bail!("{} receivers answered; choose one with --to NAME", sessions.len()),
+    let _ = precompute_and_auth;
+    // Choose the receivers.
+    let mut chosen: Vec<(String, transport::Session<G>)> = Vec::new();
+    let mut take = |pred: &dyn Fn(&transport::Session<G>) -> bool, what: String, chosen: &mut Vec<_>| match sessions
+        .iter()
+        .position(|(_, s)| pred(s))
+    {
+        Some(i) => chosen.push(sessions.swap_remove(i)),
+        None if chosen.iter().any(|(_, s): &(String, transport::Session<G>)| pred(s)) => {}
+        None => failed.push(format!("{what}: no receiver found that matches")),
     };
-    println!(
-        "receiver is {} (device {:?})",
-        describe(&session.outcome.receiver),
-        session.outcome.receiver_name
-    );
-    if session.outcome.known_by_receiver.is_empty() {
-        println!("the receiver does not have you in its contacts");
-    } else {
-        println!(
-            "the receiver has you in its contacts (as {})",
-            session.outcome.known_by_receiver.join(", ")
+    for n in &target.to {
+        take(&|s| is_contact(st, s, n), format!("--to {n:?}"), &mut chosen);
+    }
+    for n in &target.to_device {
+        eprintln!("tacit drop send: --to-device {n:?} matches a name any device can claim; it is not authenticated");
+        take(
+            &|s| s.outcome.receiver_name.trim().eq_ignore_ascii_case(n.trim()),
+            format!("--to-device {n:?}"),
+            &mut chosen,
         );
     }
-    println!(
-        "authentication took {:.1} ms (TLS {:.1} ms, our computation {:.1} ms; address-book precomputation {:.0} ms beforehand)",
-        ms(session.timings.total),
-        ms(session.timings.tls),
-        ms(session.timings.compute),
-        ms(precompute)
-    );
-    if !session.ask(&offers).await? {
-        bail!("the receiver declined");
+    if target.all {
+        let mut rest = Vec::new();
+        for (addr, s) in sessions.drain(..) {
+            if matches!(s.outcome.receiver, Peer::Contact { .. }) && !s.outcome.known_by_receiver.is_empty() {
+                chosen.push((addr, s));
+            } else {
+                rest.push((addr, s));
+            }
+        }
+        sessions = rest;
+        if chosen.is_empty() {
+            failed.push("--all: no receiver is a mutual contact".into());
+        }
     }
-    for (i, (f, o)) in files.iter().zip(&offers).enumerate() {
-        let stored = session.upload(i, f, o).await?;
-        println!("sent {} ({} B) — stored as {stored}", f.display(), o.size);
+    if target.to.is_empty() && target.to_device.is_empty() && !target.all {
+        match sessions.len() {
+            0 => {}
+            1 => chosen.push(sessions.pop().expect("one session")),
+            n => bail!("{n} receivers answered; choose with --to CONTACT (or --all, or --to-device NAME)"),
+        }
+    }
+    drop(sessions);
+    for (addr, s) in &chosen {
+        let known = if s.outcome.known_by_receiver.is_empty() {
+            "does not have you in its contacts".to_string()
+        } else {
+            format!("has you in its contacts as {}", s.outcome.known_by_receiver.join(", "))
+        };
+        println!(
+            "receiver {addr} is {} ({}); it {known}",
+            describe(&s.outcome.receiver),
+            device_name(&s.outcome.receiver_name)
+        );
+    }
+    // Deliver to every chosen receiver at once.
+    let mut deliveries = tokio::task::JoinSet::new();
+    for (addr, s) in chosen {
+        let who = match &s.outcome.receiver {
+            Peer::Contact { identifier } => format!("{identifier} ({addr})"),
+            Peer::Unknown => format!("{} ({addr})", device_name(&s.outcome.receiver_name)),
+        };
+        let files = offers.clone();
+        deliveries.spawn(async move {
+            Outcome {
+                who,
+                result: deliver(s, files).await,
+            }
+        });
+    }
+    while let Some(joined) = deliveries.join_next().await {
+        let o = joined.map_err(|e| anyhow::anyhow!("delivery task: {e}"))?;
+        match o.result {
+            Ok(stored) if stored.is_empty() => println!("{}: authenticated (nothing to send)", o.who),
+            Ok(stored) => println!("{}: sent {}", o.who, stored.join(", ")),
+            Err(e) => {
+                let why = crate::util::one_line(&e);
+                println!("{}: failed: {why}", o.who);
+                failed.push(format!("{}: {why}", o.who));
+            }
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} failed: {}",
+            if failed.len() == 1 {
+                "one receiver"
+            } else {
+                "some receivers"
+            },
+            failed.join("; ")
+        );
     }
     Ok(())
 }

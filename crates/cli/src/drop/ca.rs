@@ -90,10 +90,15 @@ Example:
         #[command(flatten)]
         params: DropParamArgs,
     },
-    /// Serve enrolment requests over TCP.
-    #[command(
-        after_help = "Example:\n  tacit ca serve --listen 127.0.0.1:7700 --dir ./ca\n  tacit ca serve --listen 127.0.0.1:0 --confirm --sessions 1"
-    )]
+    /// Serve enrolment requests over TLS (the endpoint's key is endorsed by the CA key,
+    /// which devices pin with --ca-key).
+    #[command(after_help = "\
+The CA remembers every account it certified (registry.sqlite3 in DIR): a UUID that
+is registered is certified again only for `tacit id renew`, which signs the request
+with the key of the account's current certificate.
+Example:
+  tacit ca serve --listen 127.0.0.1:7700 --dir ./ca
+  tacit ca serve --listen 127.0.0.1:0 --confirm --sessions 1")]
     Serve {
         /// Address to listen on (port 0 picks one; the address is printed).
         #[arg(long)]
@@ -139,6 +144,26 @@ Examples:
         region: Option<String>,
         #[command(flatten)]
         params: DropParamArgs,
+    },
+    /// Enrol this device's account again (new keys and certificates, same UUID), with
+    /// a request signed by the key of its current certificate.
+    #[command(after_help = "\
+Example:
+  tacit id renew --ca 127.0.0.1:7700
+  tacit id renew --ca 127.0.0.1:7700 --id +14155550100 --id ann@example.com")]
+    Renew {
+        /// The CA's address.
+        #[arg(long)]
+        ca: String,
+        /// The identifiers to certify (default: the ones certified now).
+        #[arg(long = "id")]
+        ids: Vec<String>,
+        /// Default region for phone numbers without a country code (US, DE, …).
+        #[arg(long)]
+        region: Option<String>,
+        /// The group.
+        #[arg(long, default_value = "ristretto255", value_parser = |s: &str| s.parse::<GroupId>())]
+        group: GroupId,
     },
     /// Complete an offline enrolment with the CA's answer.
     Finish {
@@ -203,6 +228,13 @@ fn load_ca(dir: &Path) -> Result<CertificateAuthority> {
     Ok(CertificateAuthority::from_parts(&seed, root))
 }
 
+/// The CA's account registry (issue 9: a UUID is bound to the key that first
+/// registered it), kept beside its keys.
+fn open_registry(dir: &Path) -> Result<Store> {
+    let path = dir.join("registry.sqlite3");
+    Store::open(&path).with_context(|| format!("cannot open the CA registry {}", path.display()))
+}
+
 fn write_private(path: &Path, data: &[u8]) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
@@ -259,10 +291,11 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
             params,
         } => {
             let ca = load_ca(&dir)?;
+            let mut registry = open_registry(&dir)?;
             let bytes = std::fs::read(&request).with_context(|| format!("cannot read {}", request.display()))?;
             let issued = match params.group {
-                GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &bytes, all)?,
-                GroupId::P256 => certify::<P256>(&ca, &bytes, all)?,
+                GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &mut registry, &bytes, all)?,
+                GroupId::P256 => certify::<P256>(&ca, &mut registry, &bytes, all)?,
             };
             std::fs::write(&out, issued).with_context(|| format!("cannot write {}", out.display()))?;
             println!("wrote the issued certificates to {}", out.display());
@@ -276,17 +309,30 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
             params,
         } => {
             let ca = load_ca(&dir)?;
+            let mut registry = open_registry(&dir)?;
             let _ = params.params()?;
+            let tls = ca.enrolment_tls_identity()?.server_config()?;
+            // One enrolment at a time (the operator confirms each at the prompt), each
+            // under a deadline so a stalled device cannot hold the CA.
+            let net = NetConfig::default().with_deadline(std::time::Duration::from_secs(30));
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             rt.block_on(async {
-                let l = FramedListener::bind(&listen, &NetConfig::default())
+                let l = FramedListener::bind(&listen, &net)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
                 eprintln!("tacit ca serve: listening on {}", l.local_addr()?);
+                eprintln!("tacit ca serve: TLS 1.3, endpoint key endorsed by the CA key");
                 let mut served = 0u64;
                 while sessions.is_none_or(|s| served < s) {
-                    let mut c = l.accept().await?;
+                    let c = l.accept().await?;
                     served += 1;
+                    let mut c = match c.accept_tls(tls.clone()).await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            eprintln!("tacit ca serve: {e}");
+                            continue;
+                        }
+                    };
                     let req = match c.recv().await {
                         Ok(r) => r,
                         Err(e) => {
@@ -295,12 +341,12 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
                         }
                     };
                     let answer = match params.group {
-                        GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &req, all),
-                        GroupId::P256 => certify::<P256>(&ca, &req, all),
+                        GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &mut registry, &req, all),
+                        GroupId::P256 => certify::<P256>(&ca, &mut registry, &req, all),
                     };
                     let reply = answer.unwrap_or_else(|e| {
-                        eprintln!("tacit ca serve: refused: {e:#}");
-                        ErrorMessage::new(format!("{e:#}")).to_wire()
+                        eprintln!("tacit ca serve: refused: {}", crate::util::one_line(&e));
+                        ErrorMessage::new(crate::util::one_line(&e)).to_wire()
                     });
                     let _ = c.send(&reply).await;
                 }
@@ -310,10 +356,21 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
     }
 }
 
-fn certify<G: PrimeGroup>(ca: &CertificateAuthority, request: &[u8], all: bool) -> Result<Vec<u8>> {
+fn certify<G: PrimeGroup>(
+    ca: &CertificateAuthority,
+    registry: &mut Store,
+    request: &[u8],
+    all: bool,
+) -> Result<Vec<u8>> {
     let req = EnrollmentRequest::<G>::from_bytes(request).context("enrolment request")?;
     let account = req.account.to_string();
-    let issued = ca.enroll(&req, &|id| confirm(all, &account, id), now(), &mut SecureRng::from_os())?;
+    let issued = ca.enroll(
+        &req,
+        &|id| confirm(all, &account, &crate::util::sanitize(id)),
+        registry,
+        now(),
+        &mut SecureRng::from_os(),
+    )?;
     eprintln!(
         "tacit ca: certified {} identifiers of account {account}",
         req.entries.len()
@@ -349,6 +406,10 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
                 GroupId::P256 => enroll::<P256>(&mut st, &p, &normalised, ca_pub, ca, offline),
             }
         }
+        IdCommand::Renew { ca, ids, region, group } => match group {
+            GroupId::Ristretto255 => renew::<Ristretto255>(&mut st, &ca, &ids, region.as_deref()),
+            GroupId::P256 => renew::<P256>(&mut st, &ca, &ids, region.as_deref()),
+        },
         IdCommand::Finish { issued, group } => {
             let bytes = std::fs::read(&issued).with_context(|| format!("cannot read {}", issued.display()))?;
             match group {
@@ -392,25 +453,59 @@ fn enroll<G: PrimeGroup>(
         );
         return Ok(());
     }
-    let addr = ca.expect("clap requires --ca or --offline");
+    let addr = ca.ok_or_else(|| anyhow!("give --ca HOST:PORT or --offline FILE"))?;
+    let answer = request_from_ca(&addr, ca_pub, &pending.request().to_bytes())?;
+    let issued = Issued::<G>::from_bytes(&answer, params)?;
+    let identity = pending.finish(issued, &ca_pub, now())?;
+    remember_ca(st, &ca_pub)?;
+    store_identity(st, identity)
+}
+
+/// Sends an enrolment request to the CA at `addr` over TLS authenticated by `ca_pub`
+/// and returns its answer (or its refusal as an error).
+fn request_from_ca(addr: &str, ca_pub: CaPublicKey, request: &[u8]) -> Result<Vec<u8>> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let net = NetConfig::default().with_deadline(std::time::Duration::from_secs(120));
     let answer = rt.block_on(async {
-        let mut c = FramedConn::connect(addr.as_str(), &NetConfig::default())
+        let tls = tacit_drop::enrolment::client_config(ca_pub)?;
+        let mut c = FramedConn::connect_tls(addr, &net, tls, tacit_drop::enrolment::SERVER_NAME)
             .await
             .with_context(|| format!("cannot reach the CA at {addr}"))?;
-        c.send(&pending.request().to_bytes()).await?;
+        c.send(request).await?;
         anyhow::Ok(c.recv().await?)
     })?;
     if let Ok(env) = tacit_wire::Envelope::peek(&answer) {
         if env.tag == tacit_wire::tags::ERROR {
             let m = <ErrorMessage as tacit_wire::Decode>::from_wire(&answer)?;
-            bail!("the CA refused: {}", m.reason);
+            bail!("the CA refused: {}", crate::util::sanitize(&m.reason));
         }
     }
-    let issued = Issued::<G>::from_bytes(&answer, params)?;
-    let identity = pending.finish(issued, &ca_pub, now())?;
-    remember_ca(st, &ca_pub)?;
-    store_identity(st, identity)
+    Ok(answer)
+}
+
+fn renew<G: PrimeGroup>(st: &mut Store, addr: &str, ids: &[String], region: Option<&str>) -> Result<()> {
+    let current = load_identity::<G>(st)?;
+    let ca_pub = load_ca_public(st)?;
+    let ids: Vec<String> = if ids.is_empty() {
+        current.identifiers().to_vec()
+    } else {
+        let opts = match region {
+            Some(r) => NormalizeOptions::with_default_region(r)?,
+            None => NormalizeOptions::new(),
+        };
+        ids.iter()
+            .map(|raw| {
+                tacit_store::Identifier::parse(raw, &opts)
+                    .map(|i| i.value)
+                    .with_context(|| format!("--id {raw}"))
+            })
+            .collect::<Result<_>>()?
+    };
+    let refs: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
+    let pending = DeviceEnrollment::<G>::renew(&current, &current.params, &refs, &mut SecureRng::from_os())?;
+    let answer = request_from_ca(addr, ca_pub, &pending.request().to_bytes())?;
+    let issued = Issued::<G>::from_bytes(&answer, &current.params)?;
+    store_identity(st, pending.finish(issued, &ca_pub, now())?)
 }
 
 /// Keeps the CA's public key (the trust root) in the store.

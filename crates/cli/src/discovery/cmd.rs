@@ -7,7 +7,7 @@
 //! `discover-ibe-mpk`. The IBE root authority keeps its files in its own directory,
 //! as `tacit ca` does.
 
-use crate::drop::MdnsArg;
+use crate::util::MdnsArg;
 use anyhow::{Context, Result, anyhow, ensure};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -186,6 +186,10 @@ pub struct AdvertiseArgs {
     /// Stop after this many seconds (default: run until interrupted).
     #[arg(long)]
     for_secs: Option<u64>,
+    /// Also answer SIGMA-I hellos. This makes the service public: anyone who
+    /// connects receives its name and key. Off by default.
+    #[arg(long)]
+    allow_sigma: bool,
 }
 
 /// Options of `browse`.
@@ -549,7 +553,11 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
     let local = listener.local_addr()?;
     let reply = a.reply.clone();
     let state = Arc::new(ServerState {
-        config: ServerConfig::new(creds.clone(), Some(prefix.clone()), true),
+        config: if a.allow_sigma {
+            ServerConfig::new(creds.clone(), Some(prefix.clone()), true).with_modes(&[Mode::Private, Mode::Sigma])
+        } else {
+            ServerConfig::new(creds.clone(), Some(prefix.clone()), true)
+        },
         service: Service::new(creds.clone()),
         respond: Arc::new(move |_who: &str, _req: &[u8]| reply.clone().into_bytes()),
         events: Arc::new(|e| match e {

@@ -1,8 +1,13 @@
-//! Helpers shared by the subcommands.
+//! Helpers shared by every subsystem's commands, benches and demos: set files, the
+//! store path, progress bars, clocks, quantiles and timings, and (in [`plot`]) PNG
+//! plots.
+
+pub mod plot;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
+use tacit_wire::text::escape_for_display;
 
 /// The longest element accepted in a set file.
 pub const MAX_ELEMENT_LEN: usize = 1024;
@@ -106,4 +111,73 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 /// Milliseconds with two decimals.
 pub fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e5).round() / 100.0
+}
+
+/// Where mDNS runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MdnsArg {
+    /// All interfaces (the local network).
+    All,
+    /// Loopback only (for a single machine or a loopback-only network namespace).
+    Loopback,
+    /// No mDNS (senders need --peer).
+    Off,
+}
+
+impl MdnsArg {
+    pub(crate) fn scope(self) -> Option<tacit_net::mdns::Scope> {
+        match self {
+            MdnsArg::All => Some(tacit_net::mdns::Scope::All),
+            MdnsArg::Loopback => Some(tacit_net::mdns::Scope::Loopback),
+            MdnsArg::Off => None,
+        }
+    }
+}
+
+/// The error and its causes on one line, skipping a cause whose text the line
+/// already holds (error types that print their source as part of their message).
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if out.contains(&s) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&s);
+    }
+    escape_for_display(&out.replace('\n', " ")).into_owned()
+}
+
+/// A peer-chosen string made safe to print (see [`tacit_wire::text`]).
+pub fn sanitize(s: &str) -> String {
+    escape_for_display(s).into_owned()
+}
+
+/// Parses a size in bytes with an optional K, M, G or T suffix (powers of 1024;
+/// `KiB`, `MB` and the like are read the same way).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (examples: 500M, 4G)"))?;
+    let shift = match unit
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches('B')
+        .trim_end_matches('I')
+    {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("{s:?} has an unknown unit (use K, M, G or T)")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }

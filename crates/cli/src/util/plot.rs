@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use plotters::prelude::*;
 use std::path::Path;
 
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
 fn svg_to_png(svg: &str, path: &Path, (w, h): (u32, u32)) -> Result<()> {
     let mut opt = resvg::usvg::Options::default();

@@ -1,0 +1,3 @@
+//! `tacit contacts`: the address book.
+
+pub mod cmd;

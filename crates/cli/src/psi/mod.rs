@@ -1,0 +1,5 @@
+//! `tacit psi`: private set intersection between two processes.
+
+pub mod bench;
+pub mod cmd;
+pub mod demo;
