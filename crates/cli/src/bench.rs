@@ -30,6 +30,15 @@ Examples:
   tacit bench discovery
   tacit bench discovery --runs 500 --json")]
     Discovery(crate::discovery::bench::DiscoveryBenchArgs),
+    /// PROS: Paillier vs key and plaintext size (Fig. 5, 14), framed-TCP round trips
+    /// (Fig. 6), FNP schoolbook / Karatsuba / bucketed (Fig. 8), 3PR worst and average
+    /// case (Fig. 9, 12, 13, 15), big-integer backends; ratios against their floors.
+    #[command(after_help = "\
+Examples:
+  tacit bench pros                 # a few minutes
+  tacit bench pros --quick --json
+  tacit bench pros --full          # the paper's grids (hours)")]
+    Pros(crate::pros::bench::ProsBenchArgs),
     /// The receiver process of `bench drop` (internal).
     #[command(hide = true)]
     DropPeer(crate::drop::bench::DropPeerArgs),
@@ -42,5 +51,6 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Drop(a) => crate::drop::bench::run(a),
         BenchCommand::DropPeer(a) => crate::drop::bench::run_peer(a),
         BenchCommand::Discovery(a) => crate::discovery::bench::run(a),
+        BenchCommand::Pros(a) => crate::pros::bench::run(a),
     }
 }

@@ -29,6 +29,7 @@ mod contacts;
 mod demo;
 mod discovery;
 mod drop;
+mod pros;
 mod psi;
 mod util;
 
@@ -58,7 +59,11 @@ Examples:
   tacit discover browse --policy 'Home/Devices/*' --message 'status?'
   tacit bench psi --ids 10 --contacts 10000
   tacit bench drop
-  tacit bench discovery"
+  tacit bench discovery
+  tacit pros keygen --out key.json
+  tacit pros reconcile serve --set prefs.txt --listen 127.0.0.1:7980 --sessions 1
+  tacit schedule connect --calendar alice.ics --connect 127.0.0.1:7990 --from 2025-01-06 --to 2025-01-11
+  tacit bench pros"
 )]
 struct Cli {
     /// The SQLite store (default: $TACIT_STORE, else $XDG_DATA_HOME/tacit/tacit.sqlite3,
@@ -93,6 +98,12 @@ enum Command {
     /// Private set intersection between two processes.
     #[command(subcommand)]
     Psi(psi::cmd::PsiCommand),
+    /// PROS: Paillier (python-paillier JSON), FNP set intersection, 3PR reconciliation.
+    #[command(subcommand)]
+    Pros(pros::cmd::ProsCommand),
+    /// Private meeting scheduling from .ics calendars (PROS appoint, 3PR).
+    #[command(subcommand)]
+    Schedule(pros::schedule::ScheduleCommand),
     /// Measure the protocols on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -108,6 +119,8 @@ fn main() -> ExitCode {
         Command::Contacts(c) => contacts::cmd::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::cmd::run(c, cli.store.as_deref()),
         Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
+        Command::Pros(c) => pros::cmd::run(c),
+        Command::Schedule(c) => pros::schedule::run(c),
         Command::Bench(c) => bench::run(c),
     };
     match result {
