@@ -562,14 +562,18 @@ impl PrivateKey {
         bn::mul_mod(&*l_func(&x, p)?, hp, p)
     }
 
+    /// `(c mod p², c mod q²)`: the inputs of the two half-size exponentiations.
+    pub fn crt_inputs(&self, c: &Ciphertext) -> Result<(Nat, Nat)> {
+        Ok((bn::reduce(&c.0, &self.p2)?, bn::reduce(&c.0, &self.q2)?))
+    }
+
     /// The two half-size exponentiations CRT decryption consists of, and nothing else
-    /// (the floor that `tacit bench pros` compares decryption with).
-    pub fn decrypt_floor(&self, c: &Ciphertext) -> Result<(Nat, Nat)> {
-        let cp = bn::reduce(&c.0, &self.p2)?;
-        let cq = bn::reduce(&c.0, &self.q2)?;
+    /// (the floor that `tacit bench pros` compares decryption with), on inputs from
+    /// [`PrivateKey::crt_inputs`].
+    pub fn decrypt_floor(&self, cp: &BigNumRef, cq: &BigNumRef) -> Result<(Nat, Nat)> {
         Ok((
-            bn::pow_secret(&cp, &self.pm1, &self.p2)?,
-            bn::pow_secret(&cq, &self.qm1, &self.q2)?,
+            bn::pow_secret(cp, &self.pm1, &self.p2)?,
+            bn::pow_secret(cq, &self.qm1, &self.q2)?,
         ))
     }
 
@@ -862,7 +866,8 @@ mod tests {
     fn floor_matches_decryption_work() {
         let k = key(256);
         let c = k.public().encrypt_i64(5, &mut rng(10)).unwrap();
-        let (a, b) = k.decrypt_floor(&c).unwrap();
+        let (cp, cq) = k.crt_inputs(&c).unwrap();
+        let (a, b) = k.decrypt_floor(&cp, &cq).unwrap();
         assert!(a.num_bits() > 0 && b.num_bits() > 0);
     }
 

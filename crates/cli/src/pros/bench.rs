@@ -240,20 +240,24 @@ fn bench_crypto(c: &Ctx) -> Result<(Value, Vec<(&'static str, f64)>)> {
             pk.encrypt_raw(&m, &mut rng)?;
             Ok(())
         })?;
+        // exactly as many online encryptions as the pool holds (never a fresh fallback)
+        let k = if bits >= 2048 { 64 } else { 512 };
         let pool = RnPool::new(pk)?;
-        pool.fill(pk, 4096.min(((min.as_secs_f64() / fresh) as usize + 16) * 2), &mut rng)?;
+        pool.fill(pk, k, &mut rng)?;
         let mut r2 = seeded(c.seed + 2);
-        let online = per_op(20, min / 4, || {
+        let t = Instant::now();
+        for _ in 0..k {
             pk.encrypt_pooled(&m, &pool, &mut r2)?;
-            Ok(())
-        })?;
+        }
+        let online = t.elapsed().as_secs_f64() / k as f64;
         let ct = pk.encrypt_raw(&m, &mut rng)?;
         let dec = per_op(5, min, || {
             key.decrypt_raw(&ct)?;
             Ok(())
         })?;
+        let (cp, cq) = key.crt_inputs(&ct)?;
         let floor = per_op(5, min, || {
-            key.decrypt_floor(&ct)?;
+            key.decrypt_floor(&cp, &cq)?;
             Ok(())
         })?;
         say(
@@ -499,13 +503,15 @@ fn bench_fnp(c: &Ctx) -> Result<(Value, f64, f64)> {
 }
 
 /// Runs 3PR over loopback TCP (both parties in this process); wall, CPU seconds and
-/// comparisons.
+/// comparisons. A's pool is filled with `prefill` rⁿ before the clock starts (the
+/// offline phase); B computes its ρⁿ online.
 async fn reconcile_tcp(
     p: ReconcileParams,
     key: &PrivateKey,
     a: Vec<String>,
     b: Vec<String>,
     seed: u64,
+    prefill: usize,
 ) -> Result<(f64, f64, u64, usize)> {
     let l = FramedListener::bind("127.0.0.1:0", &net_config()).await?;
     let addr = l.local_addr()?;
@@ -516,6 +522,7 @@ async fn reconcile_tcp(
         Ok::<_, anyhow::Error>(tacit_pros::net::reconcile_responder(&mut c, r, &mut seeded(seed)).await?)
     });
     let pool = Arc::new(RnPool::new(key.public())?);
+    pool.fill(key.public(), prefill, &mut seeded(seed + 2))?;
     let cpu0 = cpu_seconds();
     let t = Instant::now();
     let mut c = FramedConn::connect(addr, &net_config()).await?;
@@ -569,7 +576,8 @@ async fn bench_worst(c: &Ctx) -> Result<(Value, Value)> {
                 let mut cpu_pts = Vec::new();
                 for &n in &ns {
                     let (a, b) = worst_sets(n);
-                    let (wall, cpu, comps, found) = reconcile_tcp(p, &key, a, b, c.seed + n as u64).await?;
+                    let sent = if variant == Variant::ExplicitCached { n } else { n * n };
+                    let (wall, cpu, comps, found) = reconcile_tcp(p, &key, a, b, c.seed + n as u64, sent).await?;
                     anyhow::ensure!(
                         found == 1 && comps == (n * n) as u64,
                         "worst case ran {comps} comparisons"
@@ -612,12 +620,14 @@ async fn floor_100(c: &Ctx, key: &PrivateKey) -> Result<Value> {
     let min = Duration::from_millis(300);
     let m = bn::from_u64(12345)?;
     let y = bn::from_u64(4_000_000_000)?;
+    let k = 20_000;
     let pool = RnPool::new(pk)?;
-    pool.fill(pk, 20_000, &mut rng)?;
-    let enc_online = per_op(50, min, || {
+    pool.fill(pk, k, &mut rng)?;
+    let t = Instant::now();
+    for _ in 0..k {
         pk.encrypt_pooled(&m, &pool, &mut rng)?;
-        Ok(())
-    })?;
+    }
+    let enc_online = t.elapsed().as_secs_f64() / k as f64;
     let ct = pk.encrypt_raw(&m, &mut rng)?;
     let empty = RnPool::new(pk)?;
     // B's evaluation: Horner step, blinding exponentiation r, fresh ρⁿ, products
@@ -630,7 +640,8 @@ async fn floor_100(c: &Ctx, key: &PrivateKey) -> Result<Value> {
         Ok(())
     })?;
     let comps = (n * n) as f64;
-    // implicit SOR sends one ciphertext per pair: n² encryptions
+    // implicit SOR sends one ciphertext per pair: n² encryptions (rⁿ from the pool
+    // filled offline), n² evaluations by B (with fresh ρⁿ), n² decryptions by A
     let floor = comps * (enc_online + eval + dec);
     let p = ReconcileParams {
         scheme: Scheme::Sor,
@@ -638,7 +649,7 @@ async fn floor_100(c: &Ctx, key: &PrivateKey) -> Result<Value> {
         encoding: ElementEncoding::Integer32,
     };
     let (a, b) = worst_sets(n);
-    let (wall, cpu, _, _) = reconcile_tcp(p, key, a, b, c.seed + 77).await?;
+    let (wall, cpu, _, _) = reconcile_tcp(p, key, a, b, c.seed + 77, n * n).await?;
     let ratio = wall / floor;
     say(
         c.json,
@@ -699,7 +710,7 @@ async fn bench_average(c: &Ctx) -> Result<(Value, f64)> {
         let mut wall = 0.0;
         for s in 0..sets12 {
             let (a, b) = average_sets(n, 1, &mut rng, s as u32);
-            wall += reconcile_tcp(p, &key, a, b, c.seed + s as u64).await?.0;
+            wall += reconcile_tcp(p, &key, a, b, c.seed + s as u64, n).await?.0;
         }
         let w = wall / sets12 as f64;
         say(c.json, format!("  n = {n:>3}: {w:.3} s mean wall over {sets12} sets"));
@@ -719,12 +730,17 @@ async fn bench_average(c: &Ctx) -> Result<(Value, f64)> {
         c.json,
         "== Fig. 13(b,c): long range, 5 % common elements, n = 19 … 2019 ==".into(),
     );
-    let (step, sets) = if c.full {
-        (20usize, 500usize)
+    // a set costs time ∝ n, and the spread of one set's time is about its mean (the
+    // first match is nearly geometric), so small n get more sets
+    let (step, sets_for): (usize, Box<dyn Fn(usize, Variant) -> usize>) = if c.full {
+        (20, Box::new(|_, _| 500))
     } else if c.quick {
-        (500, 2)
+        (500, Box::new(|_, _| 2))
     } else {
-        (200, 3)
+        (
+            400,
+            Box::new(|n, v| if v == Variant::Implicit { (12_000 / n).max(6) } else { 3 }),
+        )
     };
     let mut rows13 = Vec::new();
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
@@ -739,10 +755,11 @@ async fn bench_average(c: &Ctx) -> Result<(Value, f64)> {
         let mut n = 19usize;
         while n <= 2019 {
             let k = n / 20; // 5 %: floor(0.05·n)
+            let sets = sets_for(n, variant);
             let (mut wall, mut comps) = (0.0, 0.0);
             for s in 0..sets {
                 let (a, b) = average_sets(n, k, &mut rng, s as u32);
-                let r = reconcile_tcp(p, &key, a, b, c.seed + (n * 1000 + s) as u64).await?;
+                let r = reconcile_tcp(p, &key, a, b, c.seed + (n * 1000 + s) as u64, n).await?;
                 wall += r.0;
                 comps += r.2 as f64;
             }
