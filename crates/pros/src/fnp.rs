@@ -311,8 +311,9 @@ pub fn evaluate(
     let masked = bn::pow_secret(&py.0, &r, pk.n_squared());
     bn::wipe(&mut r);
     let rn = pool.take(pk, rng)?;
-    let t = bn::mul_mod(&*masked?, &*pk.g_pow(&*bn::reduce(y, pk.n())?)?, pk.n_squared())?;
-    Ok(Ciphertext(bn::mul_mod(&t, &rn, pk.n_squared())?))
+    // E(y) = g^y·ρⁿ with g^y = 1 + y·n
+    let ey = bn::mul_mod(&*pk.g_pow(&*bn::reduce(y, pk.n())?)?, &rn, pk.n_squared())?;
+    Ok(Ciphertext(bn::mul_mod(&*masked?, &ey, pk.n_squared())?))
 }
 
 /// Seeds for `count` parallel workers.

@@ -288,9 +288,7 @@ impl PublicKey {
     /// Checks that `c` is a ciphertext of this key: `0 < c < n²` and `gcd(c, n) = 1`
     /// (an element of `Z*_{n²}`). Everything a peer sends passes this check.
     pub fn check_ciphertext(&self, c: &BigNumRef) -> Result<()> {
-        if c.is_negative() || bn::is_zero(c) || c.ucmp(&self.n2).is_ge() {
-            return Err(Error::BadCiphertext("the value is not in [1, n²)".into()));
-        }
+        self.check_range(c)?;
         if !bn::is_one(&*bn::gcd(c, &self.n)?) {
             return Err(Error::BadCiphertext("the value is not a unit mod n²".into()));
         }
@@ -341,14 +339,51 @@ impl PublicKey {
         self.ciphertext(BigNum::from_slice(b)?)
     }
 
-    /// Decodes a sequence of `count` fixed-width ciphertexts, checking them on all
-    /// cores.
+    /// Decodes a sequence of `count` fixed-width ciphertexts: each must lie in
+    /// `[1, n²)`, and all must be units, which [`PublicKey::check_units`] tests with
+    /// one gcd for the whole batch.
     pub fn decode_ciphertexts(&self, r: &mut Reader<'_>, count: usize) -> Result<Vec<Ciphertext>> {
+        let out = self.decode_ciphertexts_unchecked_units(r, count)?;
+        self.check_units(&out)?;
+        Ok(out)
+    }
+
+    /// Like [`PublicKey::decode_ciphertexts`] without the unit check: the caller must
+    /// run [`PublicKey::check_units`] on the result before using it.
+    pub(crate) fn decode_ciphertexts_unchecked_units(
+        &self,
+        r: &mut Reader<'_>,
+        count: usize,
+    ) -> Result<Vec<Ciphertext>> {
         let len = self.ciphertext_len();
         let raw = r.fixed("Paillier ciphertexts", count.saturating_mul(len))?;
-        raw.par_chunks(len)
-            .map(|b| self.ciphertext(BigNum::from_slice(b)?))
+        raw.chunks(len)
+            .map(|b| {
+                let c = BigNum::from_slice(b)?;
+                self.check_range(&c)?;
+                Ok(Ciphertext(c))
+            })
             .collect()
+    }
+
+    fn check_range(&self, c: &BigNumRef) -> Result<()> {
+        if c.is_negative() || bn::is_zero(c) || c.ucmp(&self.n2).is_ge() {
+            return Err(Error::BadCiphertext("the value is not in [1, n²)".into()));
+        }
+        Ok(())
+    }
+
+    /// Checks that every ciphertext is a unit mod `n²`: `gcd(∏ cᵢ mod n, n) = 1` holds
+    /// exactly when no `cᵢ` shares a factor with `n` (one gcd for the batch).
+    pub fn check_units(&self, cs: &[Ciphertext]) -> Result<()> {
+        let mut acc = bn::from_u64(1)?;
+        for c in cs {
+            acc = bn::mul_mod(&acc, &c.0, &self.n)?;
+        }
+        if !bn::is_one(&*bn::gcd(&acc, &self.n)?) {
+            return Err(Error::BadCiphertext("a value is not a unit mod n²".into()));
+        }
+        Ok(())
     }
 }
 

@@ -330,9 +330,12 @@ impl Query {
         let mut entries = Vec::with_capacity(count);
         for _ in 0..count {
             let p = r.u32()?;
-            entries.push((p, key.decode_ciphertext(&mut r)?));
+            let mut one = key.decode_ciphertexts_unchecked_units(&mut r, 1)?;
+            entries.push((p, one.remove(0)));
         }
         r.finish()?;
+        let cts: Vec<Ciphertext> = entries.iter().map(|(_, c)| c.clone()).collect();
+        key.check_units(&cts)?;
         Ok(Query { round, entries })
     }
 }

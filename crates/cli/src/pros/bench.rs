@@ -49,6 +49,9 @@ pub struct ProsBenchArgs {
     /// Seed for the generated sets.
     #[arg(long, default_value_t = 2011)]
     pub seed: u64,
+    /// Run only these parts: backends, crypto, rtt, fnp, worst, average (comma list).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 fn cpu_seconds() -> f64 {
@@ -104,38 +107,50 @@ pub fn run(a: ProsBenchArgs) -> Result<()> {
         seed: a.seed,
     };
     let rt = crate::pros::cmd::runtime()?;
+    let want = |part: &str| a.only.is_empty() || a.only.iter().any(|p| p == part);
     let mut report = serde_json::Map::new();
     report.insert("cores".into(), json!(rayon::current_num_threads()));
     report.insert("gmp_built".into(), json!(cfg!(feature = "gmp")));
 
-    let (backends, modexp_vs_best) = bench_backends(&c)?;
-    report.insert("backends".into(), backends);
-    report.insert("modexp_vs_best".into(), json!(modexp_vs_best));
-
-    let (crypto, ratios) = bench_crypto(&c)?;
-    report.insert("fig5_fig14".into(), crypto);
-    for (k, v) in ratios {
-        report.insert(k.into(), json!(v));
+    if want("backends") {
+        let (backends, modexp_vs_best) = bench_backends(&c)?;
+        report.insert("backends".into(), backends);
+        report.insert("modexp_vs_best".into(), json!(modexp_vs_best));
+    }
+    if want("crypto") {
+        let (crypto, ratios) = bench_crypto(&c)?;
+        report.insert("fig5_fig14".into(), crypto);
+        for (k, v) in ratios {
+            report.insert(k.into(), json!(v));
+        }
+    }
+    if want("rtt") {
+        report.insert("fig6_rtt".into(), rt.block_on(bench_rtt(&c))?);
+    }
+    if want("fnp") {
+        let (fig8, k_vs_s, poly_ratio) = bench_fnp(&c)?;
+        report.insert("fig8_fnp".into(), fig8);
+        report.insert("fnp_karatsuba_vs_schoolbook".into(), json!(k_vs_s));
+        report.insert("poly_karatsuba_vs_schoolbook".into(), json!(poly_ratio));
+    }
+    if want("worst") {
+        let (fig9, floor) = rt.block_on(bench_worst(&c))?;
+        report.insert("fig9_fig15_worst_case".into(), fig9);
+        report.insert("threepr_vs_floor".into(), floor["ratio"].clone());
+        report.insert("threepr_floor_detail".into(), floor);
+    }
+    if want("average") {
+        let (avg, exponent) = rt.block_on(bench_average(&c))?;
+        report.insert("fig12_fig13_average_case".into(), avg);
+        report.insert("average_case_exponent".into(), json!(exponent));
     }
 
-    report.insert("fig6_rtt".into(), rt.block_on(bench_rtt(&c))?);
-
-    let (fig8, k_vs_s, poly_ratio) = bench_fnp(&c)?;
-    report.insert("fig8_fnp".into(), fig8);
-    report.insert("fnp_karatsuba_vs_schoolbook".into(), json!(k_vs_s));
-    report.insert("poly_karatsuba_vs_schoolbook".into(), json!(poly_ratio));
-
-    let (fig9, floor) = rt.block_on(bench_worst(&c))?;
-    report.insert("fig9_fig15_worst_case".into(), fig9);
-    report.insert("threepr_vs_floor".into(), floor["ratio"].clone());
-    report.insert("threepr_floor_detail".into(), floor);
-
-    let (avg, exponent) = rt.block_on(bench_average(&c))?;
-    report.insert("fig12_fig13_average_case".into(), avg);
-    report.insert("average_case_exponent".into(), json!(exponent));
-
     let out = Value::Object(report);
-    let path = c.out.join("pros.json");
+    let path = c.out.join(if a.only.is_empty() {
+        "pros.json".to_string()
+    } else {
+        format!("pros-{}.json", a.only.join("-"))
+    });
     std::fs::write(&path, serde_json::to_string_pretty(&out)?)?;
     if c.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
