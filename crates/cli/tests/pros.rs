@@ -233,7 +233,8 @@ fn psi_between_two_processes() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", err(&o));
-    let mut got: Vec<&str> = out(&o).lines().collect::<Vec<_>>();
+    let text = out(&o);
+    let mut got: Vec<&str> = text.lines().collect();
     got.sort();
     assert_eq!(got, vec!["3", "40"]);
     server.wait_with_output().unwrap();

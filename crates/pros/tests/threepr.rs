@@ -437,3 +437,22 @@ proptest! {
         prop_assert_eq!(ra.rounds, rounds);
     }
 }
+
+/// A ciphertext in range but sharing a factor with n (not in Z*_{n²}) is refused by
+/// the batched unit check.
+#[test]
+fn b_refuses_a_non_unit_ciphertext() {
+    let p = params(Scheme::Sor, Variant::Implicit);
+    let (a, b) = (set("a", 3), set("b", 3));
+    let (_, rb, q) = started(p, &a, &b);
+    let sk = key();
+    let pk = sk.public().clone();
+    let (prime, _) = sk.primes();
+    let mut bad = prime.to_owned().unwrap();
+    bad.mul_word(5).unwrap();
+    let bytes_bad = bad.to_vec_padded(pk.ciphertext_len() as i32).unwrap();
+    let mut msg = q.clone();
+    let l = msg.len();
+    msg[l - pk.ciphertext_len()..].copy_from_slice(&bytes_bad);
+    assert!(matches!(rb.on_message(&msg, &mut rng(1)), Err(Error::BadCiphertext(_))));
+}
