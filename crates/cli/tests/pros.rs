@@ -278,7 +278,7 @@ fn schedule_from_the_example_calendars() {
                 "--min-key-bits",
                 "1024",
                 "--max-slots",
-                "12",
+                "32",
             ][..],
         ]
         .concat(),
@@ -307,7 +307,7 @@ fn schedule_from_the_example_calendars() {
                     "--key-bits",
                     "1024",
                     "--max-slots",
-                    "12",
+                    "32",
                     "--json",
                     "--out",
                     invite.to_str().unwrap(),
