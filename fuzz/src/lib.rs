@@ -129,5 +129,32 @@ pub mod pir {
             let client = NtruClient::new(layout, &mut rng);
             (server, client)
         })
+/// The fixed PROS world of the pros targets: a 256-bit Paillier key from two fixed
+/// 128-bit primes (so corpora stay valid across runs) and small parameters.
+pub mod pros {
+    use std::sync::OnceLock;
+    use tacit_pros::fnp::PsiParams;
+    use tacit_pros::paillier::PrivateKey;
+
+    /// The fixed key.
+    pub fn key() -> &'static PrivateKey {
+        static K: OnceLock<PrivateKey> = OnceLock::new();
+        K.get_or_init(|| {
+            let p = openssl_hex("c5b38fbe0682f98fe8b897ca9834b613");
+            let q = openssl_hex("e7dff63579170c5677d29e17fb7ab40d");
+            PrivateKey::from_primes(p, q).expect("fixed primes")
+        })
+    }
+
+    fn openssl_hex(h: &str) -> tacit_pros::bn::Nat {
+        let bytes: Vec<u8> = (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect();
+        tacit_pros::bn::Nat::from_slice(&bytes).unwrap()
+    }
+
+    /// FNP parameters picked by a selector byte (bucketed or not).
+    pub fn fnp_params(sel: u8) -> PsiParams {
+        let mut p = if sel & 1 == 0 { PsiParams::new(20, 4) } else { PsiParams::new(3, 2) };
+        p.bucketing = sel & 2 == 0;
+        p
     }
 }

@@ -38,6 +38,15 @@ Examples:
     /// PIR backends (TracEdge §4–6): lwe and ntru-paper, the peer crates, the scan floor.
     #[command(subcommand)]
     Pir(crate::pir::bench::PirBenchCommand),
+    /// PROS: Paillier vs key and plaintext size (Fig. 5, 14), framed-TCP round trips
+    /// (Fig. 6), FNP schoolbook / Karatsuba / bucketed (Fig. 8), 3PR worst and average
+    /// case (Fig. 9, 12, 13, 15), big-integer backends; ratios against their floors.
+    #[command(after_help = "\
+Examples:
+  tacit bench pros                 # a few minutes
+  tacit bench pros --quick --json
+  tacit bench pros --full          # the paper's grids (hours)")]
+    Pros(crate::pros::bench::ProsBenchArgs),
     /// The receiver process of `bench drop` (internal).
     #[command(hide = true)]
     DropPeer(crate::drop::bench::DropPeerArgs),
@@ -52,5 +61,6 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Discovery(a) => crate::discovery::bench::run(a),
         BenchCommand::Mpc(c) => crate::mpc::bench::run_cmd(c),
         BenchCommand::Pir(c) => crate::pir::bench::run(c),
+        BenchCommand::Pros(a) => crate::pros::bench::run(a),
     }
 }

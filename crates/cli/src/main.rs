@@ -31,6 +31,7 @@ mod discovery;
 mod drop;
 mod mpc;
 mod pir;
+mod pros;
 mod psi;
 mod util;
 
@@ -62,7 +63,11 @@ Examples:
   tacit bench drop
   tacit bench discovery
   tacit mpc run --circuit aes_128.txt --party a --listen 127.0.0.1:7900 --input <bits>
-  tacit bench mpc engine"
+  tacit bench mpc engine
+  tacit pros keygen --out key.json
+  tacit pros reconcile serve --set prefs.txt --listen 127.0.0.1:7980 --sessions 1
+  tacit schedule connect --calendar alice.ics --connect 127.0.0.1:7990 --from 2025-01-06 --to 2025-01-11
+  tacit bench pros"
 )]
 struct Cli {
     /// The SQLite store (default: $TACIT_STORE, else $XDG_DATA_HOME/tacit/tacit.sqlite3,
@@ -103,6 +108,12 @@ enum Command {
     /// PIR tables and a one-process PIR query (TracEdge's backends).
     #[command(subcommand)]
     Pir(pir::cmd::PirCommand),
+    /// PROS: Paillier (python-paillier JSON), FNP set intersection, 3PR reconciliation.
+    #[command(subcommand)]
+    Pros(pros::cmd::ProsCommand),
+    /// Private meeting scheduling from .ics calendars (PROS appoint, 3PR).
+    #[command(subcommand)]
+    Schedule(pros::schedule::ScheduleCommand),
     /// Measure the protocols on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -120,6 +131,8 @@ fn main() -> ExitCode {
         Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
         Command::Mpc(c) => mpc::cmd::run_cmd(c),
         Command::Pir(c) => pir::cmd::run(c),
+        Command::Pros(c) => pros::cmd::run(c),
+        Command::Schedule(c) => pros::schedule::run(c),
         Command::Bench(c) => bench::run(c),
     };
     match result {
