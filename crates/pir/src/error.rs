@@ -74,4 +74,7 @@ pub enum Error {
     /// The operation is not available in this backend.
     #[error("{0} is not supported by this backend")]
     Unsupported(&'static str),
+    /// The GPU backend cannot run here, or a CUDA call failed (one line: what and why).
+    #[error("lwe-gpu: {0}")]
+    Gpu(String),
 }

@@ -33,6 +33,9 @@
 
 mod backend;
 mod error;
+#[cfg(feature = "gpu")]
+#[allow(unsafe_code)]
+pub mod gpu;
 pub mod lwe;
 pub mod ntru;
 

@@ -26,7 +26,8 @@ pub enum PirBenchCommand {
 Examples:
   tacit bench pir backends                       # 10^6 and 10^7 rows of 41 and 16 bytes
   tacit bench pir backends --rows 1000000 --bytes 41 --json
-  tacit bench pir backends --rows 10000000 --peers none")]
+  tacit bench pir backends --rows 10000000 --peers none
+  tacit bench pir backends --backend lwe-gpu --rows 10000000 --json   # on an NVIDIA GPU")]
     Backends(BackendsArgs),
 }
 
@@ -35,16 +36,16 @@ Examples:
 pub struct BackendsArgs {
     /// Table rows (a comma-separated list).
     #[arg(long, value_delimiter = ',', default_values_t = [1_000_000u64, 10_000_000])]
-    rows: Vec<u64>,
+    pub(crate) rows: Vec<u64>,
     /// Bytes per row (a comma-separated list; 41 holds the paper's 326-bit rows, 16 is 128 bits).
     #[arg(long, value_delimiter = ',', default_values_t = [41u32, 16])]
-    bytes: Vec<u32>,
+    pub(crate) bytes: Vec<u32>,
     /// Batch sizes for the lwe server.
     #[arg(long, value_delimiter = ',', default_values_t = [4usize, 8, 16, 32])]
     batch: Vec<usize>,
     /// Repetitions of each single-query measurement (the median is reported).
     #[arg(long, default_value_t = 9)]
-    runs: usize,
+    pub(crate) runs: usize,
     /// Rows of the ntru-paper table measured end to end (its transformed table takes
     /// about 6 KB per 41-byte row, so 10^7 rows do not fit in memory).
     #[arg(long, default_value_t = 100_000)]
@@ -63,7 +64,18 @@ pub struct BackendsArgs {
     no_ntru: bool,
     /// Print JSON instead of tables.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
+    /// Measure one backend only: lwe-gpu runs the GPU server beside its two floors
+    /// (a read of the table and the same-shaped cuBLASLt int8 product); without it,
+    /// the CPU backends and the peers.
+    #[arg(long, value_parser = ["lwe-gpu"])]
+    pub(crate) backend: Option<String>,
+    /// GPUs for lwe-gpu: all, or ordinals like 0,1 (0,0 splits the table in two parts on GPU 0).
+    #[arg(long, default_value = "all")]
+    pub(crate) gpus: String,
+    /// Batch sizes for lwe-gpu.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 8, 64, 256, 1024, 2048, 4096])]
+    pub(crate) gpu_batch: Vec<usize>,
 }
 
 /// Runs a `bench pir` experiment.
@@ -330,6 +342,9 @@ fn ntru_part(a: &BackendsArgs, rng: &mut ChaCha20Rng) -> Result<Value> {
 }
 
 fn backends(a: &BackendsArgs) -> Result<()> {
+    if a.backend.as_deref() == Some("lwe-gpu") {
+        return super::gpu_bench::run(a);
+    }
     let peers = wanted_peers(&a.peers)?;
     let mut rng = ChaCha20Rng::from_entropy();
     let threads = rayon::current_num_threads();

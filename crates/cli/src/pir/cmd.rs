@@ -21,6 +21,9 @@ pub enum Backend {
     /// The paper's NTRU PIR (N = 439, q = 2^21, X^N − 1). INSECURE: the server
     /// recovers the queried row from the query; for reproducing the paper only.
     NtruPaper,
+    /// The lwe server on NVIDIA GPUs (CUDA loaded at run time, answers identical to
+    /// lwe); without a GPU it stops with a one-line reason.
+    LweGpu,
 }
 
 /// The warning printed whenever `ntru-paper` runs.
@@ -79,6 +82,10 @@ pub struct QueryArgs {
     /// The backend.
     #[arg(long, value_enum, default_value_t = Backend::Lwe)]
     backend: Backend,
+    /// GPUs for --backend lwe-gpu: all, or ordinals like 0,1 (the table is split by
+    /// rows across them).
+    #[arg(long, default_value = "all")]
+    gpus: String,
     /// Print JSON: {"row": hex, sizes, times}.
     #[arg(long)]
     json: bool,
@@ -198,6 +205,30 @@ fn query(a: &QueryArgs) -> Result<()> {
                 decode_ms,
             )
         }
+        Backend::LweGpu => {
+            let mut seed = [0u8; 16];
+            rng.fill_bytes(&mut seed);
+            let params = LweParams::new(table.shape(), seed)?;
+            let config = tacit_pir::gpu::GpuConfig {
+                gpus: a.gpus.parse()?,
+                ..Default::default()
+            };
+            let (server, setup_ms) = timed(|| tacit_pir::gpu::GpuLweServer::setup(&table, params, config));
+            let server = server?;
+            let client = LweClient::new(server.hint())?;
+            let (q, query_ms) = timed(|| client.query(&sel, &mut rng));
+            let (state, q) = q?;
+            let (ans, answer_ms) = timed(|| server.answer(&q));
+            let (d, decode_ms) = timed(|| client.decode(&state, &ans?));
+            (
+                d?.to_row_bytes(a.bytes),
+                server.sizes(),
+                setup_ms,
+                query_ms,
+                answer_ms,
+                decode_ms,
+            )
+        }
         Backend::NtruPaper => {
             eprintln!("{NTRU_WARNING}");
             let layout = NtruLayout::square(table.shape());
@@ -232,6 +263,7 @@ fn query(a: &QueryArgs) -> Result<()> {
             backend: match a.backend {
                 Backend::Lwe => "lwe",
                 Backend::NtruPaper => "ntru-paper",
+                Backend::LweGpu => "lwe-gpu",
             },
             index: a.row,
             rows: table.shape().rows,

@@ -2,4 +2,5 @@
 
 pub mod bench;
 pub mod cmd;
+mod gpu_bench;
 pub mod peers;

@@ -1,0 +1,1179 @@
+//! `lwe-gpu`: the [`lwe`](crate::lwe) server on NVIDIA GPUs, answer for answer
+//! identical to the CPU server (same parameters, hint, table id, query and answer
+//! messages), so that clients cannot tell them apart.
+//!
+//! **Nothing to install at build time.** CUDA is reached through `cudarc` with
+//! dynamic loading: the driver (`libcuda`), NVRTC (`libnvrtc`, which compiles
+//! `kernels.cu` when a server starts) and cuBLASLt (`libcublasLt`) are opened at run
+//! time. On a machine without them, [`GpuLweServer::setup`] returns
+//! [`Error::Gpu`] with a one-line reason, and nothing else changes.
+//!
+//! **Layout.** The centred matrix `D` (`m × ℓ` signed bytes, [`crate::lwe`]) is kept
+//! row-major with `ℓ` padded to `ℓ'`, a multiple of 16, and split by rows into
+//! *parts*, one or more per GPU (`--gpus 0,1` puts one part on each; `0,0` two on
+//! GPU 0, which exercises the multi-GPU path on one device). Each part answers every
+//! query for its rows; the host concatenates the parts' rows.
+//!
+//! **Answers.** `answer[r] = Σ_c D[r][c]·q[c] mod 2³²` (the exact definition of
+//! `lwe::kernel`). Two paths, bit-identical:
+//! * *small batches* (≤ [`GpuConfig::small_batch`] queries): a kernel that reads `D`
+//!   once and multiplies in 32-bit integers, the queries' column tile held in shared
+//!   memory — memory-bound, for latency;
+//! * *large batches*: each query is cut into four signed base-256 digits
+//!   `q = s₀ + 2⁸s₁ + 2¹⁶s₂ + 2²⁴s₃ (mod 2³²)`, `s_k ∈ [−128, 127]`, and one int8
+//!   tensor-core product through cuBLASLt computes `D·[s₀ s₁ s₂ s₃ …]` for the
+//!   whole chunk of queries in one pass over `D`; a kernel recombines
+//!   `Σ_k 2^{8k}·(D·s_k) mod 2³²`. Every partial sum is exact in int32 because the
+//!   columns are taken in chunks of at most [`K_CHUNK`] (`128·128·K_CHUNK < 2³¹`).
+//!
+//! **Hint.** `H = D·A` is the same product with the 1024 columns of `A` as queries.
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+use cudarc::cublaslt::{result as lt, sys as ltsys};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
+    PinnedHostSlice, PushKernelArg,
+};
+use rayon::prelude::*;
+
+use crate::backend::{PirServer, Sizes, Table, TableShape};
+use crate::lwe::{LWE_N, LweAnswer, LweHint, LweHintUpdate, LweParams, LweQuery, TableId, reference};
+use crate::{Error, Result};
+
+/// The name of this backend.
+pub const BACKEND: &str = "lwe-gpu";
+
+/// The CUDA source of the kernels, compiled at run time by NVRTC.
+pub const KERNELS: &str = include_str!("kernels.cu");
+
+/// Columns per int8 product: `128·128·K_CHUNK < 2³¹`, so no int32 sum overflows.
+pub const K_CHUNK: usize = 131_056;
+
+/// Rows of `D` per part are a multiple of this (cuBLASLt alignment).
+const ROW_ALIGN: usize = 16;
+/// cuBLASLt workspace per part.
+const WORKSPACE: usize = 32 << 20;
+/// Rows per block of the small-batch kernel (8 warps × 2 rows).
+const SMALL_ROWS_PER_BLOCK: usize = 16;
+
+fn gpu_err(what: &str, e: impl core::fmt::Debug) -> Error {
+    Error::Gpu(format!("{what}: {e:?}"))
+}
+
+/// Which GPUs hold the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuSelection {
+    /// Every GPU the driver sees, one part each.
+    All,
+    /// These device ordinals, one part per entry (an ordinal may repeat).
+    List(Vec<usize>),
+}
+
+impl core::str::FromStr for GpuSelection {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        if s == "all" {
+            return Ok(GpuSelection::All);
+        }
+        let list = s
+            .split(',')
+            .map(|x| {
+                x.trim()
+                    .parse::<usize>()
+                    .map_err(|_| Error::Gpu(format!("--gpus takes 'all' or ordinals like 0,1; got {s:?}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if list.is_empty() || list.len() > 64 {
+            return Err(Error::Gpu(format!("--gpus lists 1 to 64 devices; got {s:?}")));
+        }
+        Ok(GpuSelection::List(list))
+    }
+}
+
+/// Settings of the GPU server.
+#[derive(Debug, Clone)]
+pub struct GpuConfig {
+    /// Which GPUs hold the table (one part per entry).
+    pub gpus: GpuSelection,
+    /// Batches of at most this many queries take the direct kernel; larger ones the
+    /// int8 tensor-core product.
+    pub small_batch: usize,
+    /// Queries per tensor-core product (bounds device memory per batch).
+    pub chunk: usize,
+}
+
+impl Default for GpuConfig {
+    fn default() -> Self {
+        GpuConfig {
+            gpus: GpuSelection::All,
+            small_batch: 8,
+            chunk: 2048,
+        }
+    }
+}
+
+/// Whether the CUDA driver, NVRTC and cuBLASLt can be loaded and a device is there;
+/// `Err` says in one line what is missing.
+pub fn available() -> Result<usize> {
+    // SAFETY: only tries to open shared libraries by name.
+    unsafe {
+        if !cudarc::driver::sys::is_culib_present() {
+            return Err(Error::Gpu(
+                "no CUDA driver (libcuda.so) on this machine; lwe-gpu needs an NVIDIA GPU".into(),
+            ));
+        }
+        if !cudarc::nvrtc::sys::is_culib_present() {
+            return Err(Error::Gpu(
+                "NVRTC (libnvrtc.so) was not found; add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into(),
+            ));
+        }
+        if !ltsys::is_culib_present() {
+            return Err(Error::Gpu(
+                "cuBLASLt (libcublasLt.so) was not found; add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into(),
+            ));
+        }
+    }
+    let n = CudaContext::device_count().map_err(|e| gpu_err("no usable CUDA device", e))?;
+    if n <= 0 {
+        return Err(Error::Gpu("the CUDA driver sees no device".into()));
+    }
+    Ok(n as usize)
+}
+
+/// A compiled module's functions on one context.
+struct Funcs {
+    _module: Arc<CudaModule>,
+    split: CudaFunction,
+    combine: CudaFunction,
+    small: [CudaFunction; 4],
+    set_entries: CudaFunction,
+    scan: CudaFunction,
+}
+
+/// One cuBLASLt product shape: `C (rows_pad × n, int32) = Dᵀ-layout (kc × rows_pad)ᵀ · S (kc × n)`.
+struct Gemm {
+    desc: ltsys::cublasLtMatmulDesc_t,
+    a: ltsys::cublasLtMatrixLayout_t,
+    b: ltsys::cublasLtMatrixLayout_t,
+    c: ltsys::cublasLtMatrixLayout_t,
+    algo: ltsys::cublasLtMatmulAlgo_t,
+}
+
+impl Drop for Gemm {
+    fn drop(&mut self) {
+        // SAFETY: created by this struct and destroyed once.
+        unsafe {
+            let _ = lt::destroy_matrix_layout(self.a);
+            let _ = lt::destroy_matrix_layout(self.b);
+            let _ = lt::destroy_matrix_layout(self.c);
+            let _ = lt::destroy_matmul_desc(self.desc);
+        }
+    }
+}
+
+/// The cuBLASLt handle and the product shapes made so far.
+struct Lt {
+    handle: ltsys::cublasLtHandle_t,
+    shapes: HashMap<(usize, usize), Gemm>,
+}
+
+impl Drop for Lt {
+    fn drop(&mut self) {
+        self.shapes.clear();
+        // SAFETY: created in `Part::new`, destroyed once.
+        unsafe {
+            let _ = lt::destroy_handle(self.handle);
+        }
+    }
+}
+
+/// One stream of a part with its own buffers, so that two chunks of a batch overlap
+/// (one copying while the other computes).
+struct Lane {
+    stream: Arc<CudaStream>,
+    workspace: CudaSlice<u8>,
+    /// Queries the buffers below hold.
+    cap: usize,
+    /// Whether `limbs` and `c` are allocated for `cap` (the tensor-core path).
+    large: bool,
+    qd: Option<CudaSlice<u32>>,
+    out: Option<CudaSlice<u32>>,
+    limbs: Option<CudaSlice<i8>>,
+    c: Option<CudaSlice<i32>>,
+}
+
+/// The mutable state of a part, used by one batch at a time.
+struct PartState {
+    ctx: Arc<CudaContext>,
+    f: Funcs,
+    d: CudaSlice<i8>,
+    lt: Lt,
+    lanes: [Lane; 2],
+    /// Page-locked staging of a batch's queries (`nq × cols_pad`) and answers (`nq × rows`).
+    pin_in: Option<PinnedHostSlice<u32>>,
+    pin_out: Option<PinnedHostSlice<u32>>,
+}
+
+// SAFETY: the raw cuBLASLt handles are only used under the part's mutex, with the
+// part's context bound to the calling thread first; CUDA handles may move between
+// threads when not used concurrently.
+unsafe impl Send for PartState {}
+
+/// Rows `[r0, r0 + rows)` of `D` on one device.
+struct Part {
+    device: usize,
+    r0: usize,
+    rows: usize,
+    rows_pad: usize,
+    state: Mutex<PartState>,
+}
+
+/// The `lwe-gpu` server: the parts of `D` on the GPUs, the hint and the table id
+/// (on the host, identical to [`crate::lwe::LweServer`]'s).
+pub struct GpuLweServer {
+    params: LweParams,
+    cols_pad: usize,
+    hint: Arc<Vec<u32>>,
+    id: TableId,
+    parts: Vec<Part>,
+    config: GpuConfig,
+    devices: Vec<String>,
+}
+
+impl core::fmt::Debug for GpuLweServer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("GpuLweServer")
+            .field("params", &self.params)
+            .field("parts", &self.parts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn compile() -> Result<cudarc::nvrtc::Ptx> {
+    cudarc::nvrtc::compile_ptx_with_opts(
+        KERNELS,
+        cudarc::nvrtc::CompileOptions {
+            options: vec!["--std=c++14".into()],
+            ..Default::default()
+        },
+    )
+    .map_err(|e| gpu_err("compiling the kernels with NVRTC", e))
+}
+
+fn load(ctx: &Arc<CudaContext>, ptx: &cudarc::nvrtc::Ptx) -> Result<Funcs> {
+    let module = ctx
+        .load_module(ptx.clone())
+        .map_err(|e| gpu_err("loading the kernels", e))?;
+    let get = |n: &str| module.load_function(n).map_err(|e| gpu_err(n, e));
+    Ok(Funcs {
+        split: get("split_limbs")?,
+        combine: get("combine")?,
+        small: [
+            get("gemv_small_1")?,
+            get("gemv_small_2")?,
+            get("gemv_small_4")?,
+            get("gemv_small_8")?,
+        ],
+        set_entries: get("set_entries")?,
+        scan: get("scan_xor")?,
+        _module: module,
+    })
+}
+
+fn blocks(n: usize, per: usize) -> Result<u32> {
+    u32::try_from(n.div_ceil(per).max(1)).map_err(|_| Error::Gpu(format!("a launch of {n} threads is too large")))
+}
+
+impl Lt {
+    fn gemm(&mut self, rows_pad: usize, cols_pad: usize, kc: usize, n: usize) -> Result<&Gemm> {
+        if !self.shapes.contains_key(&(kc, n)) {
+            let e = |w: &str, x: lt::CublasError| gpu_err(w, x);
+            let desc = lt::create_matmul_desc(
+                ltsys::cublasComputeType_t::CUBLAS_COMPUTE_32I,
+                ltsys::cudaDataType::CUDA_R_32I,
+            )
+            .map_err(|x| e("cuBLASLt descriptor", x))?;
+            let op_t: i32 = 1; // CUBLAS_OP_T
+            // SAFETY: `desc` is live; the attribute is an int32.
+            unsafe {
+                lt::set_matmul_desc_attribute(
+                    desc,
+                    ltsys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+                    &op_t as *const i32 as *const c_void,
+                    4,
+                )
+                .map_err(|x| e("cuBLASLt transpose", x))?;
+            }
+            let a = lt::create_matrix_layout(ltsys::cudaDataType::CUDA_R_8I, kc as u64, rows_pad as u64, cols_pad as i64)
+                .map_err(|x| e("cuBLASLt layout of D", x))?;
+            let b = lt::create_matrix_layout(ltsys::cudaDataType::CUDA_R_8I, kc as u64, n as u64, cols_pad as i64)
+                .map_err(|x| e("cuBLASLt layout of the queries", x))?;
+            let c = lt::create_matrix_layout(ltsys::cudaDataType::CUDA_R_32I, rows_pad as u64, n as u64, rows_pad as i64)
+                .map_err(|x| e("cuBLASLt layout of the product", x))?;
+            let pref = lt::create_matmul_pref().map_err(|x| e("cuBLASLt preference", x))?;
+            let ws = WORKSPACE as u64;
+            // SAFETY: all descriptors are live; the preference is destroyed below.
+            let heur = unsafe {
+                lt::set_matmul_pref_attribute(
+                    pref,
+                    ltsys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                    &ws as *const u64 as *const c_void,
+                    8,
+                )
+                .map_err(|x| e("cuBLASLt workspace", x))?;
+                let h = lt::get_matmul_algo_heuristic(self.handle, desc, a, b, c, c, pref);
+                let _ = lt::destroy_matmul_pref(pref);
+                h.map_err(|x| e("cuBLASLt has no int8 algorithm for this shape", x))?
+            };
+            self.shapes.insert(
+                (kc, n),
+                Gemm {
+                    desc,
+                    a,
+                    b,
+                    c,
+                    algo: heur.algo,
+                },
+            );
+        }
+        self.shapes
+            .get(&(kc, n))
+            .ok_or_else(|| Error::Gpu("cuBLASLt shape cache".into()))
+    }
+}
+
+impl Lane {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        let stream = ctx.new_stream().map_err(|e| gpu_err("creating a stream", e))?;
+        let workspace = stream
+            .alloc_zeros::<u8>(WORKSPACE)
+            .map_err(|e| gpu_err("allocating the cuBLASLt workspace", e))?;
+        Ok(Lane {
+            stream,
+            workspace,
+            cap: 0,
+            large: false,
+            qd: None,
+            out: None,
+            limbs: None,
+            c: None,
+        })
+    }
+
+    /// Makes the buffers hold `nq` queries (and the limbs and product if `large`).
+    fn ensure(&mut self, nq: usize, large: bool, rows: usize, rows_pad: usize, cols_pad: usize) -> Result<()> {
+        if nq <= self.cap && (self.large || !large) {
+            return Ok(());
+        }
+        let s = self.stream.clone();
+        let cap = nq.max(self.cap);
+        // SAFETY (all four): every element is written before it is read — queries by
+        // the copy in, answers by the kernels, limbs by the limb kernel, the product
+        // by cuBLASLt with beta = 0.
+        unsafe {
+            self.qd = None;
+            self.out = None;
+            self.qd = Some(s.alloc::<u32>(cap * cols_pad).map_err(|e| gpu_err("allocating queries", e))?);
+            self.out = Some(s.alloc::<u32>(cap * rows).map_err(|e| gpu_err("allocating answers", e))?);
+            if large || self.large {
+                self.limbs = None;
+                self.c = None;
+                self.limbs = Some(s.alloc::<i8>(4 * cap * cols_pad).map_err(|e| gpu_err("allocating query limbs", e))?);
+                self.c = Some(s.alloc::<i32>(rows_pad * 4 * cap).map_err(|e| gpu_err("allocating the product", e))?);
+                self.large = true;
+            }
+        }
+        self.cap = cap;
+        Ok(())
+    }
+}
+
+/// What one chunk computes on: the part's matrix and functions.
+struct Shared<'a> {
+    f: &'a Funcs,
+    d: &'a CudaSlice<i8>,
+    lt: &'a mut Lt,
+    rows: usize,
+    rows_pad: usize,
+    cols_pad: usize,
+}
+
+impl Shared<'_> {
+    /// `out[j][r] = Σ_c D[r][c]·q_j[c] mod 2³²` for the part's rows and the lane's
+    /// first `nq` queries (already on the device), on the lane's stream.
+    fn compute(&mut self, lane: &mut Lane, nq: usize, small_batch: usize) -> Result<()> {
+        let (rows, rows_pad, cols_pad) = (self.rows, self.rows_pad, self.cols_pad);
+        let s = lane.stream.clone();
+        let large = nq > small_batch;
+        lane.ensure(nq, large, rows, rows_pad, cols_pad)?;
+        let (Some(q), Some(out)) = (lane.qd.as_ref(), lane.out.as_mut()) else {
+            return Err(Error::Gpu("lane buffers".into()));
+        };
+        if !large {
+            // Groups of 8, 4, 2, 1 queries through the direct kernel.
+            let mut j = 0;
+            while j < nq {
+                let (k, g) = match nq - j {
+                    x if x >= 8 => (3, 8),
+                    x if x >= 4 => (2, 4),
+                    x if x >= 2 => (1, 2),
+                    _ => (0, 1),
+                };
+                let qv = q.slice(j * cols_pad..(j + g) * cols_pad);
+                let mut ov = out.slice_mut(j * rows..(j + g) * rows);
+                let cfg = LaunchConfig {
+                    grid_dim: (blocks(rows, SMALL_ROWS_PER_BLOCK)?, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let (r64, c64) = (rows as u64, cols_pad as u64);
+                let mut b = s.launch_builder(&self.f.small[k]);
+                b.arg(self.d).arg(&r64).arg(&c64).arg(&qv).arg(&mut ov);
+                // SAFETY: D has rows_pad ≥ rows rows of cols_pad bytes; q has g rows of
+                // cols_pad elements; out has g rows of `rows` elements.
+                unsafe { b.launch(cfg) }.map_err(|e| gpu_err("the small-batch kernel", e))?;
+                j += g;
+            }
+            return Ok(());
+        }
+        let (Some(limbs), Some(c)) = (lane.limbs.as_mut(), lane.c.as_mut()) else {
+            return Err(Error::Gpu("lane buffers".into()));
+        };
+        {
+            let (n64, c64) = (nq as u64, cols_pad as u64);
+            let mut b = s.launch_builder(&self.f.split);
+            b.arg(q).arg(&n64).arg(&c64).arg(&mut *limbs);
+            let n = u32::try_from(nq * cols_pad).map_err(|_| Error::Gpu("batch too large".into()))?;
+            // SAFETY: q has ≥ nq·cols_pad elements, limbs ≥ 4·nq·cols_pad.
+            unsafe { b.launch(LaunchConfig::for_num_elems(n)) }.map_err(|e| gpu_err("the limb kernel", e))?;
+        }
+        let handle = self.lt.handle;
+        let mut k0 = 0;
+        while k0 < cols_pad {
+            let kc = K_CHUNK.min(cols_pad - k0);
+            let g = self.lt.gemm(rows_pad, cols_pad, kc, 4 * nq)?;
+            let (alpha, beta) = (1i32, 0i32);
+            {
+                let (dp, _r1) = self.d.device_ptr(&s);
+                let (lp, _r2) = limbs.device_ptr(&s);
+                let (cp, _r3) = c.device_ptr_mut(&s);
+                let (wp, _r4) = lane.workspace.device_ptr_mut(&s);
+                // SAFETY: the pointers are live device buffers of the sizes the layouts
+                // describe (offset k0 < cols_pad inside each row); the handle and
+                // descriptors are live; the stream belongs to this context.
+                unsafe {
+                    lt::matmul(
+                        handle,
+                        g.desc,
+                        &alpha as *const i32 as *const c_void,
+                        &beta as *const i32 as *const c_void,
+                        (dp + k0 as u64) as *const c_void,
+                        g.a,
+                        (lp + k0 as u64) as *const c_void,
+                        g.b,
+                        cp as *const c_void,
+                        g.c,
+                        cp as *mut c_void,
+                        g.c,
+                        &g.algo,
+                        wp as *mut c_void,
+                        WORKSPACE,
+                        s.cu_stream() as ltsys::cudaStream_t,
+                    )
+                }
+                .map_err(|e| gpu_err("the int8 product (cuBLASLt)", e))?;
+            }
+            let (rp, r64, n64) = (rows_pad as u64, rows as u64, nq as u64);
+            let acc: i32 = i32::from(k0 > 0);
+            let mut b = s.launch_builder(&self.f.combine);
+            b.arg(&*c).arg(&rp).arg(&r64).arg(&n64).arg(&mut *out).arg(&acc);
+            let n = u32::try_from(nq * rows).map_err(|_| Error::Gpu("batch too large".into()))?;
+            // SAFETY: c has ≥ rows_pad·4·nq elements, out ≥ nq·rows.
+            unsafe { b.launch(LaunchConfig::for_num_elems(n)) }.map_err(|e| gpu_err("the recombination kernel", e))?;
+            k0 += kc;
+        }
+        Ok(())
+    }
+}
+
+impl PartState {
+    /// Answers `nq` queries for the part's rows: `fill(j, dst)` writes padded query
+    /// `j`; the answers land in `pin_out` (`nq × rows`). Chunks alternate between the
+    /// two lanes so that copies overlap computation.
+    #[allow(clippy::too_many_arguments)]
+    fn batch(
+        &mut self,
+        rows: usize,
+        rows_pad: usize,
+        cols_pad: usize,
+        nq: usize,
+        fill: &(dyn Fn(usize, &mut [u32]) + Sync),
+        small_batch: usize,
+        chunk: usize,
+    ) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+        if self.pin_in.as_ref().is_none_or(|p| p.len() < nq * cols_pad) {
+            self.pin_in = None;
+            // SAFETY: filled below before any copy reads it.
+            self.pin_in = Some(
+                unsafe { self.ctx.alloc_pinned_with_flags::<u32>(nq * cols_pad, 0) }
+                    .map_err(|e| gpu_err("allocating page-locked memory", e))?,
+            );
+        }
+        if self.pin_out.as_ref().is_none_or(|p| p.len() < nq * rows) {
+            self.pin_out = None;
+            // SAFETY: written by the copies out before it is read.
+            self.pin_out = Some(
+                unsafe { self.ctx.alloc_pinned_with_flags::<u32>(nq * rows, 0) }
+                    .map_err(|e| gpu_err("allocating page-locked memory", e))?,
+            );
+        }
+        let (Some(pin_in), Some(pin_out)) = (self.pin_in.as_mut(), self.pin_out.as_mut()) else {
+            return Err(Error::Gpu("staging buffers".into()));
+        };
+        let input = pin_in.as_mut_slice().map_err(|e| gpu_err("page-locked memory", e))?;
+        let fill_range = |dst: &mut [u32]| {
+            if nq * cols_pad >= 1 << 16 {
+                dst.par_chunks_mut(cols_pad).enumerate().for_each(|(j, d)| fill(j, d));
+            } else {
+                dst.chunks_mut(cols_pad).enumerate().for_each(|(j, d)| fill(j, d));
+            }
+        };
+        fill_range(&mut input[..nq * cols_pad]);
+        let output = pin_out.as_mut_slice().map_err(|e| gpu_err("page-locked memory", e))?;
+        let mut sh = Shared {
+            f: &self.f,
+            d: &self.d,
+            lt: &mut self.lt,
+            rows,
+            rows_pad,
+            cols_pad,
+        };
+        let chunk = if nq <= small_batch { nq.max(1) } else { chunk };
+        let mut j0 = 0;
+        let mut i = 0;
+        while j0 < nq {
+            let g = chunk.min(nq - j0);
+            let lane = &mut self.lanes[i % 2];
+            lane.ensure(g, g > small_batch, rows, rows_pad, cols_pad)?;
+            let s = lane.stream.clone();
+            {
+                let qd = lane.qd.as_mut().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
+                let (qp, _r) = qd.device_ptr_mut(&s);
+                // SAFETY: the source is page-locked and outlives the copy (the lanes
+                // are synchronized before this function returns); the destination
+                // holds ≥ g·cols_pad elements.
+                unsafe { cudarc::driver::result::memcpy_htod_async(qp, &input[j0 * cols_pad..(j0 + g) * cols_pad], s.cu_stream()) }
+                    .map_err(|e| gpu_err("copying queries to the GPU", e))?;
+            }
+            sh.compute(lane, g, small_batch)?;
+            {
+                let out = lane.out.as_ref().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
+                let (op, _r) = out.device_ptr(&s);
+                // SAFETY: as above, for the answers.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtoh_async(&mut output[j0 * rows..(j0 + g) * rows], op, s.cu_stream())
+                }
+                .map_err(|e| gpu_err("copying answers from the GPU", e))?;
+            }
+            j0 += g;
+            i += 1;
+        }
+        for lane in &self.lanes {
+            lane.stream.synchronize().map_err(|e| gpu_err("waiting for the GPU", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The centred matrix, row-major with `cols_pad` columns, rows `[r0, r0 + n)` (zero
+/// rows past `m`).
+fn centred_rows(params: &LweParams, table: &Table, r0: usize, n: usize, cols_pad: usize) -> Vec<i8> {
+    let (m, l, d) = (params.matrix_rows(), params.cols(), params.d());
+    let slots = params.slots() as u64;
+    let layout = params.symbols();
+    let half = 1i32 << (params.log_p() - 1);
+    let mut out = vec![0i8; n * cols_pad];
+    // Rows of one slot are d consecutive matrix rows; fill slot by slot in parallel.
+    let first_slot = r0 / d;
+    let last_slot = (r0 + n).min(m).div_ceil(d);
+    let filled: Vec<(usize, Vec<i8>)> = (first_slot..last_slot)
+        .into_par_iter()
+        .map(|s| {
+            let mut block = vec![0i8; d * l];
+            for c in 0..l {
+                let i = c as u64 * slots + s as u64;
+                if i < table.shape().rows {
+                    let row = table.row(i).unwrap_or(&[]);
+                    for (k, v) in layout.split(row).into_iter().enumerate() {
+                        block[k * l + c] = (v as i32 - half) as i8;
+                    }
+                } else {
+                    for k in 0..d {
+                        block[k * l + c] = (-half) as i8;
+                    }
+                }
+            }
+            (s, block)
+        })
+        .collect();
+    for (s, block) in filled {
+        for k in 0..d {
+            let r = s * d + k;
+            if r < r0 || r >= r0 + n || r >= m {
+                continue;
+            }
+            out[(r - r0) * cols_pad..(r - r0) * cols_pad + l].copy_from_slice(&block[k * l..(k + 1) * l]);
+        }
+    }
+    out
+}
+
+fn lock(p: &Part) -> Result<std::sync::MutexGuard<'_, PartState>> {
+    p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))
+}
+
+impl GpuLweServer {
+    /// Puts `table` on the GPUs of `config` and computes the hint there. The hint,
+    /// table id and every answer equal [`crate::lwe::LweServer::setup`]'s for the
+    /// same parameters.
+    pub fn setup(table: &Table, params: LweParams, config: GpuConfig) -> Result<Self> {
+        params.check()?;
+        if table.shape() != params.shape() {
+            return Err(Error::InvalidParams(format!(
+                "the parameters are for {:?}; the table is {:?}",
+                params.shape(),
+                table.shape()
+            )));
+        }
+        let count = available()?;
+        let devices = match &config.gpus {
+            GpuSelection::All => (0..count).collect::<Vec<_>>(),
+            GpuSelection::List(l) => {
+                if let Some(bad) = l.iter().find(|&&g| g >= count) {
+                    return Err(Error::Gpu(format!(
+                        "GPU {bad} does not exist; this machine has {count} (0..{})",
+                        count - 1
+                    )));
+                }
+                l.clone()
+            }
+        };
+        if config.small_batch > 64 || config.chunk == 0 || config.chunk > 65_536 {
+            return Err(Error::Gpu("small batch must be at most 64 and chunk 1..=65536".into()));
+        }
+        let (m, l) = (params.matrix_rows(), params.cols());
+        let cols_pad = l.div_ceil(16) * 16;
+        let ptx = compile()?;
+        // Rows split evenly in multiples of ROW_ALIGN.
+        let per = m.div_ceil(devices.len()).div_ceil(ROW_ALIGN) * ROW_ALIGN;
+        let mut parts = Vec::new();
+        let mut contexts: HashMap<usize, (Arc<CudaContext>, String)> = HashMap::new();
+        for (i, &dev) in devices.iter().enumerate() {
+            let r0 = (i * per).min(m);
+            let rows = per.min(m - r0);
+            if rows == 0 {
+                continue;
+            }
+            let rows_pad = rows.div_ceil(ROW_ALIGN) * ROW_ALIGN;
+            if let std::collections::hash_map::Entry::Vacant(slot) = contexts.entry(dev) {
+                let ctx = CudaContext::new(dev).map_err(|e| gpu_err(&format!("opening GPU {dev}"), e))?;
+                // SAFETY: each lane's buffers are used by its own stream only; the
+                // matrix is written only while no batch runs (setup, `&mut self`
+                // updates) and every batch synchronizes both lanes before returning.
+                unsafe { ctx.disable_event_tracking() };
+                let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+                slot.insert((ctx, name));
+            }
+            let ctx = contexts[&dev].0.clone();
+            let f = load(&ctx, &ptx)?;
+            let lanes = [Lane::new(&ctx)?, Lane::new(&ctx)?];
+            let host = centred_rows(&params, table, r0, rows_pad, cols_pad);
+            let d = lanes[0]
+                .stream
+                .clone_htod(&host)
+                .map_err(|e| gpu_err(&format!("copying {} MB of the table to GPU {dev}", host.len() >> 20), e))?;
+            lanes[0].stream.synchronize().map_err(|e| gpu_err("waiting for the GPU", e))?;
+            drop(host);
+            ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+            let handle = lt::create_handle().map_err(|e| gpu_err("creating a cuBLASLt handle", e))?;
+            parts.push(Part {
+                device: dev,
+                r0,
+                rows,
+                rows_pad,
+                state: Mutex::new(PartState {
+                    ctx,
+                    f,
+                    d,
+                    lt: Lt {
+                        handle,
+                        shapes: HashMap::new(),
+                    },
+                    lanes,
+                    pin_in: None,
+                    pin_out: None,
+                }),
+            });
+        }
+        let mut names: Vec<String> = devices.iter().map(|d| format!("{d}: {}", contexts[d].1)).collect();
+        names.dedup();
+        let mut server = GpuLweServer {
+            params,
+            cols_pad,
+            hint: Arc::new(Vec::new()),
+            id: [0; 32],
+            parts,
+            config,
+            devices: names,
+        };
+        server.compute_hint()?;
+        Ok(server)
+    }
+
+    /// `H = D·A` on the GPUs (the columns of `A` as 1024 queries), then the table id.
+    fn compute_hint(&mut self) -> Result<()> {
+        let (m, l) = (self.params.matrix_rows(), self.params.cols());
+        let seed = self.params.seed();
+        let mut a_rows = vec![0u32; l * LWE_N];
+        a_rows
+            .par_chunks_mut(LWE_N)
+            .enumerate()
+            .for_each(|(c, row)| reference::a_row(&seed, c, row));
+        // Query j is column j of A.
+        let fill = |j: usize, dst: &mut [u32]| {
+            for (c, v) in dst.iter_mut().enumerate() {
+                *v = if c < l { a_rows[c * LWE_N + j] } else { 0 };
+            }
+        };
+        let mut h = vec![0u32; m * LWE_N];
+        self.raw_batch(LWE_N, &fill, true, &mut |p, rows, part| {
+            h.par_chunks_mut(LWE_N).enumerate().skip(p).take(rows).for_each(|(r, hr)| {
+                for (j, v) in hr.iter_mut().enumerate() {
+                    *v = part[j * rows + (r - p)];
+                }
+            });
+        })?;
+        self.id = reference::table_id(&self.params, &h);
+        self.hint = Arc::new(h);
+        Ok(())
+    }
+
+    /// Answers `nq` queries (`fill(j, dst)` writes padded query `j`) on every part,
+    /// the parts in parallel; `take(first_row, rows, answers)` receives each part's
+    /// `nq × rows` answers.
+    fn raw_batch(
+        &self,
+        nq: usize,
+        fill: &(dyn Fn(usize, &mut [u32]) + Sync),
+        force_large: bool,
+        take: &mut dyn FnMut(usize, usize, &[u32]),
+    ) -> Result<()> {
+        let cols_pad = self.cols_pad;
+        let small = if force_large { 0 } else { self.config.small_batch };
+        let chunk = self.config.chunk;
+        if self.parts.len() == 1 {
+            let p = &self.parts[0];
+            let mut st = lock(p)?;
+            st.batch(p.rows, p.rows_pad, cols_pad, nq, fill, small, chunk)?;
+            let out = st.pin_out.as_ref().ok_or_else(|| Error::Gpu("staging".into()))?;
+            take(p.r0, p.rows, &out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?[..nq * p.rows]);
+            return Ok(());
+        }
+        let results: Vec<Result<()>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = self
+                .parts
+                .iter()
+                .map(|p| {
+                    sc.spawn(move || -> Result<()> {
+                        let mut st = lock(p)?;
+                        st.batch(p.rows, p.rows_pad, cols_pad, nq, fill, small, chunk)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Gpu("a GPU worker panicked".into()))))
+                .collect()
+        });
+        for r in results {
+            r?;
+        }
+        for p in &self.parts {
+            let st = lock(p)?;
+            let out = st.pin_out.as_ref().ok_or_else(|| Error::Gpu("staging".into()))?;
+            take(p.r0, p.rows, &out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?[..nq * p.rows]);
+        }
+        Ok(())
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &LweParams {
+        &self.params
+    }
+
+    /// The table id (changes with every update).
+    pub fn table_id(&self) -> TableId {
+        self.id
+    }
+
+    /// The hint for clients (the same as the CPU server's).
+    pub fn hint(&self) -> LweHint {
+        LweHint {
+            params: self.params,
+            h: self.hint.clone(),
+        }
+    }
+
+    /// The devices in use, as `"ordinal: name"`.
+    pub fn devices(&self) -> &[String] {
+        &self.devices
+    }
+
+    /// Parts of the table (rows split across GPUs): `(device, first row, rows)`.
+    pub fn parts(&self) -> Vec<(usize, usize, usize)> {
+        self.parts.iter().map(|p| (p.device, p.r0, p.rows)).collect()
+    }
+
+    /// Bytes of `D` on the GPUs (padding included).
+    pub fn matrix_bytes(&self) -> usize {
+        self.parts.iter().map(|p| p.rows_pad * self.cols_pad).sum()
+    }
+
+    fn check(&self, queries: &[LweQuery]) -> Result<()> {
+        let l = self.params.cols();
+        for x in queries {
+            if x.table_id != self.id {
+                return Err(Error::WrongTable {
+                    ours: crate::lwe::hex8(&self.id),
+                    theirs: crate::lwe::hex8(&x.table_id),
+                });
+            }
+            if x.values.len() != l {
+                return Err(Error::WrongLength {
+                    what: "the query",
+                    got: x.values.len(),
+                    expected: l,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Device-side timings for the bench, with the queries already on the GPU:
+    /// milliseconds per batch of `nq` random queries through the server's own path
+    /// (median of `reps`), on part 0.
+    pub fn time_device_batch(&self, nq: usize, reps: usize, force_large: bool) -> Result<f64> {
+        let p = self.parts.first().ok_or_else(|| Error::Gpu("no part".into()))?;
+        let mut guard = p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))?;
+        let st = &mut *guard;
+        st.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+        let small = if force_large { 0 } else { self.config.small_batch };
+        let lane = &mut st.lanes[0];
+        lane.ensure(nq, nq > small, p.rows, p.rows_pad, self.cols_pad)?;
+        let s = lane.stream.clone();
+        let host: Vec<u32> = (0..nq * self.cols_pad)
+            .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7))
+            .collect();
+        {
+            let qd = lane.qd.as_mut().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
+            s.memcpy_htod(&host, &mut qd.slice_mut(..nq * self.cols_pad))
+                .map_err(|e| gpu_err("copying queries", e))?;
+        }
+        let mut sh = Shared {
+            f: &st.f,
+            d: &st.d,
+            lt: &mut st.lt,
+            rows: p.rows,
+            rows_pad: p.rows_pad,
+            cols_pad: self.cols_pad,
+        };
+        let mut times = Vec::new();
+        for i in 0..reps.max(1) + 2 {
+            s.synchronize().map_err(|e| gpu_err("sync", e))?;
+            let t = std::time::Instant::now();
+            sh.compute(lane, nq, small)?;
+            s.synchronize().map_err(|e| gpu_err("sync", e))?;
+            if i >= 2 {
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
+    }
+
+    /// The floors on part 0's GPU, measured now: `(ms for one read of the part's D,
+    /// ms for the int8 cuBLASLt product of the same shape with `4·nq` limb columns)`.
+    pub fn floors(&self, nq: usize, reps: usize) -> Result<(f64, f64)> {
+        let p = self.parts.first().ok_or_else(|| Error::Gpu("no part".into()))?;
+        let mut guard = p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))?;
+        let st = &mut *guard;
+        st.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+        let s = st.lanes[0].stream.clone();
+        let bytes = p.rows_pad * self.cols_pad;
+        let n16 = (bytes / 16) as u64;
+        let mut acc: CudaSlice<u32> = s.alloc_zeros(1).map_err(|e| gpu_err("alloc", e))?;
+        let sms = st
+            .ctx
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(|e| gpu_err("device attribute", e))? as u32;
+        let mut scan = Vec::new();
+        for i in 0..reps.max(1) + 2 {
+            s.synchronize().map_err(|e| gpu_err("sync", e))?;
+            let t = std::time::Instant::now();
+            let mut b = s.launch_builder(&st.f.scan);
+            b.arg(&st.d).arg(&n16).arg(&mut acc);
+            // SAFETY: D holds `bytes` = 16·n16 bytes (cols_pad is a multiple of 16).
+            unsafe {
+                b.launch(LaunchConfig {
+                    grid_dim: (sms * 8, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+            }
+            .map_err(|e| gpu_err("the scan kernel", e))?;
+            s.synchronize().map_err(|e| gpu_err("sync", e))?;
+            if i >= 2 {
+                scan.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        scan.sort_by(f64::total_cmp);
+        // The bare product: random int8 limbs, one K-chunk at a time, no split or
+        // recombination.
+        let n = 4 * nq;
+        let host: Vec<i8> = (0..n * self.cols_pad)
+            .map(|i| (i as u32).wrapping_mul(2_654_435_761) as i8)
+            .collect();
+        let limbs = s.clone_htod(&host).map_err(|e| gpu_err("copying limbs", e))?;
+        drop(host);
+        // SAFETY: written by cuBLASLt (beta = 0) before anything reads it.
+        let mut c: CudaSlice<i32> = unsafe { s.alloc(p.rows_pad * n) }.map_err(|e| gpu_err("alloc", e))?;
+        let (cols_pad, rows_pad) = (self.cols_pad, p.rows_pad);
+        let handle = st.lt.handle;
+        let mut gemm = Vec::new();
+        for i in 0..reps.max(1) + 2 {
+            s.synchronize().map_err(|e| gpu_err("sync", e))?;
+            let t = std::time::Instant::now();
+            let mut k0 = 0;
+            while k0 < cols_pad {
+                let kc = K_CHUNK.min(cols_pad - k0);
+                let g = st.lt.gemm(rows_pad, cols_pad, kc, n)?;
+                let (alpha, beta) = (1i32, 0i32);
+                let (dp, _r1) = st.d.device_ptr(&s);
+                let (lp, _r2) = limbs.device_ptr(&s);
+                let (cp, _r3) = c.device_ptr_mut(&s);
+                let (wp, _r4) = st.lanes[0].workspace.device_ptr_mut(&s);
+                // SAFETY: as in `Shared::compute`.
+                unsafe {
+                    lt::matmul(
+                        handle,
+                        g.desc,
+                        &alpha as *const i32 as *const c_void,
+                        &beta as *const i32 as *const c_void,
+                        (dp + k0 as u64) as *const c_void,
+                        g.a,
+                        (lp + k0 as u64) as *const c_void,
+                        g.b,
+                        cp as *const c_void,
+                        g.c,
+                        cp as *mut c_void,
+                        g.c,
+                        &g.algo,
+                        wp as *mut c_void,
+                        WORKSPACE,
+                        s.cu_stream() as ltsys::cudaStream_t,
+                    )
+                }
+                .map_err(|e| gpu_err("the int8 product (cuBLASLt)", e))?;
+                k0 += kc;
+            }
+            s.synchronize().map_err(|e| gpu_err("sync", e))?;
+            if i >= 2 {
+                gemm.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        gemm.sort_by(f64::total_cmp);
+        Ok((scan[scan.len() / 2], gemm[gemm.len() / 2]))
+    }
+}
+
+impl PirServer for GpuLweServer {
+    type Query = LweQuery;
+    type Answer = LweAnswer;
+    type Update = LweHintUpdate;
+
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn shape(&self) -> TableShape {
+        self.params.shape()
+    }
+
+    fn sizes(&self) -> Sizes {
+        self.params.sizes()
+    }
+
+    fn answer_batch(&self, queries: &[LweQuery]) -> Result<Vec<LweAnswer>> {
+        if queries.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.check(queries)?;
+        let (m, l) = (self.params.matrix_rows(), self.params.cols());
+        let fill = |j: usize, dst: &mut [u32]| {
+            dst[..l].copy_from_slice(&queries[j].values);
+            dst[l..].iter_mut().for_each(|v| *v = 0);
+        };
+        let mut answers: Vec<LweAnswer> = (0..queries.len())
+            .map(|_| LweAnswer {
+                table_id: self.id,
+                values: vec![0u32; m],
+            })
+            .collect();
+        self.raw_batch(queries.len(), &fill, false, &mut |r0, rows, part| {
+            let copy = |(j, a): (usize, &mut LweAnswer)| {
+                a.values[r0..r0 + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);
+            };
+            if answers.len() > 4 {
+                answers.par_iter_mut().enumerate().for_each(copy);
+            } else {
+                answers.iter_mut().enumerate().for_each(copy);
+            }
+        })?;
+        Ok(answers)
+    }
+
+    /// Writes the row's `d` entries on the GPU holding them and updates the hint
+    /// exactly as the CPU server does.
+    fn update_row(&mut self, row: u64, bytes: &[u8]) -> Result<LweHintUpdate> {
+        let shape = self.params.shape();
+        shape.check_row(row)?;
+        if bytes.len() != shape.row_bytes as usize {
+            return Err(Error::WrongSize {
+                what: "the new row",
+                got: bytes.len(),
+                expected: shape.row_bytes as usize,
+            });
+        }
+        let (c, s) = self.params.position(row);
+        let d = self.params.d();
+        let half = 1i32 << (self.params.log_p() - 1);
+        let mut a_c = vec![0u32; LWE_N];
+        reference::a_row(&self.params.seed(), c, &mut a_c);
+        // The old entries come from the hint's own definition: read them back from
+        // the GPU holding the slot.
+        let new: Vec<i8> = self
+            .params
+            .symbols()
+            .split(bytes)
+            .into_iter()
+            .map(|v| (v as i32 - half) as i8)
+            .collect();
+        let mut old = vec![0i8; d];
+        for (k, o) in old.iter_mut().enumerate() {
+            let r = s * d + k;
+            let p = self
+                .parts
+                .iter()
+                .find(|p| r >= p.r0 && r < p.r0 + p.rows)
+                .ok_or_else(|| Error::Gpu("no part holds the row".into()))?;
+            let mut guard = p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))?;
+            let st = &mut *guard;
+            st.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+            let at = (r - p.r0) * self.cols_pad + c;
+            let stream = st.lanes[0].stream.clone();
+            let v = stream
+                .clone_dtoh(&st.d.slice(at..at + 1))
+                .map_err(|e| gpu_err("reading an entry", e))?;
+            *o = v[0];
+            let idx_d = stream.clone_htod(&[at as u64]).map_err(|e| gpu_err("copying an update", e))?;
+            let val_d = stream.clone_htod(&[new[k]]).map_err(|e| gpu_err("copying an update", e))?;
+            let one = 1u64;
+            let mut b = stream.launch_builder(&st.f.set_entries);
+            b.arg(&mut st.d).arg(&idx_d).arg(&val_d).arg(&one);
+            // SAFETY: `at` is inside the part's D.
+            unsafe { b.launch(LaunchConfig::for_num_elems(1)) }.map_err(|e| gpu_err("the update kernel", e))?;
+            stream.synchronize().map_err(|e| gpu_err("waiting for the GPU", e))?;
+        }
+        let hint = Arc::make_mut(&mut self.hint);
+        for k in 0..d {
+            if new[k] == old[k] {
+                continue;
+            }
+            let r = s * d + k;
+            let delta = (new[k] as i32 - old[k] as i32) as u32;
+            for (h, a) in hint[r * LWE_N..(r + 1) * LWE_N].iter_mut().zip(&a_c) {
+                *h = h.wrapping_add(delta.wrapping_mul(*a));
+            }
+        }
+        let old_id = self.id;
+        self.id = reference::table_id(&self.params, &self.hint);
+        Ok(LweHintUpdate {
+            old_id,
+            new_id: self.id,
+            first_row: (s * d) as u32,
+            rows: self.hint[s * d * LWE_N..(s + 1) * d * LWE_N].to_vec(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_lists_parse() {
+        assert_eq!("all".parse::<GpuSelection>().unwrap(), GpuSelection::All);
+        assert_eq!("0,1".parse::<GpuSelection>().unwrap(), GpuSelection::List(vec![0, 1]));
+        assert_eq!("0,0".parse::<GpuSelection>().unwrap(), GpuSelection::List(vec![0, 0]));
+        assert!("x".parse::<GpuSelection>().is_err());
+        assert!("".parse::<GpuSelection>().is_err());
+        assert!("0,,1".parse::<GpuSelection>().is_err());
+    }
+
+    /// The signed base-256 digits the limb kernel makes recombine to the element.
+    #[test]
+    fn signed_digits_recombine() {
+        let digits = |mut v: u32| {
+            let mut s = [0i32; 4];
+            for x in s.iter_mut().take(3) {
+                let lo = (v & 0xff) as u8 as i8 as i32;
+                *x = lo;
+                v = v.wrapping_sub(lo as u32) >> 8;
+            }
+            s[3] = (v & 0xff) as u8 as i8 as i32;
+            s
+        };
+        for v in [0u32, 1, 127, 128, 255, 256, 0x8080_8080, u32::MAX, 0x7f7f_7f7f, 0x1234_5678] {
+            let s = digits(v);
+            assert!(s.iter().all(|x| (-128..=127).contains(x)));
+            let back = (0..4).fold(0u32, |a, k| a.wrapping_add((s[k] as u32).wrapping_shl(8 * k as u32)));
+            assert_eq!(back, v);
+        }
+        // The largest int32 partial sum of one K-chunk stays in range.
+        assert!(128u64 * 128 * K_CHUNK as u64 <= i32::MAX as u64);
+    }
+
+    #[test]
+    fn centred_rows_match_the_reference() {
+        use rand_chacha::ChaCha20Rng;
+        use rand_core::SeedableRng;
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let table = Table::random(TableShape::new(997, 13).unwrap(), &mut rng);
+        let params = LweParams::new(table.shape(), [1; 16]).unwrap();
+        let reference = reference::centred_matrix(&params, &table).unwrap();
+        let (m, l) = (params.matrix_rows(), params.cols());
+        let cols_pad = l.div_ceil(16) * 16;
+        for (r0, n) in [(0, m), (5, 17), (m - 3, 16)] {
+            let got = centred_rows(&params, &table, r0, n, cols_pad);
+            for r in 0..n {
+                for c in 0..cols_pad {
+                    let want = if r0 + r < m && c < l { reference[(r0 + r) * l + c] } else { 0 };
+                    assert_eq!(got[r * cols_pad + c], want, "row {} col {c}", r0 + r);
+                }
+            }
+        }
+    }
+}

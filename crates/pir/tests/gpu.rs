@@ -1,0 +1,140 @@
+//! `lwe-gpu` against the CPU `lwe` server: the same hint, table id and answers, bit
+//! for bit, on random tables and random (also malformed-looking) query vectors, for
+//! the small-batch kernel, the tensor-core path, tables split into several parts,
+//! and row updates. Without a GPU every test prints why it is skipped and checks
+//! that the backend refuses in one line.
+#![cfg(feature = "gpu")]
+
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use tacit_pir::gpu::{self, GpuConfig, GpuLweServer, GpuSelection};
+use tacit_pir::lwe::{LweClient, LweParams, LweQuery, LweServer};
+use tacit_pir::{Error, PirClient, PirServer, Selection, Table, TableShape};
+
+/// `None` (after printing why) when there is no usable GPU here.
+fn gpu_or_skip(test: &str) -> Option<usize> {
+    match gpu::available() {
+        Ok(n) => Some(n),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(!msg.contains('\n'), "the refusal is one line: {msg:?}");
+            assert!(matches!(e, Error::Gpu(_)));
+            eprintln!("skipping {test}: {msg}");
+            None
+        }
+    }
+}
+
+fn config(gpus: &str, small: usize, chunk: usize) -> GpuConfig {
+    GpuConfig {
+        gpus: gpus.parse().unwrap(),
+        small_batch: small,
+        chunk,
+    }
+}
+
+fn random_queries(server: &LweServer, n: usize, rng: &mut ChaCha20Rng) -> Vec<LweQuery> {
+    (0..n)
+        .map(|_| LweQuery {
+            table_id: server.table_id(),
+            values: (0..server.params().cols()).map(|_| rng.next_u32()).collect(),
+        })
+        .collect()
+}
+
+#[test]
+fn without_a_gpu_setup_refuses_in_one_line() {
+    if gpu::available().is_ok() {
+        eprintln!("a GPU is present; the refusal path is not reachable here");
+        return;
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let table = Table::random(TableShape::new(100, 8).unwrap(), &mut rng);
+    let params = LweParams::new(table.shape(), [0; 16]).unwrap();
+    let e = GpuLweServer::setup(&table, params, GpuConfig::default()).unwrap_err();
+    assert!(matches!(e, Error::Gpu(_)));
+    assert!(!e.to_string().contains('\n'));
+}
+
+#[test]
+fn gpu_answers_equal_cpu_answers() {
+    let Some(n) = gpu_or_skip("gpu_answers_equal_cpu_answers") else { return };
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let all: String = (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    for &(rows, bytes) in &[(1u64, 1u32), (997, 13), (20_000, 41), (70_001, 16)] {
+        let table = Table::random(TableShape::new(rows, bytes).unwrap(), &mut rng);
+        let mut seed = [0u8; 16];
+        rng.fill_bytes(&mut seed);
+        let params = LweParams::new(table.shape(), seed).unwrap();
+        let cpu = LweServer::setup(&table, params).unwrap();
+        for gpus in ["0", "0,0,0", all.as_str()] {
+            for (small, chunk) in [(8, 2048), (0, 5)] {
+                let g = GpuLweServer::setup(&table, params, config(gpus, small, chunk)).unwrap();
+                assert_eq!(g.hint().h, cpu.hint().h, "hint, {rows}x{bytes} on {gpus}");
+                assert_eq!(g.table_id(), cpu.table_id());
+                for nq in [1, 2, 3, 8, 9, 17] {
+                    let qs = random_queries(&cpu, nq, &mut rng);
+                    let want = cpu.answer_batch(&qs).unwrap();
+                    let got = g.answer_batch(&qs).unwrap();
+                    assert_eq!(got, want, "{rows}x{bytes}, {nq} queries, gpus {gpus}, small {small}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_extreme_values_and_real_queries() {
+    let Some(_) = gpu_or_skip("gpu_extreme_values_and_real_queries") else { return };
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    // All-0xff rows centre to +127 (p = 256) and all-zero rows to -128.
+    let shape = TableShape::new(4_000, 41).unwrap();
+    let mut data = vec![0u8; shape.table_bytes() as usize];
+    for (i, b) in data.iter_mut().enumerate() {
+        *b = if (i / 41) % 2 == 0 { 0xff } else { 0 };
+    }
+    let table = Table::from_bytes(data, 41).unwrap();
+    let params = LweParams::new(shape, [3; 16]).unwrap();
+    let cpu = LweServer::setup(&table, params).unwrap();
+    let g = GpuLweServer::setup(&table, params, config("0", 8, 64)).unwrap();
+    for v in [0u32, u32::MAX, 0x8080_8080, 0x7f7f_7f7f, 0x8000_0000] {
+        let q = vec![LweQuery { table_id: cpu.table_id(), values: vec![v; params.cols()] }; 12];
+        assert_eq!(g.answer_batch(&q).unwrap(), cpu.answer_batch(&q).unwrap(), "value {v:#x}");
+        assert_eq!(g.answer_batch(&q[..1]).unwrap(), cpu.answer_batch(&q[..1]).unwrap());
+    }
+    // A real client decodes the GPU's answers.
+    let client = LweClient::new(g.hint()).unwrap();
+    for row in [0u64, 1, 1999, 3999] {
+        let (st, q) = client.query(&Selection::row(row), &mut rng).unwrap();
+        let a = g.answer(&q).unwrap();
+        assert_eq!(client.decode(&st, &a).unwrap().to_row_bytes(41), table.row(row).unwrap());
+    }
+}
+
+#[test]
+fn gpu_updates_match_cpu_updates() {
+    let Some(_) = gpu_or_skip("gpu_updates_match_cpu_updates") else { return };
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    let table = Table::random(TableShape::new(5_000, 41).unwrap(), &mut rng);
+    let params = LweParams::new(table.shape(), [5; 16]).unwrap();
+    let mut cpu = LweServer::setup(&table, params).unwrap();
+    let mut g = GpuLweServer::setup(&table, params, config("0,0", 8, 64)).unwrap();
+    for row in [0u64, 2_500, 4_999] {
+        let mut bytes = vec![0u8; 41];
+        rng.fill_bytes(&mut bytes);
+        let a = cpu.update_row(row, &bytes).unwrap();
+        let b = g.update_row(row, &bytes).unwrap();
+        assert_eq!(a, b);
+        let qs = random_queries(&cpu, 10, &mut rng);
+        assert_eq!(g.answer_batch(&qs).unwrap(), cpu.answer_batch(&qs).unwrap());
+    }
+    // Wrong table and wrong length are refused like the CPU server refuses them.
+    let mut q = random_queries(&cpu, 1, &mut rng);
+    q[0].table_id[0] ^= 1;
+    assert!(matches!(g.answer(&q[0]), Err(Error::WrongTable { .. })));
+    let mut q = random_queries(&cpu, 1, &mut rng);
+    q[0].values.pop();
+    assert!(matches!(g.answer(&q[0]), Err(Error::WrongLength { .. })));
+    assert!(matches!("9".parse::<GpuSelection>(), Ok(GpuSelection::List(_))));
+    assert!(GpuLweServer::setup(&table, params, config("63", 8, 64)).is_err());
+}
