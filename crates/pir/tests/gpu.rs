@@ -58,7 +58,9 @@ fn without_a_gpu_setup_refuses_in_one_line() {
 
 #[test]
 fn gpu_answers_equal_cpu_answers() {
-    let Some(n) = gpu_or_skip("gpu_answers_equal_cpu_answers") else { return };
+    let Some(n) = gpu_or_skip("gpu_answers_equal_cpu_answers") else {
+        return;
+    };
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     let all: String = (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
     for &(rows, bytes) in &[(1u64, 1u32), (997, 13), (20_000, 41), (70_001, 16)] {
@@ -85,7 +87,9 @@ fn gpu_answers_equal_cpu_answers() {
 
 #[test]
 fn gpu_extreme_values_and_real_queries() {
-    let Some(_) = gpu_or_skip("gpu_extreme_values_and_real_queries") else { return };
+    let Some(_) = gpu_or_skip("gpu_extreme_values_and_real_queries") else {
+        return;
+    };
     let mut rng = ChaCha20Rng::seed_from_u64(9);
     // All-0xff rows centre to +127 (p = 256) and all-zero rows to -128.
     let shape = TableShape::new(4_000, 41).unwrap();
@@ -98,8 +102,18 @@ fn gpu_extreme_values_and_real_queries() {
     let cpu = LweServer::setup(&table, params).unwrap();
     let g = GpuLweServer::setup(&table, params, config("0", 8, 64)).unwrap();
     for v in [0u32, u32::MAX, 0x8080_8080, 0x7f7f_7f7f, 0x8000_0000] {
-        let q = vec![LweQuery { table_id: cpu.table_id(), values: vec![v; params.cols()] }; 12];
-        assert_eq!(g.answer_batch(&q).unwrap(), cpu.answer_batch(&q).unwrap(), "value {v:#x}");
+        let q = vec![
+            LweQuery {
+                table_id: cpu.table_id(),
+                values: vec![v; params.cols()]
+            };
+            12
+        ];
+        assert_eq!(
+            g.answer_batch(&q).unwrap(),
+            cpu.answer_batch(&q).unwrap(),
+            "value {v:#x}"
+        );
         assert_eq!(g.answer_batch(&q[..1]).unwrap(), cpu.answer_batch(&q[..1]).unwrap());
     }
     // A real client decodes the GPU's answers.
@@ -107,13 +121,18 @@ fn gpu_extreme_values_and_real_queries() {
     for row in [0u64, 1, 1999, 3999] {
         let (st, q) = client.query(&Selection::row(row), &mut rng).unwrap();
         let a = g.answer(&q).unwrap();
-        assert_eq!(client.decode(&st, &a).unwrap().to_row_bytes(41), table.row(row).unwrap());
+        assert_eq!(
+            client.decode(&st, &a).unwrap().to_row_bytes(41),
+            table.row(row).unwrap()
+        );
     }
 }
 
 #[test]
 fn gpu_updates_match_cpu_updates() {
-    let Some(_) = gpu_or_skip("gpu_updates_match_cpu_updates") else { return };
+    let Some(_) = gpu_or_skip("gpu_updates_match_cpu_updates") else {
+        return;
+    };
     let mut rng = ChaCha20Rng::seed_from_u64(11);
     let table = Table::random(TableShape::new(5_000, 41).unwrap(), &mut rng);
     let params = LweParams::new(table.shape(), [5; 16]).unwrap();

@@ -73,6 +73,10 @@ pub struct BackendsArgs {
     /// GPUs for lwe-gpu: all, or ordinals like 0,1 (0,0 splits the table in two parts on GPU 0).
     #[arg(long, default_value = "all")]
     pub(crate) gpus: String,
+    /// With lwe-gpu: measure 1, 2, … of the GPUs in --gpus in one run (latency,
+    /// throughput, and each GPU's own floors over the whole table).
+    #[arg(long)]
+    pub(crate) gpu_scaling: bool,
     /// Batch sizes for lwe-gpu.
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 8, 64, 256, 1024, 2048, 4096])]
     pub(crate) gpu_batch: Vec<usize>,

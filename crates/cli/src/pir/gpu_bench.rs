@@ -11,7 +11,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 use serde_json::{Value, json};
-use tacit_pir::gpu::{GpuConfig, GpuLweServer};
+use tacit_pir::gpu::{GpuConfig, GpuLweServer, GpuSelection};
 use tacit_pir::lwe::{LweClient, LweParams, LweQuery};
 use tacit_pir::{PirClient, PirServer, Selection, Table, TableShape};
 
@@ -116,7 +116,9 @@ fn shape_run(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> 
             best_b = b;
         }
         best_dev = best_dev.max(dev_qps);
-        batches.push(json!({"batch": b, "ms": ms, "queries_per_s": qps, "device_ms": dev_ms, "device_queries_per_s": dev_qps}));
+        batches.push(
+            json!({"batch": b, "ms": ms, "queries_per_s": qps, "device_ms": dev_ms, "device_queries_per_s": dev_qps}),
+        );
     }
     let floor_b = *a.gpu_batch.iter().max().unwrap_or(&4096);
     let (scan_ms, gemm_ms) = server.floors(floor_b.max(1), 5)?;
@@ -152,9 +154,99 @@ fn shape_run(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> 
     }))
 }
 
+/// `--gpu-scaling`: each GPU alone over the whole table (its floors, latency and
+/// throughput), then the first k GPUs together for k = 2, 3, …
+fn scaling(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> Result<Value> {
+    let count = tacit_pir::gpu::available()?;
+    let list: Vec<usize> = match a.gpus.parse()? {
+        GpuSelection::All => (0..count).collect(),
+        GpuSelection::List(l) => l,
+    };
+    let shape = TableShape::new(rows, bytes)?;
+    let table = Table::random(shape, rng);
+    let mut seed = [0u8; 16];
+    rng.fill_bytes(&mut seed);
+    let params = LweParams::new(shape, seed)?;
+    let batch = *a.gpu_batch.iter().max().unwrap_or(&4096);
+    let measure = |gpus: &[usize]| -> Result<Value> {
+        let spec = gpus.iter().map(|g| g.to_string()).collect::<Vec<_>>().join(",");
+        if !a.json {
+            eprintln!("lwe-gpu scaling: GPUs {spec} …");
+        }
+        let config = GpuConfig {
+            gpus: spec.parse()?,
+            ..Default::default()
+        };
+        let t = Instant::now();
+        let server = GpuLweServer::setup(&table, params, config)?;
+        let build_s = t.elapsed().as_secs_f64();
+        let one = random_queries(&server, 1, 3);
+        let mut lat = Vec::new();
+        for i in 0..a.runs.max(5) + 2 {
+            let t = Instant::now();
+            std::hint::black_box(server.answer(&one[0])?);
+            if i >= 2 {
+                lat.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let qs = random_queries(&server, batch, 4);
+        let mut times = Vec::new();
+        for i in 0..4 {
+            let t = Instant::now();
+            std::hint::black_box(server.answer_batch(&qs)?);
+            if i >= 1 {
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let ms = median(times);
+        let dev_ms = server.time_device_all(batch, 3)?;
+        let mut v = json!({
+            "gpus": spec, "table_build_s": build_s, "latency_ms": median(lat),
+            "batch": batch, "queries_per_s": batch as f64 / ms * 1e3,
+            "device_queries_per_s": batch as f64 / dev_ms * 1e3,
+            "devices": server.devices(),
+        });
+        if gpus.len() == 1 {
+            let (scan, gemm) = server.floors(batch, 5)?;
+            v["scan_floor_ms"] = json!(scan);
+            v["gemm_floor_queries_per_s"] = json!(batch as f64 / gemm * 1e3);
+        }
+        Ok(v)
+    };
+    let mut single = Vec::new();
+    for &g in &list {
+        single.push(measure(&[g])?);
+    }
+    let mut together = Vec::new();
+    for k in 2..=list.len() {
+        let mut v = measure(&list[..k])?;
+        let base = &single[0];
+        for key in ["queries_per_s", "device_queries_per_s"] {
+            let r = v[key].as_f64().unwrap_or(f64::NAN) / base[key].as_f64().unwrap_or(f64::NAN);
+            v[format!("{key}_vs_one_gpu")] = json!(r);
+        }
+        together.push(v);
+    }
+    Ok(json!({"rows": rows, "row_bytes": bytes, "split": "row blocks", "each_gpu": single, "together": together}))
+}
+
 /// Runs the lwe-gpu part of `bench pir backends`.
 pub fn run(a: &BackendsArgs) -> Result<()> {
     tacit_pir::gpu::available()?;
+    if a.gpu_scaling {
+        let mut rng = ChaCha20Rng::from_entropy();
+        let mut out = Vec::new();
+        for &rows in &a.rows {
+            for &bytes in &a.bytes {
+                out.push(scaling(a, rows, bytes, &mut rng)?);
+            }
+        }
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"backend": "lwe-gpu", "scaling": out}))?
+        );
+        return Ok(());
+    }
     let mut rng = ChaCha20Rng::from_entropy();
     let mut shapes = Vec::new();
     for &rows in &a.rows {
@@ -169,14 +261,8 @@ pub fn run(a: &BackendsArgs) -> Result<()> {
     }
     for s in &shapes {
         let f = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
-        println!(
-            "lwe-gpu {} rows x {} B on {}",
-            s["rows"], s["row_bytes"], s["devices"]
-        );
-        println!(
-            "  table build (layout, upload, hint): {:.2} s",
-            f("gpu_table_build_s")
-        );
+        println!("lwe-gpu {} rows x {} B on {}", s["rows"], s["row_bytes"], s["devices"]);
+        println!("  table build (layout, upload, hint): {:.2} s", f("gpu_table_build_s"));
         println!(
             "  one query: {:.3} ms end to end ({:.3} ms on the device); one read of the table {:.3} ms: {:.2}x",
             f("gpu_latency_ms"),
@@ -192,7 +278,10 @@ pub fn run(a: &BackendsArgs) -> Result<()> {
             f("gpu_gemm_floor_queries_per_s"),
             f("throughput_vs_gemm_floor")
         );
-        println!("  {:>6} {:>10} {:>12} {:>10} {:>12}", "batch", "ms", "queries/s", "device ms", "device q/s");
+        println!(
+            "  {:>6} {:>10} {:>12} {:>10} {:>12}",
+            "batch", "ms", "queries/s", "device ms", "device q/s"
+        );
         for b in s["batches"].as_array().into_iter().flatten() {
             let g = |k: &str| b[k].as_f64().unwrap_or(f64::NAN);
             println!(

@@ -306,12 +306,22 @@ impl Lt {
                 )
                 .map_err(|x| e("cuBLASLt transpose", x))?;
             }
-            let a = lt::create_matrix_layout(ltsys::cudaDataType::CUDA_R_8I, kc as u64, rows_pad as u64, cols_pad as i64)
-                .map_err(|x| e("cuBLASLt layout of D", x))?;
+            let a = lt::create_matrix_layout(
+                ltsys::cudaDataType::CUDA_R_8I,
+                kc as u64,
+                rows_pad as u64,
+                cols_pad as i64,
+            )
+            .map_err(|x| e("cuBLASLt layout of D", x))?;
             let b = lt::create_matrix_layout(ltsys::cudaDataType::CUDA_R_8I, kc as u64, n as u64, cols_pad as i64)
                 .map_err(|x| e("cuBLASLt layout of the queries", x))?;
-            let c = lt::create_matrix_layout(ltsys::cudaDataType::CUDA_R_32I, rows_pad as u64, n as u64, rows_pad as i64)
-                .map_err(|x| e("cuBLASLt layout of the product", x))?;
+            let c = lt::create_matrix_layout(
+                ltsys::cudaDataType::CUDA_R_32I,
+                rows_pad as u64,
+                n as u64,
+                rows_pad as i64,
+            )
+            .map_err(|x| e("cuBLASLt layout of the product", x))?;
             let pref = lt::create_matmul_pref().map_err(|x| e("cuBLASLt preference", x))?;
             let ws = WORKSPACE as u64;
             // SAFETY: all descriptors are live; the preference is destroyed below.
@@ -375,13 +385,25 @@ impl Lane {
         unsafe {
             self.qd = None;
             self.out = None;
-            self.qd = Some(s.alloc::<u32>(cap * cols_pad).map_err(|e| gpu_err("allocating queries", e))?);
-            self.out = Some(s.alloc::<u32>(cap * rows).map_err(|e| gpu_err("allocating answers", e))?);
+            self.qd = Some(
+                s.alloc::<u32>(cap * cols_pad)
+                    .map_err(|e| gpu_err("allocating queries", e))?,
+            );
+            self.out = Some(
+                s.alloc::<u32>(cap * rows)
+                    .map_err(|e| gpu_err("allocating answers", e))?,
+            );
             if large || self.large {
                 self.limbs = None;
                 self.c = None;
-                self.limbs = Some(s.alloc::<i8>(4 * cap * cols_pad).map_err(|e| gpu_err("allocating query limbs", e))?);
-                self.c = Some(s.alloc::<i32>(rows_pad * 4 * cap).map_err(|e| gpu_err("allocating the product", e))?);
+                self.limbs = Some(
+                    s.alloc::<i8>(4 * cap * cols_pad)
+                        .map_err(|e| gpu_err("allocating query limbs", e))?,
+                );
+                self.c = Some(
+                    s.alloc::<i32>(rows_pad * 4 * cap)
+                        .map_err(|e| gpu_err("allocating the product", e))?,
+                );
                 self.large = true;
             }
         }
@@ -513,7 +535,9 @@ impl PartState {
         small_batch: usize,
         chunk: usize,
     ) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| gpu_err("binding the context", e))?;
         if self.pin_in.as_ref().is_none_or(|p| p.len() < nq * cols_pad) {
             self.pin_in = None;
             // SAFETY: filled below before any copy reads it.
@@ -565,8 +589,14 @@ impl PartState {
                 // SAFETY: the source is page-locked and outlives the copy (the lanes
                 // are synchronized before this function returns); the destination
                 // holds ≥ g·cols_pad elements.
-                unsafe { cudarc::driver::result::memcpy_htod_async(qp, &input[j0 * cols_pad..(j0 + g) * cols_pad], s.cu_stream()) }
-                    .map_err(|e| gpu_err("copying queries to the GPU", e))?;
+                unsafe {
+                    cudarc::driver::result::memcpy_htod_async(
+                        qp,
+                        &input[j0 * cols_pad..(j0 + g) * cols_pad],
+                        s.cu_stream(),
+                    )
+                }
+                .map_err(|e| gpu_err("copying queries to the GPU", e))?;
             }
             sh.compute(lane, g, small_batch)?;
             {
@@ -574,7 +604,11 @@ impl PartState {
                 let (op, _r) = out.device_ptr(&s);
                 // SAFETY: as above, for the answers.
                 unsafe {
-                    cudarc::driver::result::memcpy_dtoh_async(&mut output[j0 * rows..(j0 + g) * rows], op, s.cu_stream())
+                    cudarc::driver::result::memcpy_dtoh_async(
+                        &mut output[j0 * rows..(j0 + g) * rows],
+                        op,
+                        s.cu_stream(),
+                    )
                 }
                 .map_err(|e| gpu_err("copying answers from the GPU", e))?;
             }
@@ -582,7 +616,9 @@ impl PartState {
             i += 1;
         }
         for lane in &self.lanes {
-            lane.stream.synchronize().map_err(|e| gpu_err("waiting for the GPU", e))?;
+            lane.stream
+                .synchronize()
+                .map_err(|e| gpu_err("waiting for the GPU", e))?;
         }
         Ok(())
     }
@@ -695,7 +731,10 @@ impl GpuLweServer {
                 .stream
                 .clone_htod(&host)
                 .map_err(|e| gpu_err(&format!("copying {} MB of the table to GPU {dev}", host.len() >> 20), e))?;
-            lanes[0].stream.synchronize().map_err(|e| gpu_err("waiting for the GPU", e))?;
+            lanes[0]
+                .stream
+                .synchronize()
+                .map_err(|e| gpu_err("waiting for the GPU", e))?;
             drop(host);
             ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
             let handle = lt::create_handle().map_err(|e| gpu_err("creating a cuBLASLt handle", e))?;
@@ -718,7 +757,12 @@ impl GpuLweServer {
                 }),
             });
         }
-        let mut names: Vec<String> = devices.iter().map(|d| format!("{d}: {}", contexts[d].1)).collect();
+        // A GPU listed for a table too small to give it rows holds no part and has
+        // no context.
+        let mut names: Vec<String> = devices
+            .iter()
+            .filter_map(|d| contexts.get(d).map(|c| format!("{d}: {}", c.1)))
+            .collect();
         names.dedup();
         let mut server = GpuLweServer {
             params,
@@ -750,11 +794,15 @@ impl GpuLweServer {
         };
         let mut h = vec![0u32; m * LWE_N];
         self.raw_batch(LWE_N, &fill, true, &mut |p, rows, part| {
-            h.par_chunks_mut(LWE_N).enumerate().skip(p).take(rows).for_each(|(r, hr)| {
-                for (j, v) in hr.iter_mut().enumerate() {
-                    *v = part[j * rows + (r - p)];
-                }
-            });
+            h.par_chunks_mut(LWE_N)
+                .enumerate()
+                .skip(p)
+                .take(rows)
+                .for_each(|(r, hr)| {
+                    for (j, v) in hr.iter_mut().enumerate() {
+                        *v = part[j * rows + (r - p)];
+                    }
+                });
         })?;
         self.id = reference::table_id(&self.params, &h);
         self.hint = Arc::new(h);
@@ -779,7 +827,11 @@ impl GpuLweServer {
             let mut st = lock(p)?;
             st.batch(p.rows, p.rows_pad, cols_pad, nq, fill, small, chunk)?;
             let out = st.pin_out.as_ref().ok_or_else(|| Error::Gpu("staging".into()))?;
-            take(p.r0, p.rows, &out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?[..nq * p.rows]);
+            take(
+                p.r0,
+                p.rows,
+                &out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?[..nq * p.rows],
+            );
             return Ok(());
         }
         let results: Vec<Result<()>> = std::thread::scope(|sc| {
@@ -795,7 +847,10 @@ impl GpuLweServer {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Gpu("a GPU worker panicked".into()))))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Gpu("a GPU worker panicked".into())))
+                })
                 .collect()
         });
         for r in results {
@@ -804,7 +859,11 @@ impl GpuLweServer {
         for p in &self.parts {
             let st = lock(p)?;
             let out = st.pin_out.as_ref().ok_or_else(|| Error::Gpu("staging".into()))?;
-            take(p.r0, p.rows, &out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?[..nq * p.rows]);
+            take(
+                p.r0,
+                p.rows,
+                &out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?[..nq * p.rows],
+            );
         }
         Ok(())
     }
@@ -866,7 +925,33 @@ impl GpuLweServer {
     /// milliseconds per batch of `nq` random queries through the server's own path
     /// (median of `reps`), on part 0.
     pub fn time_device_batch(&self, nq: usize, reps: usize, force_large: bool) -> Result<f64> {
-        let p = self.parts.first().ok_or_else(|| Error::Gpu("no part".into()))?;
+        self.time_part(0, nq, reps, force_large)
+    }
+
+    /// Device-side milliseconds per batch of `nq` queries with every part computing
+    /// its rows at the same time (the slowest part's median), queries already on
+    /// the GPUs.
+    pub fn time_device_all(&self, nq: usize, reps: usize) -> Result<f64> {
+        let times: Vec<Result<f64>> = std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..self.parts.len())
+                .map(|i| sc.spawn(move || self.time_part(i, nq, reps, false)))
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Gpu("a GPU worker panicked".into())))
+                })
+                .collect()
+        });
+        let mut worst = 0.0f64;
+        for t in times {
+            worst = worst.max(t?);
+        }
+        Ok(worst)
+    }
+
+    fn time_part(&self, i: usize, nq: usize, reps: usize, force_large: bool) -> Result<f64> {
+        let p = self.parts.get(i).ok_or_else(|| Error::Gpu("no such part".into()))?;
         let mut guard = p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))?;
         let st = &mut *guard;
         st.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
@@ -907,7 +992,12 @@ impl GpuLweServer {
     /// The floors on part 0's GPU, measured now: `(ms for one read of the part's D,
     /// ms for the int8 cuBLASLt product of the same shape with `4·nq` limb columns)`.
     pub fn floors(&self, nq: usize, reps: usize) -> Result<(f64, f64)> {
-        let p = self.parts.first().ok_or_else(|| Error::Gpu("no part".into()))?;
+        self.part_floors(0, nq, reps)
+    }
+
+    /// [`GpuLweServer::floors`] for part `i` (its rows, on its GPU).
+    pub fn part_floors(&self, i: usize, nq: usize, reps: usize) -> Result<(f64, f64)> {
+        let p = self.parts.get(i).ok_or_else(|| Error::Gpu("no such part".into()))?;
         let mut guard = p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))?;
         let st = &mut *guard;
         st.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
@@ -1026,21 +1116,34 @@ impl PirServer for GpuLweServer {
             dst[..l].copy_from_slice(&queries[j].values);
             dst[l..].iter_mut().for_each(|v| *v = 0);
         };
-        let mut answers: Vec<LweAnswer> = (0..queries.len())
-            .map(|_| LweAnswer {
-                table_id: self.id,
-                values: vec![0u32; m],
-            })
-            .collect();
-        self.raw_batch(queries.len(), &fill, false, &mut |r0, rows, part| {
-            let copy = |(j, a): (usize, &mut LweAnswer)| {
-                a.values[r0..r0 + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);
-            };
-            if answers.len() > 4 {
-                answers.par_iter_mut().enumerate().for_each(copy);
-            } else {
-                answers.iter_mut().enumerate().for_each(copy);
+        let id = self.id;
+        let nq = queries.len();
+        let mut answers: Vec<LweAnswer> = Vec::new();
+        self.raw_batch(nq, &fill, false, &mut |r0, rows, part| {
+            if rows == m {
+                // One part holds every row: each answer is one slice, copied (and its
+                // pages touched) in parallel.
+                answers = part
+                    .par_chunks(m)
+                    .map(|v| LweAnswer {
+                        table_id: id,
+                        values: v.to_vec(),
+                    })
+                    .collect();
+                return;
             }
+            if answers.is_empty() {
+                answers = (0..nq)
+                    .into_par_iter()
+                    .map(|_| LweAnswer {
+                        table_id: id,
+                        values: vec![0u32; m],
+                    })
+                    .collect();
+            }
+            answers.par_iter_mut().enumerate().for_each(|(j, a)| {
+                a.values[r0..r0 + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);
+            });
         })?;
         Ok(answers)
     }
@@ -1088,8 +1191,12 @@ impl PirServer for GpuLweServer {
                 .clone_dtoh(&st.d.slice(at..at + 1))
                 .map_err(|e| gpu_err("reading an entry", e))?;
             *o = v[0];
-            let idx_d = stream.clone_htod(&[at as u64]).map_err(|e| gpu_err("copying an update", e))?;
-            let val_d = stream.clone_htod(&[new[k]]).map_err(|e| gpu_err("copying an update", e))?;
+            let idx_d = stream
+                .clone_htod(&[at as u64])
+                .map_err(|e| gpu_err("copying an update", e))?;
+            let val_d = stream
+                .clone_htod(&[new[k]])
+                .map_err(|e| gpu_err("copying an update", e))?;
             let one = 1u64;
             let mut b = stream.launch_builder(&st.f.set_entries);
             b.arg(&mut st.d).arg(&idx_d).arg(&val_d).arg(&one);
@@ -1146,7 +1253,18 @@ mod tests {
             s[3] = (v & 0xff) as u8 as i8 as i32;
             s
         };
-        for v in [0u32, 1, 127, 128, 255, 256, 0x8080_8080, u32::MAX, 0x7f7f_7f7f, 0x1234_5678] {
+        for v in [
+            0u32,
+            1,
+            127,
+            128,
+            255,
+            256,
+            0x8080_8080,
+            u32::MAX,
+            0x7f7f_7f7f,
+            0x1234_5678,
+        ] {
             let s = digits(v);
             assert!(s.iter().all(|x| (-128..=127).contains(x)));
             let back = (0..4).fold(0u32, |a, k| a.wrapping_add((s[k] as u32).wrapping_shl(8 * k as u32)));
@@ -1170,7 +1288,11 @@ mod tests {
             let got = centred_rows(&params, &table, r0, n, cols_pad);
             for r in 0..n {
                 for c in 0..cols_pad {
-                    let want = if r0 + r < m && c < l { reference[(r0 + r) * l + c] } else { 0 };
+                    let want = if r0 + r < m && c < l {
+                        reference[(r0 + r) * l + c]
+                    } else {
+                        0
+                    };
                     assert_eq!(got[r * cols_pad + c], want, "row {} col {c}", r0 + r);
                 }
             }
