@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+mod any;
 mod backend;
 mod error;
 #[cfg(feature = "gpu")]
@@ -39,6 +40,7 @@ pub mod gpu;
 pub mod lwe;
 pub mod ntru;
 
+pub use any::{LweAnyServer, LweBackend};
 pub use backend::{
     Decoded, MAX_ROW_BYTES, MAX_ROWS, MAX_SELECTED_ROWS, PirClient, PirServer, Selection, Sizes, SymbolLayout, Table,
     TableShape,
