@@ -233,10 +233,7 @@ async fn session(
             None,
         ],
     };
-    let cfg_s = SessionConfig {
-        instances: n,
-        owners: default_owners(2),
-    };
+    let cfg_s = SessionConfig::new(n, default_owners(2));
     let report = if triples == "token" {
         let taddr = token_addr.ok_or_else(|| anyhow!("no token"))?;
         let mut holder = super::cmd::connect_token(taddr, None).await?;

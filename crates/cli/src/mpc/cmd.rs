@@ -338,7 +338,7 @@ async fn run_party(a: RunArgs) -> Result<()> {
                 .with_context(|| format!("connecting to {addr}"))?
         }
     };
-    let session = SessionConfig { instances: n, owners };
+    let session = SessionConfig::new(n, owners);
     let report = match (a.triples, party) {
         (TriplesArg::Ot, _) => {
             let mut src = OtSource::new(SecureRng::from_os());
