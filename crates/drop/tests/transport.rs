@@ -470,3 +470,14 @@ async fn a_stalling_receiver_cannot_hold_the_sender() {
     assert!(e.contains("did not answer within"), "{e}");
     hold.abort();
 }
+
+/// Issue 9, defect 6: file names lose directories, control characters and invisible
+/// or bidirectional format characters before they reach the disk.
+#[test]
+fn received_file_names_are_cleaned() {
+    assert_eq!(transport::safe_file_name("../../etc/passwd"), "passwd");
+    assert_eq!(transport::safe_file_name("report\u{202E}fdp.exe"), "reportfdp.exe");
+    assert_eq!(transport::safe_file_name("a\u{1b}[2Jb\u{200B}.txt"), "a[2Jb.txt");
+    assert_eq!(transport::safe_file_name("\u{202E}"), "received-file");
+    assert_eq!(transport::safe_file_name(".hidden"), "hidden");
+}

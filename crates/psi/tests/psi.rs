@@ -538,3 +538,35 @@ fn remembered_encodings_never_outlive_a_changed_element() {
     let again = Request::<Ristretto255>::from_bytes(&req.to_bytes(), &h.p).unwrap();
     assert_eq!(again.blinded[2], other);
 }
+
+/// Issue 9, defect 6: `Debug` of the parties' state shows no input and not the real
+/// set size; the stored receiver precomputation is written without growing its buffer
+/// (a grown buffer leaves a copy of the blinds behind); a fresh-per-session sender
+/// precomputation cannot be shared into a second session; the frame a response
+/// needs is derived from the parameters.
+#[test]
+fn state_is_not_printed_not_copied_and_not_reused() {
+    let mut rng = SecureRng::from_seed([44; 32]);
+    let params = PsiParams::new(Security::Malicious).with_bounds(4, 50);
+    let pre =
+        ReceiverPrecomputation::<Ristretto255>::compute(&params, &["secret-id-1", "secret-id-2"], &mut rng).unwrap();
+    let shown = format!("{pre:?} {:?}", Receiver::start(&pre).0);
+    assert!(!shown.contains("secret-id"), "{shown}");
+    assert!(!shown.contains("115, 101, 99"), "{shown}"); // "sec" as bytes
+    let bytes = pre.to_bytes();
+    assert_eq!(bytes.capacity(), bytes.len());
+    let key = SenderKey::<Ristretto255>::generate(&mut rng, 1);
+    let book: Vec<String> = (0..7).map(|i| format!("contact-{i}")).collect();
+    let fresh = SenderPrecomputation::compute(&params, &key, &book, Reuse::FreshPerSession, &mut rng).unwrap();
+    let shown = format!("{fresh:?}");
+    assert!(!shown.contains("real") && !shown.contains('7'), "{shown}");
+    assert!(fresh.share().is_none());
+    let epoch = SenderPrecomputation::compute(&params, &key, &book, Reuse::WithinEpoch, &mut rng).unwrap();
+    assert!(epoch.share().is_some());
+    let sender = Sender::new(&params, key, fresh).unwrap();
+    assert!(!format!("{sender:?}").contains("contact-"));
+    // n = 2^20: a response is far above the old fixed 4 MiB frame
+    let big = PsiParams::new(Security::Malicious).with_bounds(10, tacit_psi::MAX_SENDER_BOUND);
+    assert!(big.max_message_len() > tacit_wire::DEFAULT_MAX_FRAME);
+    assert!(big.max_message_len() >= tacit_psi::Response::<Ristretto255>::encoded_len(&big));
+}
