@@ -3,3 +3,6 @@
 
 pub mod bench;
 pub mod cmd;
+pub mod psi;
+pub mod schedule;
+pub mod triples;
