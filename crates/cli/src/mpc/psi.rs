@@ -20,12 +20,12 @@ pub enum PsiCommand {
     #[command(after_help = "\
 Example:
   tacit mpc psi serve --set server.txt --bits 32 --listen 127.0.0.1:7920 --sessions 1")]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Query a server (party b: learns the intersection and the server's set size).
     #[command(after_help = "\
 Example:
   tacit mpc psi query --set mine.txt --bits 32 --connect 127.0.0.1:7920")]
-    Query(QueryArgs),
+    Query(Box<QueryArgs>),
 }
 
 /// Options both sides give.

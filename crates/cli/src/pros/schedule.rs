@@ -130,7 +130,7 @@ pub struct ScheduleArgs {
     #[arg(long, value_enum, default_value = "pros")]
     pub engine: EngineArg,
     #[command(flatten)]
-    pub gmw: crate::mpc::schedule::GmwScheduleArgs,
+    pub gmw: Box<crate::mpc::schedule::GmwScheduleArgs>,
 }
 
 /// `--engine`.
