@@ -467,6 +467,23 @@ fn report(a: &AppsArgs, t2: &[Value], t3: &[Value]) -> Result<()> {
                 None => series.push((name, vec![pt])),
             }
         }
+        // The paper's Fig. 10 curves for σ = 32, for comparison.
+        if t3.iter().any(|v| v["sigma"] == 32) {
+            let max_n = t3.iter().map(|v| f(v, "n")).fold(0.0, f64::max);
+            let ours: Vec<(f64, f64)> = paper::PSI_SIZES
+                .iter()
+                .filter(|&&n| n as f64 <= max_n)
+                .filter_map(|&n| paper::psi_adhoc_s(32, n).map(|t| (n as f64, t)))
+                .collect();
+            let hek: Vec<(f64, f64)> = [(128.0, 1.0), (256.0, 2.2), (512.0, 4.95), (1024.0, 10.5)]
+                .into_iter()
+                .filter(|p| p.0 <= max_n)
+                .collect();
+            series.push(("paper σ = 32, token (phones)".into(), ours));
+            if !hek.is_empty() {
+                series.push(("HEK12 σ = 32 (desktop PCs)".into(), hek));
+            }
+        }
         crate::util::plot::lines(
             &a.plot,
             "SCS-WN set intersection, ad-hoc time (setup + online), two processes over loopback",

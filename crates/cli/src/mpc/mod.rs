@@ -4,6 +4,7 @@
 pub mod apps_bench;
 pub mod bench;
 pub mod cmd;
+pub mod demo;
 pub mod psi;
 pub mod schedule;
 pub mod triples;
