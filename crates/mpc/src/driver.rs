@@ -14,7 +14,7 @@ use crate::gmw::{Online, OutputTo, Outputs, PartyInputs, Step};
 use crate::messages::{Hello, TripleKind};
 use crate::prg::Seed;
 use crate::triples::{TripleShares, deal};
-use crate::{Error, Party, circuit_digest};
+use crate::{Error, Party};
 use rand_core::CryptoRngCore;
 use std::time::{Duration, Instant};
 use tacit_net::FramedConn;
@@ -176,7 +176,7 @@ pub async fn run<S: TripleSource>(
     let own_seed = Seed::random(rng);
     let hello = Hello {
         party,
-        circuit: circuit_digest(lc.circuit()),
+        circuit: lc.digest(),
         instances: n as u32,
         owners: cfg.owners.clone(),
         triples: source.kind(),

@@ -203,6 +203,8 @@ pub async fn peer(a: AppPeerArgs) -> Result<()> {
 
 struct Point {
     init: Duration,
+    /// Building the circuit and its layers (set intersection: after the hellos).
+    build: Option<Duration>,
     report: RunReport,
 }
 
@@ -263,19 +265,17 @@ async fn session(env: &Env, app: AppArg, n: usize, sigma: usize, src: SourceArg,
             Duration::ZERO,
         ),
     };
-    let report = match app {
+    let (report, build) = match app {
         AppArg::Psi => {
             let (a, _) = psi_sets(n, sigma, seed);
             let set = PreparedSet::new(&a, sigma)?;
-            psi::serve(&mut conn, &set, psi::MAX_SET, &mut source, &mut rng)
-                .await?
-                .run
+            let r = psi::serve(&mut conn, &set, psi::MAX_SET, &mut source, &mut rng).await?;
+            (r.run, Some(r.build))
         }
         app => {
             let input = schedule_input(app, n, &mut rng);
-            run_session(&mut conn, Party::A, &hello(app, n), &input, &mut source, &mut rng)
-                .await?
-                .1
+            let r = run_session(&mut conn, Party::A, &hello(app, n), &input, &mut source, &mut rng).await?;
+            (r.1, None)
         }
     };
     drop(conn);
@@ -283,7 +283,7 @@ async fn session(env: &Env, app: AppArg, n: usize, sigma: usize, src: SourceArg,
     if !out.status.success() {
         bail!("peer failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
-    Ok(Point { init, report })
+    Ok(Point { init, build, report })
 }
 
 fn ms(d: Duration) -> f64 {
@@ -333,6 +333,7 @@ fn row(
         "depth": size.depth,
         "paper_depth": paper_depth,
         "init_ms": ms(p.init),
+        "build_ms": p.build.map(ms),
         "setup_ms": setup,
         "online_ms": online,
         "adhoc_ms": setup + online,
