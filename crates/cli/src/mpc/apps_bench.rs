@@ -460,7 +460,14 @@ fn report(a: &AppsArgs, t2: &[Value], t3: &[Value]) -> Result<()> {
     });
     if !t3.is_empty() {
         let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-        for v in t3 {
+        // One curve per σ (token triples when measured; the plot has five colours),
+        // then the paper's two σ = 32 curves.
+        let shown = if a.triples.contains(&SourceArg::Token) {
+            "token"
+        } else {
+            "ot"
+        };
+        for v in t3.iter().filter(|v| v["triples"] == shown) {
             let name = format!("σ = {}, {}", v["sigma"], v["triples"].as_str().unwrap_or("?"));
             let pt = (f(v, "n"), f(v, "adhoc_ms") / 1e3);
             match series.iter_mut().find(|s| s.0 == name) {
