@@ -158,3 +158,53 @@ pub mod pros {
         p
     }
 }
+
+/// The mpc subsystem's fixed world: a token, and the stateful decoders of the OT
+/// extension and the applications.
+pub mod mpc {
+    use rand_chacha::ChaCha20Rng;
+    use rand_core::SeedableRng;
+    use tacit_crypto::sign::SigningKey;
+    use tacit_mpc::triples::token::card::{Card, MemoryEeprom, TokenState};
+
+    /// A token manufactured from a fixed seed, its state in memory.
+    pub fn card() -> Card<MemoryEeprom> {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let ca = SigningKey::generate(&mut rng);
+        Card::new(TokenState::manufacture(&ca, "fuzz", &mut rng), MemoryEeprom::default()).unwrap()
+    }
+
+    /// The application messages (PSI and scheduling hellos, results).
+    pub fn apps(b: &[u8]) {
+        tacit_mpc::apps::fuzz_decode(b);
+    }
+
+    /// The OT-extension messages, fed to the state that reads them: the first byte
+    /// picks the base-OT sender point, the base-OT receiver points, or an extension
+    /// chunk (after a fixed, valid base-OT phase).
+    pub fn ot(b: &[u8]) {
+        use tacit_mpc::triples::ot::BaseOtStart;
+        let Some((&sel, msg)) = b.split_first() else { return };
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        let (a, ma) = BaseOtStart::new(&mut rng);
+        match sel % 3 {
+            0 => {
+                let _ = a.on_peer_start(msg, &mut rng);
+            }
+            1 => {
+                let (b0, _) = BaseOtStart::new(&mut rng);
+                let (k, _) = b0.on_peer_start(&ma, &mut rng).unwrap();
+                let _ = k.on_peer_keys(msg);
+            }
+            _ => {
+                let (b0, mb) = BaseOtStart::new(&mut rng);
+                let (ka, _) = a.on_peer_start(&mb, &mut rng).unwrap();
+                let (_, kb_msg) = b0.on_peer_start(&ma, &mut rng).unwrap();
+                let mut e = ka.on_peer_keys(&kb_msg).unwrap();
+                e.set_target(256).unwrap();
+                let _ = e.chunk_message();
+                let _ = e.on_chunk(msg);
+            }
+        }
+    }
+}

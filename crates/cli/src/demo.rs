@@ -39,7 +39,8 @@ pub fn run(a: DemoArgs) -> Result<()> {
         }
     }
     rt.block_on(crate::discovery::demo::discovery_demo())?;
-    rt.block_on(crate::pros::demo::schedule_demo())
+    rt.block_on(crate::pros::demo::schedule_demo())?;
+    rt.block_on(crate::mpc::demo::gmw_demo())
 }
 
 /// A random US-style phone number for generated address books.

@@ -10,11 +10,11 @@
 //! ```
 
 use crate::circuit::LayeredCircuit;
-use crate::gmw::{Online, Outputs, PartyInputs, Step};
+use crate::gmw::{Online, OutputTo, Outputs, PartyInputs, Step};
 use crate::messages::{Hello, TripleKind};
 use crate::prg::Seed;
 use crate::triples::{TripleShares, deal};
-use crate::{Error, Party, circuit_digest};
+use crate::{Error, Party};
 use rand_core::CryptoRngCore;
 use std::time::{Duration, Instant};
 use tacit_net::FramedConn;
@@ -94,6 +94,35 @@ pub struct SessionConfig {
     pub instances: usize,
     /// Owner of each input value.
     pub owners: Vec<Party>,
+    /// Who learns the outputs.
+    pub outputs: OutputTo,
+    /// A digest of the application's parameters that both must agree on (zero when
+    /// the circuit says everything).
+    pub context: [u8; 32],
+}
+
+impl SessionConfig {
+    /// `instances` instances, inputs owned by `owners`, outputs to both, no context.
+    pub fn new(instances: usize, owners: Vec<Party>) -> Self {
+        SessionConfig {
+            instances,
+            owners,
+            outputs: OutputTo::Both,
+            context: [0; 32],
+        }
+    }
+
+    /// Opens the outputs only to `to`.
+    pub fn with_outputs(mut self, to: OutputTo) -> Self {
+        self.outputs = to;
+        self
+    }
+
+    /// Binds the session to an application context digest.
+    pub fn with_context(mut self, context: [u8; 32]) -> Self {
+        self.context = context;
+        self
+    }
 }
 
 /// The largest frame a session accepts: the biggest layer or output message of this
@@ -147,11 +176,13 @@ pub async fn run<S: TripleSource>(
     let own_seed = Seed::random(rng);
     let hello = Hello {
         party,
-        circuit: circuit_digest(lc.circuit()),
+        circuit: lc.digest(),
         instances: n as u32,
         owners: cfg.owners.clone(),
         triples: source.kind(),
         input_seed: own_seed.0,
+        outputs: cfg.outputs,
+        context: cfg.context,
     };
     let got = exchange(conn, &hello.to_wire()).await?;
     let peer = Hello::from_wire(&got)?;
@@ -165,6 +196,10 @@ pub async fn run<S: TripleSource>(
         Some("assigns the inputs to other parties".to_string())
     } else if peer.triples != hello.triples {
         Some(format!("takes triples from {}; we use {}", peer.triples, hello.triples))
+    } else if peer.outputs != hello.outputs {
+        Some("opens the outputs to another party".to_string())
+    } else if peer.context != hello.context {
+        Some("runs the application with other parameters".to_string())
     } else {
         None
     };
@@ -200,7 +235,17 @@ pub async fn run<S: TripleSource>(
     let t1 = Instant::now();
     let (s1, r1) = (conn.bytes_sent(), conn.bytes_received());
     let mut rounds = 0;
-    let mut step = Online::start(lc, party, &cfg.owners, n, inputs, &own_seed, &peer_seed, triples)?;
+    let mut step = Online::start_to(
+        lc,
+        party,
+        &cfg.owners,
+        n,
+        inputs,
+        &own_seed,
+        &peer_seed,
+        triples,
+        cfg.outputs,
+    )?;
     let outputs = loop {
         match step {
             Step::Layer(state, msg) => {

@@ -55,6 +55,51 @@ impl Drop for PartyInputs {
     }
 }
 
+/// Who learns the outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum OutputTo {
+    /// Both parties (each sends its output shares to the other).
+    #[default]
+    Both,
+    /// Only A (B sends its shares; A sends an empty message).
+    A,
+    /// Only B.
+    B,
+}
+
+impl OutputTo {
+    /// Whether `party` learns the outputs.
+    pub fn includes(self, party: Party) -> bool {
+        match self {
+            OutputTo::Both => true,
+            OutputTo::A => party == Party::A,
+            OutputTo::B => party == Party::B,
+        }
+    }
+
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            OutputTo::Both => 0,
+            OutputTo::A => 1,
+            OutputTo::B => 2,
+        }
+    }
+
+    pub(crate) fn from_code(c: u8) -> tacit_wire::Result<OutputTo> {
+        Ok(match c {
+            0 => OutputTo::Both,
+            1 => OutputTo::A,
+            2 => OutputTo::B,
+            _ => {
+                return Err(tacit_wire::Error::invalid(
+                    "output receiver",
+                    format!("unknown code {c}"),
+                ));
+            }
+        })
+    }
+}
+
 /// Who owns which input value.
 pub fn default_owners(inputs: usize) -> Vec<Party> {
     (0..inputs).map(|i| if i == 0 { Party::A } else { Party::B }).collect()
@@ -73,6 +118,7 @@ pub struct Online<'c> {
     layer: usize,
     mine: Vec<u64>,
     scratch: [Vec<u64>; 4],
+    outputs: OutputTo,
 }
 
 impl std::fmt::Debug for Online<'_> {
@@ -113,6 +159,7 @@ pub struct Reveal {
     out_bits: usize,
     widths: Vec<u32>,
     mine: Vec<u64>,
+    receive: bool,
 }
 
 impl std::fmt::Debug for Reveal {
@@ -127,7 +174,8 @@ impl Drop for Reveal {
     }
 }
 
-/// The outputs: `values[j][o]` is output value `o` of instance `j`, in wire order.
+/// The outputs: `values[j][o]` is output value `o` of instance `j`, in wire order
+/// (empty for a party that does not learn the outputs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outputs {
     /// Per instance, per output value.
@@ -139,7 +187,8 @@ impl<'c> Online<'c> {
     /// (`own_seed` for this party's inputs, `peer_seed` for the peer's), evaluates the
     /// free gates on them and returns the first message.
     ///
-    /// `triples` must hold at least `|f| · n` triples.
+    /// `triples` must hold at least `|f| · n` triples. Both parties learn the outputs
+    /// ([`Online::start_to`] chooses who does).
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         lc: &'c LayeredCircuit,
@@ -150,6 +199,33 @@ impl<'c> Online<'c> {
         own_seed: &Seed,
         peer_seed: &Seed,
         triples: TripleShares,
+    ) -> Result<Step<'c>, Error> {
+        Self::start_to(
+            lc,
+            party,
+            owners,
+            instances,
+            inputs,
+            own_seed,
+            peer_seed,
+            triples,
+            OutputTo::Both,
+        )
+    }
+
+    /// [`Online::start`] with the outputs opened only to `outputs`: the other party
+    /// sends its output shares and receives an empty message.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_to(
+        lc: &'c LayeredCircuit,
+        party: Party,
+        owners: &[Party],
+        instances: usize,
+        inputs: &PartyInputs,
+        own_seed: &Seed,
+        peer_seed: &Seed,
+        triples: TripleShares,
+        outputs: OutputTo,
     ) -> Result<Step<'c>, Error> {
         let c = lc.circuit();
         let n = instances;
@@ -233,6 +309,7 @@ impl<'c> Online<'c> {
             layer: 0,
             mine: Vec::new(),
             scratch: Default::default(),
+            outputs,
         };
         s.linear(0);
         Ok(s.next())
@@ -258,13 +335,20 @@ impl<'c> Online<'c> {
             let base = w as usize * self.words;
             bits::xor_bits_at(&mut mine, o * self.n, &self.vals[base..base + self.words], self.n);
         }
-        let msg = OutputMessage::encode_bits(&mine, out_bits);
+        // Send our shares unless only we learn the outputs.
+        let peer_learns = self.outputs.includes(self.party.peer());
+        let msg = if peer_learns {
+            OutputMessage::encode_bits(&mine, out_bits)
+        } else {
+            OutputMessage::encode_bits(&[], 0)
+        };
         Step::Reveal(
             Reveal {
                 n: self.n,
                 out_bits,
                 widths: c.output_widths().to_vec(),
                 mine,
+                receive: self.outputs.includes(self.party),
             },
             msg,
         )
@@ -350,6 +434,10 @@ impl<'c> Online<'c> {
 impl Reveal {
     /// Takes the peer's output shares and opens the outputs.
     pub fn on_outputs(mut self, peer: &[u8]) -> Result<Outputs, Error> {
+        if !self.receive {
+            OutputMessage::decode_xor_into(peer, 0, &mut [])?;
+            return Ok(Outputs { values: Vec::new() });
+        }
         OutputMessage::decode_xor_into(peer, self.out_bits, &mut self.mine)?;
         let mut values = Vec::with_capacity(self.n);
         for j in 0..self.n {

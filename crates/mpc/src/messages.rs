@@ -35,6 +35,10 @@ pub mod tags {
     pub const OT_BASE_RECEIVER: u16 = 0x0521;
     /// OT: an IKNP extension matrix chunk (`u_j` columns).
     pub const OT_EXTEND: u16 = 0x0522;
+    /// Scheduling: the function, window and grid both parties must agree on.
+    pub const SCHEDULE_HELLO: u16 = 0x0530;
+    /// Set intersection: element length, set size, whether elements were hashed.
+    pub const PSI_HELLO: u16 = 0x0531;
 }
 
 /// Bytes of a packed string of `bits` bits.
@@ -219,6 +223,10 @@ pub struct Hello {
     pub triples: TripleKind,
     /// Seed of the keystream that masks the sender's inputs (the peer's share of them).
     pub input_seed: [u8; 16],
+    /// Who learns the outputs.
+    pub outputs: crate::gmw::OutputTo,
+    /// The application's parameters (a digest both must agree on; zero for none).
+    pub context: [u8; 32],
 }
 
 impl std::fmt::Debug for Hello {
@@ -243,6 +251,8 @@ impl Encode for Hello {
         }
         w.put_u8(self.triples.code());
         w.put_fixed(&self.input_seed);
+        w.put_u8(self.outputs.code());
+        w.put_fixed(&self.context);
     }
 }
 
@@ -259,6 +269,8 @@ impl Decode for Hello {
         }
         let triples = TripleKind::from_code(r.u8()?)?;
         let input_seed = r.array("input seed")?;
+        let outputs = crate::gmw::OutputTo::from_code(r.u8()?)?;
+        let context = r.array("application context")?;
         Ok(Hello {
             party,
             circuit,
@@ -266,6 +278,8 @@ impl Decode for Hello {
             owners,
             triples,
             input_seed,
+            outputs,
+            context,
         })
     }
 }
@@ -303,6 +317,8 @@ mod tests {
             owners: vec![Party::A, Party::B],
             triples: TripleKind::Ot,
             input_seed: [9; 16],
+            outputs: crate::gmw::OutputTo::B,
+            context: [1; 32],
         };
         assert!(Hello::from_wire(&h.to_wire()).unwrap() == h);
         let mut b = h.to_wire();

@@ -52,10 +52,7 @@ async fn run_both<SA: TripleSource, SB: TripleSource>(
 ) -> (Result<Vec<u8>, Error>, Result<Vec<u8>, Error>) {
     let (mut ca, mut cb) = pair().await;
     let (ia, ib) = aes_inputs();
-    let cfg = SessionConfig {
-        instances: 1,
-        owners: default_owners(2),
-    };
+    let cfg = SessionConfig::new(1, default_owners(2));
     let mut ra = ChaCha20Rng::seed_from_u64(1);
     let mut rb = ChaCha20Rng::seed_from_u64(2);
     let (a, b) = tokio::join!(

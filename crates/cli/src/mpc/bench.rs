@@ -34,6 +34,17 @@ Examples:
     /// The echo peer of the RTT and throughput floor (internal).
     #[command(hide = true)]
     Echo(EchoArgs),
+    /// Tables 2 and 3 of the paper: scheduling per window and set intersection per σ
+    /// and n, with token and OT-extension triples, sizes beside the paper's.
+    #[command(after_help = "\
+Examples:
+  tacit bench mpc apps
+  tacit bench mpc apps --json --plot mpc-apps.png
+  tacit bench mpc apps --triples token --sigmas 32 --no-schedule")]
+    Apps(super::apps_bench::AppsArgs),
+    /// Party b of one application session (internal).
+    #[command(hide = true)]
+    AppPeer(super::apps_bench::AppPeerArgs),
 }
 
 /// Options of `bench mpc engine`.
@@ -76,6 +87,8 @@ pub fn run_cmd(c: MpcBenchCommand) -> Result<()> {
     match c {
         MpcBenchCommand::Engine(a) => rt.block_on(engine(a)),
         MpcBenchCommand::Echo(a) => rt.block_on(echo(a)),
+        MpcBenchCommand::Apps(a) => rt.block_on(super::apps_bench::apps(a)),
+        MpcBenchCommand::AppPeer(a) => rt.block_on(super::apps_bench::peer(a)),
     }
 }
 
@@ -233,10 +246,7 @@ async fn session(
             None,
         ],
     };
-    let cfg_s = SessionConfig {
-        instances: n,
-        owners: default_owners(2),
-    };
+    let cfg_s = SessionConfig::new(n, default_owners(2));
     let report = if triples == "token" {
         let taddr = token_addr.ok_or_else(|| anyhow!("no token"))?;
         let mut holder = super::cmd::connect_token(taddr, None).await?;

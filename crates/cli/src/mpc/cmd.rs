@@ -39,6 +39,9 @@ With the token (start it with `tacit mpc token serve`):
     /// The triple token: manufacture one, serve it over TCP (ISO 7816-4 APDUs), fill A's pool.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Set intersection by sort–compare–shuffle under GMW (paper §6.3).
+    #[command(subcommand)]
+    Psi(super::psi::PsiCommand),
 }
 
 /// `tacit mpc token …`
@@ -188,6 +191,7 @@ pub fn run_cmd(cmd: MpcCommand) -> Result<()> {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             rt.block_on(token(t))
         }
+        MpcCommand::Psi(p) => super::psi::run(p),
     }
 }
 
@@ -338,7 +342,7 @@ async fn run_party(a: RunArgs) -> Result<()> {
                 .with_context(|| format!("connecting to {addr}"))?
         }
     };
-    let session = SessionConfig { instances: n, owners };
+    let session = SessionConfig::new(n, owners);
     let report = match (a.triples, party) {
         (TriplesArg::Ot, _) => {
             let mut src = OtSource::new(SecureRng::from_os());

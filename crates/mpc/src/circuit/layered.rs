@@ -34,6 +34,7 @@ pub struct LayeredCircuit {
     layers: Vec<Layer>,
     and_gates: usize,
     max_layer_ands: usize,
+    digest: [u8; 32],
 }
 
 impl LayeredCircuit {
@@ -58,12 +59,20 @@ impl LayeredCircuit {
             level[g.output() as usize] = l;
         }
         let max_layer_ands = layers.iter().map(|l| l.ands.len()).max().unwrap_or(0);
+        let digest = crate::circuit_digest(&circuit);
         LayeredCircuit {
             circuit,
             layers,
             and_gates,
             max_layer_ands,
+            digest,
         }
+    }
+
+    /// [`crate::circuit_digest`] of the circuit, computed once here (circuit
+    /// preparation) rather than in every session's setup.
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
     }
 
     /// The circuit.

@@ -7,8 +7,13 @@
 //! depth `d(f)` (paper §2.4): XOR, INV, constants and copies are free.
 
 pub mod bristol;
+pub mod builder;
+mod gadgets;
 mod layered;
+pub mod waksman;
 
+pub use builder::{Bit, Builder, Word, const_word};
+pub use gadgets::Slot;
 pub use layered::{AndGate, Layer, LayeredCircuit, LinearGate};
 
 use crate::Error;

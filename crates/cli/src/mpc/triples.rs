@@ -1,0 +1,89 @@
+//! The triple-source options the GMW applications share (`tacit schedule --engine
+//! gmw`, `tacit mpc psi`), and one source type over the three kinds a CLI party uses.
+
+use super::cmd::{TriplesArg, connect_token};
+use anyhow::{Context, Result, anyhow};
+use clap::Args;
+use std::path::PathBuf;
+use tacit_crypto::rng::SecureRng;
+use tacit_crypto::sign::VerifyingKey;
+use tacit_mpc::driver::TripleSource;
+use tacit_mpc::messages::TripleKind;
+use tacit_mpc::triples::TripleShares;
+use tacit_mpc::triples::ot::OtSource;
+use tacit_mpc::triples::token::holder::{TcpTokenLink, TokenHolder, TokenPeer};
+use tacit_mpc::{Error, Party};
+use tacit_net::FramedConn;
+
+/// Where the GMW triples come from (both parties must choose the same).
+#[derive(Debug, Clone, Args)]
+pub struct TripleOpts {
+    /// GMW triple source: OT extension between the two, or the trusted token (the
+    /// listening party talks to the token with --token, the connecting one checks its
+    /// certificate with --trust-ca).
+    #[arg(long, value_enum, default_value = "ot")]
+    pub triples: TriplesArg,
+    /// Listening party with --triples token: the token's address.
+    #[arg(long, value_name = "ADDR")]
+    pub token: Option<String>,
+    /// Listening party with --triples token: the folder of stored c_A sequences
+    /// (default: in memory).
+    #[arg(long, value_name = "DIR")]
+    pub pool: Option<PathBuf>,
+    /// Connecting party with --triples token: the manufacturer CA key to trust (hex).
+    #[arg(long, value_name = "HEX")]
+    pub trust_ca: Option<String>,
+}
+
+/// A triple source of any kind.
+pub enum Source {
+    /// OT extension.
+    Ot(OtSource<SecureRng>),
+    /// Party a's token link.
+    Holder(Box<TokenHolder<TcpTokenLink>>),
+    /// Party b's side of the token.
+    Peer(TokenPeer<SecureRng>),
+}
+
+impl TripleSource for Source {
+    fn kind(&self) -> TripleKind {
+        match self {
+            Source::Ot(s) => s.kind(),
+            Source::Holder(s) => s.kind(),
+            Source::Peer(s) => s.kind(),
+        }
+    }
+
+    async fn triples(&mut self, conn: &mut FramedConn, party: Party, count: usize) -> Result<TripleShares, Error> {
+        match self {
+            Source::Ot(s) => s.triples(conn, party, count).await,
+            Source::Holder(s) => s.triples(conn, party, count).await,
+            Source::Peer(s) => s.triples(conn, party, count).await,
+        }
+    }
+}
+
+impl TripleOpts {
+    /// The source for `party` (a: the listening side).
+    pub async fn source(&self, party: Party) -> Result<Source> {
+        Ok(match (self.triples, party) {
+            (TriplesArg::Ot, _) => Source::Ot(OtSource::new(SecureRng::from_os())),
+            (TriplesArg::Token, Party::A) => {
+                let addr = self
+                    .token
+                    .as_deref()
+                    .ok_or_else(|| anyhow!("the listening party with --triples token needs --token ADDR"))?;
+                Source::Holder(Box::new(connect_token(addr, self.pool.as_deref()).await?))
+            }
+            (TriplesArg::Token, Party::B) => {
+                let hexkey = self
+                    .trust_ca
+                    .as_deref()
+                    .ok_or_else(|| anyhow!("the connecting party with --triples token needs --trust-ca HEX"))?;
+                let ca = VerifyingKey::from_bytes(&hex::decode(hexkey.trim()).context("--trust-ca is not hex")?)
+                    .map_err(|e| anyhow!("--trust-ca: {e}"))?;
+                Source::Peer(TokenPeer::new(ca, SecureRng::from_os()))
+            }
+        })
+    }
+}

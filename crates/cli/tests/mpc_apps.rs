@@ -1,0 +1,349 @@
+//! End-to-end tests of the GMW applications as commands: `tacit schedule
+//! serve|connect --engine gmw` (with and without locations) and `tacit mpc psi
+//! serve|query`, two processes over loopback, each compared with a plaintext
+//! computation.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn tacit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tacit"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "tacit-mpc-apps-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Starts a server; returns it (stdout captured) and the address it printed.
+fn spawn(args: &[&str]) -> (Child, String) {
+    let mut child = tacit()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("printed its address").unwrap();
+        if let Some(i) = line.find("listening on ") {
+            break line[i + "listening on ".len()..].trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+const WINDOW: [&str; 14] = [
+    "--from",
+    "2025-03-10",
+    "--to",
+    "2025-03-12",
+    "--duration",
+    "30m",
+    "--step",
+    "15m",
+    "--hours",
+    "08:00-22:00",
+    "--tz",
+    "Europe/Berlin",
+    "--engine",
+    "gmw",
+];
+
+#[test]
+fn availability_from_the_example_calendars_matches_the_plain_intersection() {
+    use tacit_calendar::{Calendar, SlotSpec, free_slots, parse_hours, parse_span, parse_time};
+    let (alice, bob) = (examples().join("alice.ics"), examples().join("bob.ics"));
+    let (server, addr) = spawn(
+        &[
+            &[
+                "schedule",
+                "serve",
+                "--calendar",
+                bob.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+                "--sessions",
+                "1",
+            ][..],
+            &WINDOW[..],
+        ]
+        .concat(),
+    );
+    let o = tacit()
+        .args(
+            [
+                &[
+                    "schedule",
+                    "connect",
+                    "--calendar",
+                    alice.to_str().unwrap(),
+                    "--connect",
+                    &addr,
+                ][..],
+                &WINDOW[..],
+                &["--json"][..],
+            ]
+            .concat(),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    let s = server.wait_with_output().unwrap();
+    assert!(s.status.success(), "{}", err(&s));
+
+    // The plaintext computation: the grid slots free in both calendars.
+    let tz = chrono_tz::Europe::Berlin;
+    let (from, to) = (
+        parse_time("2025-03-10", tz).unwrap(),
+        parse_time("2025-03-12", tz).unwrap(),
+    );
+    let mut spec = SlotSpec::new(from, to, parse_span("30m").unwrap(), parse_span("15m").unwrap());
+    spec.tz = tz;
+    spec.working_hours = Some(parse_hours("08:00-22:00").unwrap());
+    let free = |p: &PathBuf| free_slots(Calendar::load(p, from, to, tz).unwrap().busy(), &spec);
+    let fb = free(&bob);
+    let want: Vec<String> = free(&alice)
+        .into_iter()
+        .filter(|s| fb.contains(s))
+        .map(|s| s.start.with_timezone(&tz).to_rfc3339())
+        .collect();
+    assert!(!want.is_empty());
+    let got: Vec<String> = v["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["start"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(v["start"].as_str().unwrap(), want[0]);
+    assert_eq!(v["window_slots"], 2 * 55);
+    assert_eq!((v["and_gates"].as_u64(), v["depth"].as_u64()), (Some(110), Some(1)));
+    // The server printed the same slots, one per line.
+    assert_eq!(out(&s).lines().count(), want.len(), "{}", out(&s));
+}
+
+fn ics(name: &str, events: &[(&str, &str, &str)]) -> PathBuf {
+    let mut t = String::from("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//tacit//test//EN\r\n");
+    for (i, (start, end, geo)) in events.iter().enumerate() {
+        t += &format!(
+            "BEGIN:VEVENT\r\nUID:{name}-{i}@test\r\nSUMMARY:event {i}\r\nDTSTART;TZID=Europe/Berlin:{start}\r\nDTEND;TZID=Europe/Berlin:{end}\r\nGEO:{geo}\r\nEND:VEVENT\r\n"
+        );
+    }
+    t += "END:VCALENDAR\r\n";
+    write(&format!("{name}.ics"), &t)
+}
+
+#[test]
+fn location_aware_scheduling_picks_the_reachable_slot() {
+    // Both have a meeting 10:00–11:00 about 1 km apart; their homes are 50 km apart in
+    // opposite directions (no pair involving a home is feasible). Every slot before
+    // 10:00 lets both go on to their next meeting with the same travel, so the
+    // earliest, 08:00, is chosen, both leaving from (towards) the next appointment.
+    let alice = ics("alice", &[("20250310T100000", "20250310T110000", "52.5200;13.4050")]);
+    let bob = ics("bob", &[("20250310T100000", "20250310T110000", "52.5290;13.4050")]);
+    let w = [
+        "--from",
+        "2025-03-10",
+        "--to",
+        "2025-03-11",
+        "--duration",
+        "30m",
+        "--step",
+        "30m",
+        "--hours",
+        "08:00-14:00",
+        "--tz",
+        "Europe/Berlin",
+        "--engine",
+        "gmw",
+        "--locations",
+        "--center",
+        "52.52,13.405",
+        "--speed",
+        "30",
+    ];
+    let (server, addr) = spawn(
+        &[
+            &[
+                "schedule",
+                "serve",
+                "--calendar",
+                bob.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+                "--sessions",
+                "1",
+                "--home",
+                "52.07,13.405",
+            ][..],
+            &w[..],
+        ]
+        .concat(),
+    );
+    let o = tacit()
+        .args(
+            [
+                &[
+                    "schedule",
+                    "connect",
+                    "--calendar",
+                    alice.to_str().unwrap(),
+                    "--connect",
+                    &addr,
+                    "--home",
+                    "52.97,13.405",
+                    "--json",
+                ][..],
+                &w[..],
+            ]
+            .concat(),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(v["function"], "location");
+    assert_eq!(v["start"].as_str().unwrap(), "2025-03-10T08:00:00+01:00");
+    assert_eq!(v["leave_from"], "next");
+    let s = server.wait_with_output().unwrap();
+    assert!(s.status.success(), "{}", err(&s));
+    assert!(out(&s).contains("08:00") && out(&s).contains("next"), "{}", out(&s));
+}
+
+#[test]
+fn different_windows_are_one_line_errors() {
+    let (alice, bob) = (examples().join("alice.ics"), examples().join("bob.ics"));
+    let (server, addr) = spawn(
+        &[
+            &[
+                "schedule",
+                "serve",
+                "--calendar",
+                bob.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+                "--sessions",
+                "1",
+            ][..],
+            &WINDOW[..],
+        ]
+        .concat(),
+    );
+    let mut w = WINDOW;
+    w[9] = "09:00-22:00";
+    let o = tacit()
+        .args(
+            [
+                &[
+                    "schedule",
+                    "connect",
+                    "--calendar",
+                    alice.to_str().unwrap(),
+                    "--connect",
+                    &addr,
+                ][..],
+                &w[..],
+            ]
+            .concat(),
+        )
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = err(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(e.contains("slots"), "{e}");
+    // The server reports the session's failure on stderr and exits cleanly after it.
+    let s = server.wait_with_output().unwrap();
+    assert!(s.status.success());
+    assert_eq!(out(&s), "");
+}
+
+#[test]
+fn psi_prints_the_intersection() {
+    let server_set = write(
+        "server.txt",
+        "alice@example.org\n17\nbob@example.org\n99\ncarol@example.org\n",
+    );
+    let mine = write("mine.txt", "17\ncarol@example.org\nzed@example.org\n5\n");
+    let (server, addr) = spawn(&[
+        "mpc",
+        "psi",
+        "serve",
+        "--set",
+        server_set.to_str().unwrap(),
+        "--bits",
+        "40",
+        "--listen",
+        "127.0.0.1:0",
+        "--sessions",
+        "2",
+    ]);
+    let o = tacit()
+        .args([
+            "mpc",
+            "psi",
+            "query",
+            "--set",
+            mine.to_str().unwrap(),
+            "--bits",
+            "40",
+            "--connect",
+            &addr,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o), "17\ncarol@example.org\n");
+    assert!(err(&o).contains("false-positive bound"), "{}", err(&o));
+    // Another length: refused, one line, and the server goes on.
+    let o = tacit()
+        .args([
+            "mpc",
+            "psi",
+            "query",
+            "--set",
+            mine.to_str().unwrap(),
+            "--bits",
+            "32",
+            "--connect",
+            &addr,
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert_eq!(err(&o).trim().lines().count(), 1, "{}", err(&o));
+    assert!(err(&o).contains("40-bit"), "{}", err(&o));
+    let s = server.wait_with_output().unwrap();
+    assert!(s.status.success());
+    // The server learns no output.
+    assert_eq!(out(&s), "");
+}
