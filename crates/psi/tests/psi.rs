@@ -548,8 +548,8 @@ fn remembered_encodings_never_outlive_a_changed_element() {
 fn state_is_not_printed_not_copied_and_not_reused() {
     let mut rng = SecureRng::from_seed([44; 32]);
     let params = PsiParams::new(Security::Malicious).with_bounds(4, 50);
-    let pre = ReceiverPrecomputation::<Ristretto255>::compute(&params, &["secret-id-1", "secret-id-2"], &mut rng)
-        .unwrap();
+    let pre =
+        ReceiverPrecomputation::<Ristretto255>::compute(&params, &["secret-id-1", "secret-id-2"], &mut rng).unwrap();
     let shown = format!("{pre:?} {:?}", Receiver::start(&pre).0);
     assert!(!shown.contains("secret-id"), "{shown}");
     assert!(!shown.contains("115, 101, 99"), "{shown}"); // "sec" as bytes
