@@ -137,8 +137,82 @@ fn drop_seeds<G: PrimeGroup>(sel: u8, rng: &mut SecureRng) {
     }
 }
 
+/// Valid PROS messages under the fixed key of `tacit_fuzz::pros`.
+fn pros_seeds(rng: &mut SecureRng) {
+    use std::sync::Arc;
+    use tacit_pros::fnp::{Chooser, Sender as FnpSender};
+    use tacit_pros::paillier::RnPool;
+    use tacit_pros::threepr::{Initiator as A, InitiatorStep, ReconcileParams, Responder as B, ResponderStep};
+    let key = tacit_fuzz::pros::key();
+    let pk = key.public();
+    let mut w = tacit_wire::Writer::new();
+    pk.encode(&mut w);
+    write("pros_paillier", "pub", &with_sel(0, &w.into_bytes()));
+    let mut w = tacit_wire::Writer::new();
+    key.encode(&mut w).unwrap();
+    write("pros_paillier", "priv", &with_sel(1, &w.into_bytes()));
+    let mut w = tacit_wire::Writer::new();
+    pk.encode_ciphertext(&pk.encrypt_i64(7, rng).unwrap(), &mut w);
+    write("pros_paillier", "ct", &with_sel(2, &w.into_bytes()));
+    for sel in 0u8..4 {
+        let p = tacit_fuzz::pros::fnp_params(sel);
+        let pool = RnPool::new(pk).unwrap();
+        let (_, q) = Chooser::start(&p, key.clone(), &["a"], &pool, rng).unwrap();
+        let s = FnpSender::new(&p, &["a", "b"], 0, 4096).unwrap();
+        let (a, _) = s.respond(&q.to_bytes(), rng).unwrap();
+        write("pros_fnp", &format!("q{sel}"), &with_sel(sel, &q.to_bytes()));
+        write("pros_fnp", &format!("a{sel}"), &with_sel(sel | 4, &a.to_bytes(pk)));
+    }
+    let params = ReconcileParams::default();
+    let pool = Arc::new(RnPool::new(pk).unwrap());
+    let (ia, hello) = A::start(params, key.clone(), &["a", "b"], pool).unwrap();
+    let (rb, acc) = B::new(params, &["b", "c"], 0, 4096).unwrap().on_hello(&hello, rng).unwrap();
+    let (ia, q) = ia.on_accept(&acc, rng).unwrap();
+    write("pros_threepr", "hello", &with_sel(0, &hello));
+    write("pros_threepr", "query", &with_sel(1, &q));
+    write("pros_threepr", "accept", &with_sel(4, &acc));
+    write("pros_threepr", "query_to_b", &with_sel(5, &q));
+    let ResponderStep::Answer(rb, ans) = rb.on_message(&q, rng).unwrap() else { panic!() };
+    write("pros_threepr", "answer", &with_sel(2, &ans));
+    let mut ia = ia;
+    let mut ans = ans;
+    let mut rb = rb;
+    loop {
+        match ia.on_answer(&ans, rng).unwrap() {
+            InitiatorStep::Continue(a, q) => {
+                let ResponderStep::Answer(b, next) = rb.on_message(&q, rng).unwrap() else { panic!() };
+                ia = a;
+                rb = b;
+                ans = next;
+            }
+            InitiatorStep::Done(_, out) => {
+                write("pros_threepr", "outcome", &with_sel(3, &out));
+                break;
+            }
+        }
+    }
+    let win = tacit_pros::schedule::Window {
+        from: chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2025, 1, 6, 8, 0, 0).unwrap(),
+        to: chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2025, 1, 10, 18, 0, 0).unwrap(),
+        duration: chrono::Duration::minutes(30),
+        step: chrono::Duration::minutes(15),
+        encoding: tacit_pros::schedule::SlotEncoding::Default,
+    };
+    write("pros_schedule", "window", &win.to_bytes());
+    let fixture = include_str!("../../crates/pros/tests/data/phe_fixture.json");
+    let v: serde_json::Value = serde_json::from_str(fixture).unwrap();
+    for k in ["public", "private", "private_lambda"] {
+        write("pros_phe_json", k, v[k].to_string().as_bytes());
+    }
+    let c = tacit_pros::phe::encrypt_number(pk, "-2.5", rng).unwrap();
+    write("pros_phe_json", "number", tacit_pros::phe::encrypted_json(&c).unwrap().to_string().as_bytes());
+    write("calendar_ics", "alice", include_bytes!("../../examples/alice.ics"));
+    write("calendar_ics", "bob", include_bytes!("../../examples/bob.ics"));
+}
+
 fn main() {
     let mut rng = SecureRng::from_seed([42; 32]);
+    pros_seeds(&mut rng);
     for sel in 0u8..4 {
         if sel & 1 == 0 {
             psi::<Ristretto255>(sel, &mut rng);
@@ -168,6 +242,7 @@ fn main() {
         );
     }
     discovery_seeds();
+    pir_seeds(&mut rng);
     println!("seed corpora written under fuzz/corpus/");
 }
 
@@ -239,4 +314,23 @@ fn discovery_seeds() {
     write(c, "ble", &p.to_ble_bytes());
     write(c, "fetch", &FetchAdvert { id: [7; 16] }.to_wire());
     write(c, "advert", &Advert { bytes: w.advert.clone() }.to_wire());
+}
+
+fn pir_seeds(rng: &mut SecureRng) {
+    use tacit_pir::{PirClient, PirServer, Selection};
+    let (server, client) = tacit_fuzz::pir::lwe();
+    write("pir_lwe_hint", "hint", &server.hint().to_wire());
+    let (_, q) = client.query(&Selection::row(7), rng).unwrap();
+    write("pir_lwe_query", "query", &q.to_wire());
+    write("pir_lwe_answer", "answer", &server.answer(&q).unwrap().to_wire());
+    let mut s2 = tacit_pir::lwe::LweServer::setup(
+        &tacit_pir::Table::from_bytes(vec![1u8; 60 * 5], 5).unwrap(),
+        *server.params(),
+    )
+    .unwrap();
+    write("pir_lwe_hint_update", "update", &s2.update_row(4, &[9; 5]).unwrap().to_wire());
+    let (server, client) = tacit_fuzz::pir::ntru();
+    let (_, q) = client.query(&Selection::row(450), rng).unwrap();
+    write("pir_ntru_query", "query", &q.to_wire());
+    write("pir_ntru_answer", "answer", &server.answer(&q).unwrap().to_wire());
 }

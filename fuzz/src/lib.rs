@@ -96,3 +96,65 @@ pub mod discovery {
         })
     }
 }
+
+/// The fixed small tables the PIR targets answer and decode against (and `gen_seeds`
+/// writes seeds from).
+pub mod pir {
+    use std::sync::OnceLock;
+    use tacit_crypto::rng::SecureRng;
+    use tacit_pir::lwe::{LweClient, LweParams, LweServer};
+    use tacit_pir::ntru::{NtruClient, NtruLayout, NtruServer};
+    use tacit_pir::{Table, TableShape};
+
+    /// An `lwe` server over 60 rows of 5 bytes and a client with its hint.
+    pub fn lwe() -> &'static (LweServer, LweClient) {
+        static W: OnceLock<(LweServer, LweClient)> = OnceLock::new();
+        W.get_or_init(|| {
+            let mut rng = SecureRng::from_seed([6; 32]);
+            let table = Table::random(TableShape::new(60, 5).unwrap(), &mut rng);
+            let server = LweServer::setup(&table, LweParams::new(table.shape(), [6; 16]).unwrap()).unwrap();
+            let client = LweClient::new(server.hint()).unwrap();
+            (server, client)
+        })
+    }
+
+    /// An `ntru-paper` server over 500 rows of 1 byte and a client.
+    pub fn ntru() -> &'static (NtruServer, NtruClient) {
+        static W: OnceLock<(NtruServer, NtruClient)> = OnceLock::new();
+        W.get_or_init(|| {
+            let mut rng = SecureRng::from_seed([7; 32]);
+            let table = Table::random(TableShape::new(500, 1).unwrap(), &mut rng);
+            let layout = NtruLayout::new(table.shape(), 1).unwrap();
+            let server = NtruServer::setup(&table, layout).unwrap();
+            let client = NtruClient::new(layout, &mut rng);
+            (server, client)
+        })
+/// The fixed PROS world of the pros targets: a 256-bit Paillier key from two fixed
+/// 128-bit primes (so corpora stay valid across runs) and small parameters.
+pub mod pros {
+    use std::sync::OnceLock;
+    use tacit_pros::fnp::PsiParams;
+    use tacit_pros::paillier::PrivateKey;
+
+    /// The fixed key.
+    pub fn key() -> &'static PrivateKey {
+        static K: OnceLock<PrivateKey> = OnceLock::new();
+        K.get_or_init(|| {
+            let p = openssl_hex("c5b38fbe0682f98fe8b897ca9834b613");
+            let q = openssl_hex("e7dff63579170c5677d29e17fb7ab40d");
+            PrivateKey::from_primes(p, q).expect("fixed primes")
+        })
+    }
+
+    fn openssl_hex(h: &str) -> tacit_pros::bn::Nat {
+        let bytes: Vec<u8> = (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect();
+        tacit_pros::bn::Nat::from_slice(&bytes).unwrap()
+    }
+
+    /// FNP parameters picked by a selector byte (bucketed or not).
+    pub fn fnp_params(sel: u8) -> PsiParams {
+        let mut p = if sel & 1 == 0 { PsiParams::new(20, 4) } else { PsiParams::new(3, 2) };
+        p.bucketing = sel & 2 == 0;
+        p
+    }
+}

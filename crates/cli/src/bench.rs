@@ -13,7 +13,8 @@ pub enum BenchCommand {
     #[command(after_help = "\
 Example:
   tacit bench psi --ids 10 --contacts 10000
-  tacit bench psi --ids 10 --contacts 10000 --group p256 --json")]
+  tacit bench psi --ids 10 --contacts 10000 --group p256 --json
+  tacit bench psi --load --clients 8            # a psi serve process under concurrent clients")]
     Psi(crate::psi::bench::PsiBenchArgs),
     /// PrivateDrop vs legacy AirDrop: the paper's Table 3 grid (Fig. 6), precomputation
     /// against n (Fig. 10), PNG plots; --load for concurrent senders.
@@ -34,6 +35,18 @@ Examples:
     /// aes_128 and sha256 ×1024 between two processes against its floor.
     #[command(subcommand)]
     Mpc(crate::mpc::bench::MpcBenchCommand),
+    /// PIR backends (TracEdge §4–6): lwe and ntru-paper, the peer crates, the scan floor.
+    #[command(subcommand)]
+    Pir(crate::pir::bench::PirBenchCommand),
+    /// PROS: Paillier vs key and plaintext size (Fig. 5, 14), framed-TCP round trips
+    /// (Fig. 6), FNP schoolbook / Karatsuba / bucketed (Fig. 8), 3PR worst and average
+    /// case (Fig. 9, 12, 13, 15), big-integer backends; ratios against their floors.
+    #[command(after_help = "\
+Examples:
+  tacit bench pros                 # a few minutes
+  tacit bench pros --quick --json
+  tacit bench pros --full          # the paper's grids (hours)")]
+    Pros(crate::pros::bench::ProsBenchArgs),
     /// The receiver process of `bench drop` (internal).
     #[command(hide = true)]
     DropPeer(crate::drop::bench::DropPeerArgs),
@@ -47,5 +60,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::DropPeer(a) => crate::drop::bench::run_peer(a),
         BenchCommand::Discovery(a) => crate::discovery::bench::run(a),
         BenchCommand::Mpc(c) => crate::mpc::bench::run_cmd(c),
+        BenchCommand::Pir(c) => crate::pir::bench::run(c),
+        BenchCommand::Pros(a) => crate::pros::bench::run(a),
     }
 }

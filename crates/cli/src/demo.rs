@@ -38,7 +38,8 @@ pub fn run(a: DemoArgs) -> Result<()> {
             rt.block_on(crate::drop::demo::drop_demo::<P256>(&a))?;
         }
     }
-    rt.block_on(crate::discovery::demo::discovery_demo())
+    rt.block_on(crate::discovery::demo::discovery_demo())?;
+    rt.block_on(crate::pros::demo::schedule_demo())
 }
 
 /// A random US-style phone number for generated address books.

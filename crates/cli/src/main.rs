@@ -30,6 +30,8 @@ mod demo;
 mod discovery;
 mod drop;
 mod mpc;
+mod pir;
+mod pros;
 mod psi;
 mod util;
 
@@ -61,7 +63,11 @@ Examples:
   tacit bench drop
   tacit bench discovery
   tacit mpc run --circuit aes_128.txt --party a --listen 127.0.0.1:7900 --input <bits>
-  tacit bench mpc engine"
+  tacit bench mpc engine
+  tacit pros keygen --out key.json
+  tacit pros reconcile serve --set prefs.txt --listen 127.0.0.1:7980 --sessions 1
+  tacit schedule connect --calendar alice.ics --connect 127.0.0.1:7990 --from 2025-01-06 --to 2025-01-11
+  tacit bench pros"
 )]
 struct Cli {
     /// The SQLite store (default: $TACIT_STORE, else $XDG_DATA_HOME/tacit/tacit.sqlite3,
@@ -99,6 +105,15 @@ enum Command {
     /// Boolean circuits under GMW (Bristol Fashion), triples from a token or OT extension.
     #[command(subcommand)]
     Mpc(mpc::cmd::MpcCommand),
+    /// PIR tables and a one-process PIR query (TracEdge's backends).
+    #[command(subcommand)]
+    Pir(pir::cmd::PirCommand),
+    /// PROS: Paillier (python-paillier JSON), FNP set intersection, 3PR reconciliation.
+    #[command(subcommand)]
+    Pros(pros::cmd::ProsCommand),
+    /// Private meeting scheduling from .ics calendars (PROS appoint, 3PR).
+    #[command(subcommand)]
+    Schedule(pros::schedule::ScheduleCommand),
     /// Measure the protocols on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -115,6 +130,9 @@ fn main() -> ExitCode {
         Command::Psi(c) => psi::cmd::run(c, cli.store.as_deref()),
         Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
         Command::Mpc(c) => mpc::cmd::run_cmd(c),
+        Command::Pir(c) => pir::cmd::run(c),
+        Command::Pros(c) => pros::cmd::run(c),
+        Command::Schedule(c) => pros::schedule::run(c),
         Command::Bench(c) => bench::run(c),
     };
     match result {

@@ -225,6 +225,34 @@ fn contacts_import_and_list() {
         .unwrap();
     assert!(stdout(&out).contains("other@example.com"), "{}", stdout(&out));
     assert!(stdout(&out).contains("14155550100"), "{}", stdout(&out));
+
+    // Issue 10: a file with no vCard in it, or whose every card is broken, fails.
+    for (name, text, why) in [
+        ("notes.txt", "just some notes\nno cards here\n", "holds no vCard"),
+        (
+            "broken.vcf",
+            "BEGIN:VCARD\nVERSION:3.0\nno colon here\nEND:VCARD\n",
+            "no card in",
+        ),
+    ] {
+        let f = write(name, text);
+        let out = tacit()
+            .args([
+                "--store",
+                store2.to_str().unwrap(),
+                "contacts",
+                "import",
+                f.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{name}");
+        let e = stderr(&out);
+        assert!(
+            e.lines().last().unwrap().starts_with("tacit: error:") && e.contains(why),
+            "{e}"
+        );
+    }
 }
 
 #[test]

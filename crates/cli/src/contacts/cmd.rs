@@ -1,6 +1,6 @@
 //! `tacit contacts import | list`.
 
-use crate::util::store_path;
+use crate::util::{sanitize, store_path};
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use std::path::{Path, PathBuf};
@@ -54,7 +54,23 @@ pub fn run(cmd: ContactsCommand, store: Option<&Path>) -> Result<()> {
                 Some(r) => NormalizeOptions::with_default_region(r)?,
                 None => NormalizeOptions::new(),
             };
+            let has_card = text.lines().any(|l| l.trim().eq_ignore_ascii_case("BEGIN:VCARD"));
+            anyhow::ensure!(
+                has_card,
+                "{} holds no vCard (a vCard starts with a BEGIN:VCARD line); nothing imported",
+                file.display()
+            );
             let report = st.import_vcard(&text, &opts)?;
+            if report.cards_imported == 0 {
+                for p in &report.problems {
+                    eprintln!("{}:{}: {}", file.display(), p.line, sanitize(&p.reason));
+                }
+                anyhow::bail!(
+                    "no card in {} could be imported ({} problems, listed above); nothing imported",
+                    file.display(),
+                    report.problems.len()
+                );
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -63,7 +79,7 @@ pub fn run(cmd: ContactsCommand, store: Option<&Path>) -> Result<()> {
                         "{}:{}: {}{}",
                         file.display(),
                         p.line,
-                        p.reason,
+                        sanitize(&p.reason),
                         if p.skipped_card { " (card skipped)" } else { "" }
                     );
                 }
@@ -88,7 +104,7 @@ pub fn run(cmd: ContactsCommand, store: Option<&Path>) -> Result<()> {
             } else {
                 for c in &contacts {
                     let ids: Vec<String> = c.identifiers.iter().map(|i| i.value.clone()).collect();
-                    println!("{:<28} {}", c.display_name, ids.join(", "));
+                    println!("{:<28} {}", sanitize(&c.display_name), ids.join(", "));
                 }
                 println!(
                     "{} contacts, address book version {}",

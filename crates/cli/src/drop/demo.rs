@@ -148,6 +148,14 @@ pub async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     anyhow::ensure!(s.ask(std::slice::from_ref(&offer)).await?, "Bob declined Alice's file");
     let stored = s.upload(0, &file, &offer).await?;
     drop(s);
+    // Bob's side of Alice's session, printed under it.
+    let flush = |log: &Arc<Mutex<Vec<String>>>| -> Result<()> {
+        for line in log.lock().map_err(|_| anyhow::anyhow!("log lock poisoned"))?.drain(..) {
+            println!("    {line}");
+        }
+        Ok(())
+    };
+    flush(&log)?;
 
     let mut m = transport::authenticate(
         &addr,
@@ -165,9 +173,7 @@ pub async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     let refused = m.ask(&[]).await;
     drop(m);
     server.await??;
-    for line in log.lock().map_err(|_| anyhow::anyhow!("log lock poisoned"))?.iter() {
-        println!("    {line}");
-    }
+    flush(&log)?;
     match refused {
         Err(e) => println!("    Mallory's Ask was refused: {e}"),
         Ok(_) => anyhow::bail!("Bob accepted a non-contact in contacts-only mode"),

@@ -38,10 +38,49 @@ pub struct PsiBenchArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Measure a `tacit psi serve` process under concurrent clients instead: throughput,
+    /// latency quantiles and the server's peak memory with one and two server
+    /// threads, and with one client stalled.
+    #[arg(long)]
+    load: bool,
+    /// With --load: concurrent clients.
+    #[arg(long, default_value_t = 8, value_name = "K")]
+    clients: usize,
+    /// With --load: queries per configuration and round.
+    #[arg(long, default_value_t = 400, value_name = "N")]
+    queries: usize,
+    /// With --load: rounds (configurations alternate within each).
+    #[arg(long, default_value_t = 3, value_name = "R")]
+    rounds: usize,
 }
 
 /// `tacit bench psi`.
 pub fn run(a: PsiBenchArgs) -> Result<()> {
+    if a.load {
+        anyhow::ensure!(
+            a.clients >= 1 && a.queries >= 1 && a.rounds >= 1,
+            "--clients, --queries and --rounds must be at least 1"
+        );
+        let security = if a.semi_honest {
+            Security::SemiHonest
+        } else {
+            Security::Malicious
+        };
+        let params = PsiParams::new(security)
+            .with_group(a.group)
+            .with_bounds(a.ids, a.contacts);
+        params.validate()?;
+        let v = match a.group {
+            GroupId::Ristretto255 => super::load::run::<Ristretto255>(&params, a.clients, a.queries, a.rounds)?,
+            GroupId::P256 => super::load::run::<P256>(&params, a.clients, a.queries, a.rounds)?,
+        };
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            super::load::print(&v);
+        }
+        return Ok(());
+    }
     match a.group {
         GroupId::Ristretto255 => bench_psi::<Ristretto255>(&a),
         GroupId::P256 => bench_psi::<P256>(&a),

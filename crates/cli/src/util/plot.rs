@@ -188,3 +188,69 @@ pub fn precomputation(path: &Path, points: &[(u32, f64)], slope_ms: f64) -> Resu
     }
     svg_to_png(&svg, path, SIZE)
 }
+
+/// A line plot of several series (points joined, markers drawn); `log_y` puts the
+/// y axis on a log scale. Used by `tacit bench pros` for the PROS paper's figures.
+pub fn lines(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    log_y: bool,
+) -> Result<()> {
+    let pts = series.iter().flat_map(|(_, v)| v.iter());
+    let xmax = pts.clone().map(|p| p.0).fold(1e-9, f64::max) * 1.05;
+    let xmin = pts.clone().map(|p| p.0).fold(f64::INFINITY, f64::min).min(0.0);
+    let ymax = pts.clone().map(|p| p.1).fold(1e-9, f64::max) * 1.3;
+    let ymin_pos = pts.map(|p| p.1).filter(|y| *y > 0.0).fold(f64::INFINITY, f64::min);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut b = ChartBuilder::on(&root);
+        b.caption(title, ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72);
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_desc)
+                    .y_desc(y_desc)
+                    .label_style(("sans-serif", 15))
+                    .draw()?;
+                for (i, (name, v)) in series.iter().enumerate() {
+                    let c = if i < PALETTE.len() {
+                        PALETTE[i]
+                    } else {
+                        RGBColor(214, 39, 40)
+                    };
+                    let pts: Vec<(f64, f64)> = v.iter().copied().filter(|p| !log_y || p.1 > 0.0).collect();
+                    chart
+                        .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                        .label(name.as_str())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(3)));
+                    chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.9))
+                    .border_style(BLACK)
+                    .label_font(("sans-serif", 15))
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .draw()?;
+            }};
+        }
+        if log_y {
+            let lo = if ymin_pos.is_finite() { ymin_pos / 2.0 } else { 1e-3 };
+            draw!(b.build_cartesian_2d(xmin..xmax, (lo..ymax).log_scale())?);
+        } else {
+            draw!(b.build_cartesian_2d(xmin..xmax, 0.0..ymax)?);
+        }
+        root.present()?;
+    }
+    svg_to_png(&svg, path, SIZE)
+}

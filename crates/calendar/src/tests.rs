@@ -1,0 +1,258 @@
+use super::*;
+use chrono::TimeZone;
+
+fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
+}
+
+fn cal(body: &str) -> String {
+    format!("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:test\r\n{body}END:VCALENDAR\r\n")
+}
+
+fn ev(uid: &str, lines: &[&str]) -> String {
+    let mut s = format!("BEGIN:VEVENT\r\nUID:{uid}\r\n");
+    for l in lines {
+        s.push_str(l);
+        s.push_str("\r\n");
+    }
+    s.push_str("END:VEVENT\r\n");
+    s
+}
+
+const BERLIN: Tz = chrono_tz::Europe::Berlin;
+
+#[test]
+fn weekly_rule_with_exdate_and_override() {
+    // Mondays 09:00-10:00 Berlin (08:00 UTC in winter), 2025-01-06 onwards;
+    // 13 Jan excluded, 20 Jan moved to 14:00
+    let ics = cal(&format!(
+        "{}{}",
+        ev(
+            "weekly",
+            &[
+                "DTSTART;TZID=Europe/Berlin:20250106T090000",
+                "DTEND;TZID=Europe/Berlin:20250106T100000",
+                "RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=10",
+                "EXDATE;TZID=Europe/Berlin:20250113T090000",
+            ]
+        ),
+        ev(
+            "weekly",
+            &[
+                "RECURRENCE-ID;TZID=Europe/Berlin:20250120T090000",
+                "DTSTART;TZID=Europe/Berlin:20250120T140000",
+                "DTEND;TZID=Europe/Berlin:20250120T150000",
+            ]
+        )
+    ));
+    let c = Calendar::parse(&ics, utc(2025, 1, 1, 0, 0), utc(2025, 1, 28, 0, 0), chrono_tz::UTC).unwrap();
+    let starts: Vec<DateTime<Utc>> = c.busy().iter().map(|i| i.start).collect();
+    assert_eq!(
+        starts,
+        vec![utc(2025, 1, 6, 8, 0), utc(2025, 1, 20, 13, 0), utc(2025, 1, 27, 8, 0)]
+    );
+}
+
+#[test]
+fn summer_time_follows_the_zone() {
+    let ics = cal(&ev(
+        "d",
+        &[
+            "DTSTART;TZID=Europe/Berlin:20250328T090000",
+            "DURATION:PT1H",
+            "RRULE:FREQ=DAILY;COUNT=4",
+        ],
+    ));
+    let c = Calendar::parse(&ics, utc(2025, 3, 27, 0, 0), utc(2025, 4, 2, 0, 0), chrono_tz::UTC).unwrap();
+    let hours: Vec<u32> = c.busy().iter().map(|i| i.start.hour()).collect();
+    // CET until 30 March 02:00, CEST after
+    assert_eq!(hours, vec![8, 8, 7, 7]);
+}
+
+#[test]
+fn all_day_transparent_cancelled_and_floating() {
+    let ics = cal(&format!(
+        "{}{}{}{}",
+        ev("allday", &["DTSTART;VALUE=DATE:20250107", "DTEND;VALUE=DATE:20250108"]),
+        ev(
+            "free",
+            &[
+                "DTSTART:20250106T120000Z",
+                "DTEND:20250106T130000Z",
+                "TRANSP:TRANSPARENT"
+            ]
+        ),
+        ev(
+            "gone",
+            &["DTSTART:20250106T140000Z", "DTEND:20250106T150000Z", "STATUS:CANCELLED"]
+        ),
+        ev(
+            "floating",
+            &[
+                "DTSTART:20250106T160000",
+                "DTEND:20250106T170000",
+                "LOCATION:Room 1\\, 2nd floor",
+                "GEO:52.52;13.405"
+            ]
+        ),
+    ));
+    let c = Calendar::parse(&ics, utc(2025, 1, 6, 0, 0), utc(2025, 1, 9, 0, 0), BERLIN).unwrap();
+    assert_eq!(
+        c.busy(),
+        &[
+            Interval {
+                start: utc(2025, 1, 6, 15, 0),
+                end: utc(2025, 1, 6, 16, 0)
+            },
+            Interval {
+                start: utc(2025, 1, 6, 23, 0),
+                end: utc(2025, 1, 7, 23, 0)
+            },
+        ]
+    );
+    assert_eq!(c.occurrences().len(), 4);
+    let f = c.occurrences().iter().find(|o| o.uid == "floating").unwrap();
+    assert_eq!(f.location.as_deref(), Some("Room 1, 2nd floor"));
+    assert_eq!(f.geo, Some((52.52, 13.405)));
+    assert!(c.occurrences().iter().find(|o| o.uid == "allday").unwrap().all_day);
+}
+
+#[test]
+fn freebusy_periods() {
+    let ics = cal(
+        "BEGIN:VFREEBUSY\r\nUID:fb\r\nFREEBUSY:20250106T090000Z/20250106T100000Z,20250106T110000Z/PT30M\r\n\
+         FREEBUSY;FBTYPE=FREE:20250106T120000Z/PT1H\r\nFREEBUSY;FBTYPE=BUSY-TENTATIVE:20250106T095000Z/PT20M\r\nEND:VFREEBUSY\r\n",
+    );
+    let c = Calendar::parse(&ics, utc(2025, 1, 6, 0, 0), utc(2025, 1, 7, 0, 0), chrono_tz::UTC).unwrap();
+    assert_eq!(
+        c.busy(),
+        &[
+            Interval {
+                start: utc(2025, 1, 6, 9, 0),
+                end: utc(2025, 1, 6, 10, 10)
+            },
+            Interval {
+                start: utc(2025, 1, 6, 11, 0),
+                end: utc(2025, 1, 6, 11, 30)
+            },
+        ]
+    );
+}
+
+#[test]
+fn free_slots_respect_hours_days_and_busy_time() {
+    let busy = vec![Interval {
+        start: utc(2025, 1, 6, 9, 0),
+        end: utc(2025, 1, 6, 10, 0),
+    }];
+    let mut spec = SlotSpec::new(
+        utc(2025, 1, 4, 0, 0),
+        utc(2025, 1, 7, 0, 0),
+        Duration::minutes(60),
+        Duration::minutes(30),
+    );
+    spec.tz = BERLIN;
+    spec.working_hours = Some(parse_hours("09:00-12:00").unwrap());
+    spec.days = vec![Weekday::Mon, Weekday::Tue, Weekday::Wed, Weekday::Thu, Weekday::Fri];
+    let s = free_slots(&busy, &spec);
+    // Monday 6 Jan, Berlin 09:00-12:00 = 08:00-11:00 UTC; busy 09:00-10:00 UTC
+    let starts: Vec<(u32, u32)> = s.iter().map(|x| (x.start.hour(), x.start.minute())).collect();
+    assert_eq!(starts, vec![(8, 0), (10, 0)]);
+    let prefs = Preferences {
+        prefer: vec![],
+        avoid: vec![Pref::Morning],
+    };
+    let all = free_slots(
+        &[],
+        &SlotSpec::new(
+            utc(2025, 1, 6, 10, 0),
+            utc(2025, 1, 6, 14, 0),
+            Duration::hours(1),
+            Duration::hours(1),
+        ),
+    );
+    let ranked = rank_slots(&all, &prefs, chrono_tz::UTC);
+    assert_eq!(
+        ranked.iter().map(|s| s.start.hour()).collect::<Vec<_>>(),
+        vec![12, 13, 10, 11]
+    );
+}
+
+#[test]
+fn invitation_reads_back() {
+    let slot = Slot {
+        start: utc(2025, 1, 6, 9, 0),
+        end: utc(2025, 1, 6, 9, 30),
+    };
+    let ics = invitation(
+        &slot,
+        "Sync; planning, Q1",
+        "abc@tacit",
+        utc(2025, 1, 1, 0, 0),
+        Some("Room 5"),
+    );
+    let c = Calendar::parse(&ics, utc(2025, 1, 6, 0, 0), utc(2025, 1, 7, 0, 0), chrono_tz::UTC).unwrap();
+    assert_eq!(
+        c.busy(),
+        &[Interval {
+            start: slot.start,
+            end: slot.end
+        }]
+    );
+    assert_eq!(c.occurrences()[0].summary.as_deref(), Some("Sync; planning, Q1"));
+    assert_eq!(c.occurrences()[0].location.as_deref(), Some("Room 5"));
+}
+
+#[test]
+fn bad_input_is_one_error() {
+    let w = (utc(2025, 1, 1, 0, 0), utc(2025, 1, 2, 0, 0));
+    for bad in [
+        "hello".to_string(),
+        cal(&ev("x", &["DTEND:20250101T100000Z"])),
+        cal(&ev("x", &["DTSTART;TZID=Mars/Olympus:20250101T100000"])),
+        cal(&ev("x", &["DTSTART:2025XX01T100000Z"])),
+        cal(&ev("x", &["DTSTART:20250101T100000Z", "DTEND:20250101T090000Z"])),
+        cal(&ev("x", &["DTSTART:20250101T100000Z", "RRULE:FREQ=SOMETIMES"])),
+        cal(&ev("x", &["DTSTART:20250101T100000Z", "DURATION:1H"])),
+    ] {
+        let e = Calendar::parse(&bad, w.0, w.1, chrono_tz::UTC).unwrap_err();
+        assert!(!e.to_string().contains('\n'), "{e}");
+    }
+    assert!(Calendar::load(Path::new("/nonexistent.ics"), w.0, w.1, chrono_tz::UTC).is_err());
+}
+
+#[test]
+fn parse_helpers() {
+    assert_eq!(parse_span("1h30m").unwrap(), Duration::minutes(90));
+    assert!(parse_span("30x").is_err());
+    assert_eq!(parse_time("2025-01-06", BERLIN).unwrap(), utc(2025, 1, 5, 23, 0));
+    assert_eq!(
+        parse_time("2025-01-06T09:00:00Z", BERLIN).unwrap(),
+        utc(2025, 1, 6, 9, 0)
+    );
+    assert_eq!("fridays".parse::<Pref>().unwrap(), Pref::Day(Weekday::Fri));
+    assert_eq!(parse_ics_duration("P1DT2H").unwrap(), Duration::hours(26));
+}
+
+proptest::proptest! {
+    #[test]
+    fn free_slots_never_overlap_busy(starts in proptest::collection::vec((0i64..48, 1i64..6), 0..8)) {
+        let base = utc(2025, 1, 6, 0, 0);
+        let busy = merge(starts.iter().map(|(s, l)| Interval { start: base + Duration::minutes(30 * s), end: base + Duration::minutes(30 * (s + l)) }).collect());
+        let spec = SlotSpec::new(base, base + Duration::hours(24), Duration::minutes(45), Duration::minutes(15));
+        let slots = free_slots(&busy, &spec);
+        for s in &slots {
+            let iv = Interval { start: s.start, end: s.end };
+            proptest::prop_assert!(busy.iter().all(|b| !b.overlaps(&iv)));
+        }
+        // and every grid point that is free is listed
+        let mut t = base;
+        let mut n = 0;
+        while t + spec.duration <= spec.to {
+            let iv = Interval { start: t, end: t + spec.duration };
+            if busy.iter().all(|b| !b.overlaps(&iv)) { n += 1; }
+            t += spec.step;
+        }
+        proptest::prop_assert_eq!(n, slots.len());
+    }
+}

@@ -1,0 +1,261 @@
+//! `tacit pir table gen` and `tacit pir query`: a quick check of the PIR backends on a
+//! user's own table before the TracEdge protocol runs over the network.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use rand_core::RngCore;
+use tacit_crypto::rng::SecureRng;
+use tacit_pir::lwe::{LweClient, LweParams, LweServer};
+use tacit_pir::ntru::{NtruClient, NtruLayout, NtruServer};
+use tacit_pir::{PirClient, PirServer, Selection, Sizes, Table, TableShape};
+
+/// PIR backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// SimplePIR-style LWE, n = 1024, q = 2^32 (default, ≥ 128-bit security).
+    Lwe,
+    /// The paper's NTRU PIR (N = 439, q = 2^21, X^N − 1). INSECURE: the server
+    /// recovers the queried row from the query; for reproducing the paper only.
+    NtruPaper,
+}
+
+/// The warning printed whenever `ntru-paper` runs.
+pub const NTRU_WARNING: &str = "warning: ntru-paper is INSECURE: a server recovers the queried row from the query alone (see docs/pir.md); use it only to reproduce the paper";
+
+/// `tacit pir …`.
+#[derive(Debug, Subcommand)]
+pub enum PirCommand {
+    /// Key tables as files: raw bytes, row i at offset i·B.
+    #[command(subcommand)]
+    Table(TableCommand),
+    /// Run client and server in one process and print the row in hex.
+    #[command(after_help = "\
+Examples:
+  tacit pir table gen --rows 1000000 --bytes 41 --out keys.tbl
+  tacit pir query --table keys.tbl --bytes 41 --row 123456
+  tacit pir query --table keys.tbl --bytes 41 --row 123456 --json
+  tacit pir query --table keys.tbl --bytes 41 --row 7 --backend ntru-paper")]
+    Query(QueryArgs),
+}
+
+/// `tacit pir table …`.
+#[derive(Debug, Subcommand)]
+pub enum TableCommand {
+    /// Write a table of random rows.
+    #[command(after_help = "Example:\n  tacit pir table gen --rows 10000000 --bytes 41 --out keys.tbl")]
+    Gen(GenArgs),
+}
+
+/// Options of `pir table gen`.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Number of rows.
+    #[arg(long)]
+    rows: u64,
+    /// Bytes per row.
+    #[arg(long)]
+    bytes: u32,
+    /// The file to write.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Options of `pir query`.
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The table file (raw bytes, row i at offset i·B).
+    #[arg(long)]
+    table: PathBuf,
+    /// Bytes per row B.
+    #[arg(long)]
+    bytes: u32,
+    /// The row to retrieve.
+    #[arg(long)]
+    row: u64,
+    /// The backend.
+    #[arg(long, value_enum, default_value_t = Backend::Lwe)]
+    backend: Backend,
+    /// Print JSON: {"row": hex, sizes, times}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `tacit pir …`.
+pub fn run(cmd: PirCommand) -> Result<()> {
+    match cmd {
+        PirCommand::Table(TableCommand::Gen(a)) => gen_table(&a),
+        PirCommand::Query(a) => query(&a),
+    }
+}
+
+fn gen_table(a: &GenArgs) -> Result<()> {
+    let shape = TableShape::new(a.rows, a.bytes)?;
+    let file = std::fs::File::create(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut rng = SecureRng::from_os();
+    let total = shape.table_bytes();
+    let pb = crate::util::progress(total.div_ceil(1 << 20), "writing MiB");
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        rng.fill_bytes(&mut buf[..n]);
+        w.write_all(&buf[..n])
+            .with_context(|| format!("cannot write {}", a.out.display()))?;
+        left -= n as u64;
+        pb.inc(1);
+    }
+    w.flush().with_context(|| format!("cannot write {}", a.out.display()))?;
+    pb.finish_and_clear();
+    eprintln!(
+        "wrote {} rows of {} bytes ({} bytes) to {}",
+        a.rows,
+        a.bytes,
+        total,
+        a.out.display()
+    );
+    Ok(())
+}
+
+/// Reads a table file of `row_bytes`-byte rows.
+pub fn read_table(path: &Path, row_bytes: u32) -> Result<Table> {
+    if row_bytes == 0 {
+        bail!("--bytes must be at least 1");
+    }
+    let data = std::fs::read(path).with_context(|| format!("cannot read the table {}", path.display()))?;
+    if data.is_empty() {
+        bail!("the table {} is empty", path.display());
+    }
+    if data.len() % row_bytes as usize != 0 {
+        bail!(
+            "the table {} has {} bytes, not a whole number of {}-byte rows",
+            path.display(),
+            data.len(),
+            row_bytes
+        );
+    }
+    Ok(Table::from_bytes(data, row_bytes)?)
+}
+
+/// The largest transformed table `ntru-paper` builds in memory (8 GiB).
+pub const NTRU_MAX_TRANSFORMED: u64 = 8 << 30;
+
+/// Bytes of the transformed `ntru-paper` table for a layout.
+pub fn ntru_transformed_bytes(layout: &NtruLayout) -> u64 {
+    layout.regions() as u64 * layout.columns() as u64 * 1024 * 8
+}
+
+#[derive(serde::Serialize)]
+struct QueryOut {
+    row: String,
+    backend: &'static str,
+    index: u64,
+    rows: u64,
+    row_bytes: u32,
+    hint_bytes: u64,
+    query_bytes: u64,
+    answer_bytes: u64,
+    setup_ms: f64,
+    query_ms: f64,
+    answer_ms: f64,
+    decode_ms: f64,
+    insecure: bool,
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let v = f();
+    (v, crate::util::millis(t.elapsed()))
+}
+
+fn query(a: &QueryArgs) -> Result<()> {
+    let table = read_table(&a.table, a.bytes)?;
+    table.shape().check_row(a.row)?;
+    let mut rng = SecureRng::from_os();
+    let sel = Selection::row(a.row);
+    let (row, sizes, setup_ms, query_ms, answer_ms, decode_ms): (Vec<u8>, Sizes, f64, f64, f64, f64) = match a.backend {
+        Backend::Lwe => {
+            let mut seed = [0u8; 16];
+            rng.fill_bytes(&mut seed);
+            let params = LweParams::new(table.shape(), seed)?;
+            let (server, setup_ms) = timed(|| LweServer::setup(&table, params));
+            let server = server?;
+            let client = LweClient::new(server.hint())?;
+            let (q, query_ms) = timed(|| client.query(&sel, &mut rng));
+            let (state, q) = q?;
+            let (ans, answer_ms) = timed(|| server.answer(&q));
+            let (d, decode_ms) = timed(|| client.decode(&state, &ans?));
+            (
+                d?.to_row_bytes(a.bytes),
+                server.sizes(),
+                setup_ms,
+                query_ms,
+                answer_ms,
+                decode_ms,
+            )
+        }
+        Backend::NtruPaper => {
+            eprintln!("{NTRU_WARNING}");
+            let layout = NtruLayout::square(table.shape());
+            let need = ntru_transformed_bytes(&layout);
+            if need > NTRU_MAX_TRANSFORMED {
+                bail!(
+                    "ntru-paper keeps the table in transformed form: {} GiB for this table, over the {} GiB limit; use --backend lwe",
+                    need >> 30,
+                    NTRU_MAX_TRANSFORMED >> 30
+                );
+            }
+            let (server, setup_ms) = timed(|| NtruServer::setup(&table, layout));
+            let server = server?;
+            let client = NtruClient::new(layout, &mut rng);
+            let (q, query_ms) = timed(|| client.query(&sel, &mut rng));
+            let (state, q) = q?;
+            let (ans, answer_ms) = timed(|| server.answer(&q));
+            let (d, decode_ms) = timed(|| client.decode(&state, &ans?));
+            (
+                d?.to_row_bytes(a.bytes),
+                server.sizes(),
+                setup_ms,
+                query_ms,
+                answer_ms,
+                decode_ms,
+            )
+        }
+    };
+    if a.json {
+        let out = QueryOut {
+            row: hex::encode(&row),
+            backend: match a.backend {
+                Backend::Lwe => "lwe",
+                Backend::NtruPaper => "ntru-paper",
+            },
+            index: a.row,
+            rows: table.shape().rows,
+            row_bytes: a.bytes,
+            hint_bytes: sizes.hint_bytes,
+            query_bytes: sizes.query_bytes,
+            answer_bytes: sizes.answer_bytes,
+            setup_ms,
+            query_ms,
+            answer_ms,
+            decode_ms,
+            insecure: a.backend == Backend::NtruPaper,
+        };
+        println!("{}", serde_json::to_string(&out)?);
+    } else {
+        println!("{}", hex::encode(&row));
+        eprintln!(
+            "row {} of {}: setup {setup_ms:.1} ms, query {query_ms:.1} ms ({} bytes), answer {answer_ms:.1} ms ({} bytes), decode {decode_ms:.2} ms; hint {} bytes",
+            a.row,
+            table.shape().rows,
+            sizes.query_bytes,
+            sizes.answer_bytes,
+            sizes.hint_bytes
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,5 @@
+//! `tacit pir`: PIR tables and a one-process query; `tacit bench pir`.
+
+pub mod bench;
+pub mod cmd;
+pub mod peers;

@@ -1,0 +1,7 @@
+//! `tacit pros` (Paillier with python-paillier JSON, FNP PSI, 3PR reconciliation),
+//! `tacit schedule` (appoint: private meeting scheduling), their bench and demo scene.
+
+pub mod bench;
+pub mod cmd;
+pub mod demo;
+pub mod schedule;

@@ -1,0 +1,331 @@
+//! `tacit schedule serve|connect`: appoint — a meeting slot from two .ics calendars
+//! by 3PR, over framed TCP.
+
+use crate::pros::cmd::{SchemeArg, VariantArg, key_and_pool, net_config, runtime};
+use crate::util::sanitize;
+use anyhow::{Context, Result, bail};
+use chrono::{DateTime, Utc, Weekday};
+use chrono_tz::Tz;
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use tacit_calendar::{
+    Calendar, Pref, Preferences, Slot, SlotSpec, free_slots, parse_hours, parse_span, parse_time, parse_zone,
+    rank_slots,
+};
+use tacit_crypto::rng::SecureRng;
+use tacit_net::{FramedConn, FramedListener};
+use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS};
+use tacit_pros::schedule::{self, Agreed, MAX_SLOTS, SlotEncoding, Window};
+
+/// `tacit schedule`.
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Wait for a peer and agree on a slot (party B).
+    #[command(after_help = "\
+Example:
+  tacit schedule serve --calendar bob.ics --listen 127.0.0.1:7990 \\
+      --from 2025-01-06 --to 2025-01-11 --duration 30m --step 30m --hours 09:00-17:00 --tz Europe/Berlin --sessions 1")]
+    Serve {
+        /// Address to listen on.
+        #[arg(long, value_name = "ADDR")]
+        listen: String,
+        /// Exit after this many sessions (default: serve forever).
+        #[arg(long, value_name = "N")]
+        sessions: Option<u64>,
+        /// Smallest peer key accepted.
+        #[arg(long, default_value_t = 2048)]
+        min_key_bits: u32,
+        #[command(flatten)]
+        opts: ScheduleArgs,
+    },
+    /// Connect to a peer and agree on a slot (party A, holds the key).
+    #[command(after_help = "\
+Example:
+  tacit schedule connect --calendar alice.ics --connect 127.0.0.1:7990 \\
+      --from 2025-01-06 --to 2025-01-11 --duration 30m --step 30m --hours 09:00-17:00 --tz Europe/Berlin \\
+      --prefer morning --avoid friday --out meeting.ics")]
+    Connect {
+        /// The peer.
+        #[arg(long, value_name = "ADDR")]
+        connect: String,
+        /// Paillier key size.
+        #[arg(long, default_value_t = DEFAULT_KEY_BITS)]
+        key_bits: u32,
+        #[command(flatten)]
+        opts: ScheduleArgs,
+    },
+}
+
+/// `--encoding`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SlotEncodingArg {
+    /// Start and end hashed: any date, any duration.
+    Default,
+    /// The paper's 32-bit S‖D (45 days ahead, whole hours).
+    Paper,
+}
+
+/// Options both parties give.
+#[derive(Debug, Clone, Args)]
+pub struct ScheduleArgs {
+    /// Your calendar (.ics): VEVENTs and VFREEBUSY block time.
+    #[arg(long, value_name = "FILE.ics")]
+    pub calendar: PathBuf,
+    /// Window start: RFC 3339 time or a date (midnight in --tz). Must match the peer's.
+    #[arg(long)]
+    pub from: String,
+    /// Window end (exclusive). Must match the peer's.
+    #[arg(long)]
+    pub to: String,
+    /// Meeting length, e.g. 30m, 1h, 1h30m.
+    #[arg(long, default_value = "30m")]
+    pub duration: String,
+    /// Grid step between slot starts.
+    #[arg(long, default_value = "15m")]
+    pub step: String,
+    /// Your time zone (IANA), for working hours, preferences, dates and output
+    /// (default: $TZ, else UTC).
+    #[arg(long)]
+    pub tz: Option<String>,
+    /// Your working hours, e.g. 09:00-17:00 (default: any time).
+    #[arg(long, value_name = "HH:MM-HH:MM")]
+    pub hours: Option<String>,
+    /// Your working days, e.g. mon,tue,wed,thu,fri (default: every day).
+    #[arg(long, value_delimiter = ',')]
+    pub days: Vec<String>,
+    /// Preferences ranking your slots first: morning, afternoon, evening, a weekday.
+    #[arg(long, value_delimiter = ',')]
+    pub prefer: Vec<String>,
+    /// Slots to rank last: morning, afternoon, evening, a weekday.
+    #[arg(long, value_delimiter = ',')]
+    pub avoid: Vec<String>,
+    /// At most this many of your best slots take part (the worst case costs n² comparisons).
+    #[arg(long, default_value_t = 32)]
+    pub max_slots: usize,
+    /// Slot encoding (must match the peer's).
+    #[arg(long, value_enum, default_value = "default")]
+    pub encoding: SlotEncodingArg,
+    /// Preference composition.
+    #[arg(long, value_enum, default_value = "sor")]
+    pub scheme: SchemeArg,
+    /// 3PR variant.
+    #[arg(long, value_enum, default_value = "implicit")]
+    pub variant: VariantArg,
+    /// Write the agreed slot as an .ics invitation.
+    #[arg(long, value_name = "FILE.ics")]
+    pub out: Option<PathBuf>,
+    /// Title of the invitation.
+    #[arg(long, default_value = "Meeting (scheduled privately with tacit)")]
+    pub summary: String,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+struct Prepared {
+    window: Window,
+    slots: Vec<Slot>,
+    tz: Tz,
+    free: usize,
+}
+
+fn weekday(s: &str) -> Result<Weekday> {
+    match s.parse::<Pref>()? {
+        Pref::Day(d) => Ok(d),
+        _ => bail!("{s:?} is not a weekday"),
+    }
+}
+
+fn prepare(o: &ScheduleArgs) -> Result<Prepared> {
+    let tz = match &o.tz {
+        Some(z) => parse_zone(z)?,
+        None => match std::env::var("TZ") {
+            Ok(z) if z.parse::<Tz>().is_ok() => parse_zone(&z)?,
+            _ => chrono_tz::UTC,
+        },
+    };
+    let from = parse_time(&o.from, tz)?;
+    let to = parse_time(&o.to, tz)?;
+    let mut spec = SlotSpec::new(from, to, parse_span(&o.duration)?, parse_span(&o.step)?);
+    spec.tz = tz;
+    spec.working_hours = o.hours.as_deref().map(parse_hours).transpose()?;
+    spec.days = o.days.iter().map(|d| weekday(d)).collect::<Result<_>>()?;
+    spec.check(100_000)?;
+    if o.max_slots == 0 || o.max_slots > MAX_SLOTS {
+        bail!("--max-slots must be from 1 to {MAX_SLOTS}");
+    }
+    let cal = Calendar::load(&o.calendar, from, to, tz)?;
+    let prefs = Preferences {
+        prefer: o.prefer.iter().map(|p| p.parse()).collect::<Result<_, _>>()?,
+        avoid: o.avoid.iter().map(|p| p.parse()).collect::<Result<_, _>>()?,
+    };
+    let free = free_slots(cal.busy(), &spec);
+    let mut slots = rank_slots(&free, &prefs, tz);
+    slots.truncate(o.max_slots);
+    if slots.is_empty() {
+        bail!(
+            "your calendar has no free {} slot between {} and {}",
+            o.duration,
+            o.from,
+            o.to
+        );
+    }
+    let window = Window {
+        from,
+        to,
+        duration: spec.duration,
+        step: spec.step,
+        encoding: match o.encoding {
+            SlotEncodingArg::Default => SlotEncoding::Default,
+            SlotEncodingArg::Paper => SlotEncoding::Paper,
+        },
+    };
+    for s in &slots {
+        window.element(s)?;
+    }
+    Ok(Prepared {
+        window,
+        slots,
+        tz,
+        free: free.len(),
+    })
+}
+
+fn local(t: DateTime<Utc>, tz: Tz) -> String {
+    t.with_timezone(&tz).to_rfc3339()
+}
+
+fn report(a: &Agreed, p: &Prepared, o: &ScheduleArgs) -> Result<()> {
+    if o.json {
+        let slots: Vec<_> = a
+            .slots
+            .iter()
+            .map(|s| serde_json::json!({"start": local(s.start, p.tz), "end": local(s.end, p.tz)}))
+            .collect();
+        let first = slots.first().cloned().unwrap_or(serde_json::Value::Null);
+        let mut out = serde_json::json!({
+            "start": first.get("start"),
+            "end": first.get("end"),
+            "slots": slots,
+            "rounds": a.reconciled.rounds,
+            "n": a.reconciled.n,
+            "my_free_slots": p.free,
+            "my_offered_slots": p.slots.len(),
+        });
+        if a.slots.is_empty() {
+            out["start"] = serde_json::Value::Null;
+            out["end"] = serde_json::Value::Null;
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for s in &a.slots {
+            println!(
+                "{} – {}",
+                s.start.with_timezone(&p.tz).format("%a %Y-%m-%d %H:%M"),
+                s.end.with_timezone(&p.tz).format("%H:%M %Z")
+            );
+        }
+    }
+    if a.slots.is_empty() {
+        eprintln!("tacit schedule: no common free slot ({} rounds)", a.reconciled.rounds);
+        return Ok(());
+    }
+    eprintln!(
+        "tacit schedule: agreed after {} rounds; offered {} of my {} free slots",
+        a.reconciled.rounds,
+        p.slots.len(),
+        p.free
+    );
+    if let Some(path) = &o.out {
+        let s = &a.slots[0];
+        let uid = format!("{}-{}@tacit", s.start.timestamp(), s.end.timestamp());
+        let ics = tacit_calendar::invitation(s, &o.summary, &uid, Utc::now(), None);
+        std::fs::write(path, ics).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("tacit schedule: invitation written to {}", path.display());
+    }
+    Ok(())
+}
+
+pub fn run(cmd: ScheduleCommand) -> Result<()> {
+    let mut rng = SecureRng::from_os();
+    match cmd {
+        ScheduleCommand::Serve {
+            listen,
+            sessions,
+            min_key_bits,
+            opts,
+        } => {
+            let p = prepare(&opts)?;
+            runtime()?.block_on(async {
+                let l = FramedListener::bind(&listen, &net_config())
+                    .await
+                    .with_context(|| format!("cannot listen on {listen}"))?;
+                eprintln!(
+                    "tacit schedule serve: {} of {} free slots offered; listening on {}",
+                    p.slots.len(),
+                    p.free,
+                    l.local_addr()?
+                );
+                let mut served = 0u64;
+                while sessions.is_none_or(|m| served < m) {
+                    let mut c = match l.accept().await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            eprintln!("tacit schedule serve: accept failed: {e}");
+                            continue;
+                        }
+                    };
+                    served += 1;
+                    let r = schedule::serve(
+                        &mut c,
+                        &p.window,
+                        opts.scheme.get(),
+                        opts.variant.get(),
+                        &p.slots,
+                        min_key_bits,
+                        MAX_KEY_BITS,
+                        &mut rng,
+                    )
+                    .await;
+                    match r {
+                        Ok(a) => report(&a, &p, &opts)?,
+                        Err(e) => eprintln!("tacit schedule serve: session {served}: {}", sanitize(&e.to_string())),
+                    }
+                }
+                Ok::<_, anyhow::Error>(())
+            })
+        }
+        ScheduleCommand::Connect {
+            connect,
+            key_bits,
+            opts,
+        } => {
+            if key_bits < 2048 {
+                eprintln!(
+                    "tacit: warning: a {key_bits}-bit Paillier key is for reproducing the paper only; it protects nothing"
+                );
+            }
+            let p = prepare(&opts)?;
+            let (key, pool) = key_and_pool(key_bits, p.slots.len())?;
+            let a = runtime()?.block_on(async {
+                let mut c = FramedConn::connect(connect.as_str(), &net_config())
+                    .await
+                    .with_context(|| format!("cannot connect to {connect}"))?;
+                Ok::<_, anyhow::Error>(
+                    schedule::connect(
+                        &mut c,
+                        &p.window,
+                        opts.scheme.get(),
+                        opts.variant.get(),
+                        key,
+                        &p.slots,
+                        pool,
+                        &mut rng,
+                    )
+                    .await?,
+                )
+            })?;
+            report(&a, &p, &opts)
+        }
+    }
+}

@@ -1,0 +1,781 @@
+//! FNP private set intersection (Freedman, Nissim, Pinkas, EUROCRYPT 2004; PROS §3.3,
+//! §4.5) with FNP's balanced-allocation bucketing, and private matching (PM) of single
+//! elements (§4.5, Fig. 3).
+//!
+//! ```text
+//! Chooser C (key holder)                                   Sender S
+//!   places its elements in B bins (two choices, greedy),
+//!   pads each bin to M roots with dummies,
+//!   p_k(x) = ∏_{c ∈ bin k} (x − c)   (monic, degree M)
+//!   Query = pk, seed, E(α_{k,i}) for all k < B, i < M   ───▶
+//!                                                          for each y ∈ X_S (padded to
+//!                                                          the bound with dummies), for
+//!                                                          both bins k ∈ {h₁(y), h₂(y)}:
+//!                                                            E(r·p_k(y) + y), r fresh
+//!                                                  ◀───   Answer = the 2·n results, shuffled
+//!   decrypts; v ∈ X_C ⇔ v is in the intersection
+//! ```
+//!
+//! Without bucketing (`B = 1`, `M = m`) this is the protocol of §3.3 with `O(m·n)`
+//! exponentiations for S; with bucketing S does `O(n·M)` with `M = O(log log m)`.
+//! The leading coefficient of a monic polynomial is 1 and is not sent. All sizes
+//! depend only on the public bounds `(m, n)`: C learns the intersection and nothing
+//! else; S learns nothing (semantic security of Paillier).
+//!
+//! S re-randomises every result with a fresh `ρⁿ` so that C, who made the
+//! coefficients, cannot relate the result's randomness to its own.
+
+use crate::bn::{self, Nat};
+use crate::element::ElementEncoding;
+use crate::paillier::{Ciphertext, PrivateKey, PublicKey, RnPool};
+use crate::poly::{Multiplier, Poly, horner_encrypted};
+use crate::{Error, Result};
+use openssl::bn::BigNumRef;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{CryptoRngCore, SeedableRng};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use tacit_wire::{Reader, Writer};
+
+/// Wire tag of the chooser's query.
+pub const TAG_QUERY: u16 = 0x0410;
+/// Wire tag of the sender's answer.
+pub const TAG_ANSWER: u16 = 0x0411;
+
+/// Largest bound on either set.
+pub const MAX_SET_BOUND: u32 = 100_000;
+
+/// Public parameters of one FNP run; both parties must run with the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PsiParams {
+    /// Balanced-allocation bucketing on (the default) or one polynomial of degree `m`.
+    pub bucketing: bool,
+    /// How elements become integers.
+    pub encoding: ElementEncoding,
+    /// The chooser's set bound `m`.
+    pub chooser_bound: u32,
+    /// The sender's set bound `n`.
+    pub sender_bound: u32,
+    /// How the chooser multiplies polynomials (local choice; not sent).
+    pub multiplier: Multiplier,
+}
+
+impl PsiParams {
+    /// Bucketed, hashed elements, with the given bounds.
+    pub fn new(chooser_bound: u32, sender_bound: u32) -> Self {
+        PsiParams {
+            bucketing: true,
+            encoding: ElementEncoding::Hash127,
+            chooser_bound,
+            sender_bound,
+            multiplier: Multiplier::Karatsuba,
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        for (what, b) in [
+            ("chooser bound", self.chooser_bound),
+            ("sender bound", self.sender_bound),
+        ] {
+            if b == 0 || b > MAX_SET_BOUND {
+                return Err(Error::Invalid(format!("{what} {b} is not in 1..={MAX_SET_BOUND}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of bins `B`: `⌈m / ln ln m⌉` (FNP §5.1), one bin below 16 elements or
+    /// without bucketing.
+    pub fn bins(&self) -> u32 {
+        let m = self.chooser_bound as f64;
+        if !self.bucketing || self.chooser_bound < 16 {
+            return 1;
+        }
+        (m / m.ln().ln()).ceil() as u32
+    }
+
+    /// Roots per bin `M`: `m` with one bin, else `⌈m/B⌉ + ⌈log₂ ln B⌉ + 2`, the
+    /// two-choice maximum load (Azar et al.) with a margin; the chooser draws a new
+    /// hash seed in the rare case its set overflows a bin.
+    pub fn load(&self) -> u32 {
+        let b = self.bins();
+        if b == 1 {
+            return self.chooser_bound;
+        }
+        let avg = self.chooser_bound.div_ceil(b);
+        avg + ((b as f64).ln().log2().ceil().max(0.0) as u32) + 2
+    }
+
+    /// Answers the sender returns: `2n` with bucketing (both candidate bins), else `n`.
+    pub fn answers(&self) -> usize {
+        self.sender_bound as usize * if self.bins() > 1 { 2 } else { 1 }
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        w.put_bool(self.bucketing);
+        w.put_u8(self.encoding.code());
+        w.put_u32(self.chooser_bound);
+        w.put_u32(self.sender_bound);
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<Self> {
+        let bucketing = r.bool("bucketing")?;
+        let encoding = ElementEncoding::from_code(r.u8()?)?;
+        let p = PsiParams {
+            bucketing,
+            encoding,
+            chooser_bound: r.u32()?,
+            sender_bound: r.u32()?,
+            multiplier: Multiplier::Karatsuba,
+        };
+        p.check()?;
+        Ok(p)
+    }
+
+    fn same_as(&self, other: &PsiParams) -> bool {
+        self.bucketing == other.bucketing
+            && self.encoding == other.encoding
+            && self.chooser_bound == other.chooser_bound
+            && self.sender_bound == other.sender_bound
+    }
+
+    /// Size in bytes of a query under a `bits`-bit key.
+    pub fn query_len(&self, bits: u32) -> usize {
+        let ct = (2 * bits as usize).div_ceil(8);
+        3 + 10 + 2 + (bits as usize).div_ceil(8) + 32 + 8 + self.bins() as usize * self.load() as usize * ct
+    }
+
+    /// Size in bytes of an answer under a `bits`-bit key.
+    pub fn answer_len(&self, bits: u32) -> usize {
+        3 + 4 + self.answers() * (2 * bits as usize).div_ceil(8)
+    }
+}
+
+/// The two candidate bins of a value under a seed.
+pub fn bins_of(seed: &[u8; 32], v: &BigNumRef, bins: u32) -> Result<(u32, u32)> {
+    let vb = crate::element::value_bytes(v)?;
+    let h = |which: u8| {
+        let mut d = Sha256::new();
+        d.update(b"tacit-pros/v1/bin\0");
+        d.update(seed);
+        d.update([which]);
+        d.update(vb);
+        let out: [u8; 32] = d.finalize().into();
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&out[..8]);
+        (u64::from_be_bytes(x) % bins as u64) as u32
+    };
+    Ok((h(1), h(2)))
+}
+
+/// Greedy two-choice allocation of values to bins; `None` if a bin would exceed
+/// `load`.
+pub fn allocate(seed: &[u8; 32], values: &[Nat], bins: u32, load: u32) -> Result<Option<Vec<Vec<usize>>>> {
+    let mut out: Vec<Vec<usize>> = vec![Vec::new(); bins as usize];
+    for (i, v) in values.iter().enumerate() {
+        let (a, b) = bins_of(seed, v, bins)?;
+        let k = if out[b as usize].len() < out[a as usize].len() {
+            b
+        } else {
+            a
+        };
+        if out[k as usize].len() >= load as usize {
+            return Ok(None);
+        }
+        out[k as usize].push(i);
+    }
+    Ok(Some(out))
+}
+
+/// The chooser's first (and only) message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// The run's parameters.
+    pub params: PsiParams,
+    /// The chooser's public key.
+    pub key: PublicKey,
+    /// The seed of the bin hashes.
+    pub seed: [u8; 32],
+    /// `B·M` encrypted coefficients, bin by bin, `α₀ … α_{M−1}` each.
+    pub coeffs: Vec<Ciphertext>,
+}
+
+impl Query {
+    /// `01 0410 || params || key || seed || u32 B || u32 M || B·M × ciphertext`.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::with_capacity(self.params.query_len(self.key.bits()));
+        w.put_envelope(TAG_QUERY);
+        self.params.encode(&mut w);
+        self.key.encode(&mut w);
+        w.put_fixed(&self.seed);
+        w.put_u32(self.params.bins());
+        w.put_u32(self.params.load());
+        for c in &self.coeffs {
+            self.key.encode_ciphertext(c, &mut w);
+        }
+        w.into_bytes()
+    }
+
+    /// Decodes a query for a sender running `ours` with keys of `min_bits..=max_bits`.
+    pub fn from_bytes(bytes: &[u8], ours: &PsiParams, min_bits: u32, max_bits: u32) -> Result<Self> {
+        crate::messages::check_refusal(bytes)?;
+        let mut r = Reader::new(bytes);
+        r.envelope(TAG_QUERY, "FNP query")?;
+        let params = PsiParams::decode(&mut r)?;
+        if !params.same_as(ours) {
+            return Err(Error::ParamsMismatch(format!(
+                "we run FNP with bucketing {}, encoding {:?}, bounds ({}, {}); the chooser asked for {}, {:?}, ({}, {})",
+                ours.bucketing,
+                ours.encoding,
+                ours.chooser_bound,
+                ours.sender_bound,
+                params.bucketing,
+                params.encoding,
+                params.chooser_bound,
+                params.sender_bound
+            )));
+        }
+        let key = PublicKey::decode(&mut r)?;
+        crate::messages::check_key_bits(&key, min_bits.max(params.encoding.min_key_bits()), max_bits)?;
+        let seed = r.array::<32>("bin seed")?;
+        let (b, m) = (r.u32()?, r.u32()?);
+        if b != params.bins() || m != params.load() {
+            return Err(Error::ParamsMismatch(format!(
+                "the chooser uses {b} bins of {m} roots; the parameters give {} of {}",
+                params.bins(),
+                params.load()
+            )));
+        }
+        let count = b as usize * m as usize;
+        let coeffs = key.decode_ciphertexts(&mut r, count)?;
+        r.finish()?;
+        Ok(Query {
+            params,
+            key,
+            seed,
+            coeffs,
+        })
+    }
+}
+
+/// The sender's answer: the evaluations, shuffled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// `E(r·p(y) + y)` for every evaluation.
+    pub values: Vec<Ciphertext>,
+}
+
+impl Answer {
+    /// `01 0411 || u32 count || count × ciphertext`.
+    pub fn to_bytes(&self, key: &PublicKey) -> Vec<u8> {
+        let mut w = Writer::with_capacity(7 + self.values.len() * key.ciphertext_len());
+        w.put_envelope(TAG_ANSWER);
+        w.put_count(self.values.len());
+        for c in &self.values {
+            key.encode_ciphertext(c, &mut w);
+        }
+        w.into_bytes()
+    }
+
+    /// Decodes an answer to a query of `params` under `key`.
+    pub fn from_bytes(bytes: &[u8], params: &PsiParams, key: &PublicKey) -> Result<Self> {
+        crate::messages::check_refusal(bytes)?;
+        let mut r = Reader::new(bytes);
+        r.envelope(TAG_ANSWER, "FNP answer")?;
+        let count = r.count("FNP answers", params.answers(), key.ciphertext_len())?;
+        if count != params.answers() {
+            return Err(Error::WrongCount {
+                what: "evaluations",
+                count,
+                expected: params.answers(),
+            });
+        }
+        let values = key.decode_ciphertexts(&mut r, count)?;
+        r.finish()?;
+        Ok(Answer { values })
+    }
+}
+
+/// `E(r·p(y) + y)` with `r` a fresh unit, re-randomised by a fresh `ρⁿ` (from
+/// `pool` when it has one): the sender's oblivious evaluation (§3.3).
+pub fn evaluate(
+    pk: &PublicKey,
+    enc: &[Ciphertext],
+    y: &BigNumRef,
+    pool: &RnPool,
+    rng: &mut impl CryptoRngCore,
+) -> Result<Ciphertext> {
+    let py = horner_encrypted(pk, enc, y)?;
+    let mut r = bn::random_unit(rng, pk.n())?;
+    let masked = bn::pow_secret(&py.0, &r, pk.n_squared());
+    bn::wipe(&mut r);
+    let rn = pool.take(pk, rng)?;
+    // E(y) = g^y·ρⁿ with g^y = 1 + y·n
+    let ey = bn::mul_mod(&*pk.g_pow(&*bn::reduce(y, pk.n())?)?, &rn, pk.n_squared())?;
+    Ok(Ciphertext(bn::mul_mod(&*masked?, &ey, pk.n_squared())?))
+}
+
+/// Seeds for `count` parallel workers.
+pub(crate) fn seeds(rng: &mut impl CryptoRngCore, count: usize) -> Vec<[u8; 32]> {
+    (0..count)
+        .map(|_| {
+            let mut s = [0u8; 32];
+            rng.fill_bytes(&mut s);
+            s
+        })
+        .collect()
+}
+
+/// Fisher–Yates shuffle with the caller's RNG.
+pub(crate) fn shuffle<T>(v: &mut [T], rng: &mut impl CryptoRngCore) {
+    for i in (1..v.len()).rev() {
+        let j = uniform(rng, i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}
+
+fn uniform(rng: &mut impl CryptoRngCore, n: u64) -> u64 {
+    let zone = u64::MAX - (u64::MAX % n);
+    loop {
+        let x = rng.next_u64();
+        if x < zone {
+            return x % n;
+        }
+    }
+}
+
+/// Removes duplicates, keeping the first occurrence.
+pub(crate) fn dedupe<T: AsRef<[u8]>>(items: &[T]) -> Vec<Vec<u8>> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .iter()
+        .filter(|x| seen.insert(x.as_ref().to_vec()))
+        .map(|x| x.as_ref().to_vec())
+        .collect()
+}
+
+/// The chooser before it sends its query.
+#[derive(Debug)]
+pub struct Chooser;
+
+/// The chooser waiting for the sender's answer.
+#[derive(Debug)]
+pub struct ChooserAwaitingAnswer {
+    params: PsiParams,
+    key: PrivateKey,
+    by_value: HashMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Chooser {
+    /// Builds and encrypts the bin polynomials of `set` (deduplicated; at most
+    /// `params.chooser_bound` elements) under `key`, taking `rⁿ` values from `pool`.
+    pub fn start<T: AsRef<[u8]>>(
+        params: &PsiParams,
+        key: PrivateKey,
+        set: &[T],
+        pool: &RnPool,
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<(ChooserAwaitingAnswer, Query)> {
+        params.check()?;
+        let pk = key.public().clone();
+        if pk.bits() < params.encoding.min_key_bits() {
+            return Err(Error::KeySize(format!(
+                "a {}-bit key leaves no room for {}-bit elements; use at least {} bits",
+                pk.bits(),
+                params.encoding.bits(),
+                params.encoding.min_key_bits()
+            )));
+        }
+        let set = dedupe(set);
+        if set.len() > params.chooser_bound as usize {
+            return Err(Error::SetTooLarge {
+                what: "the chooser's set",
+                len: set.len(),
+                max: params.chooser_bound as usize,
+            });
+        }
+        let values: Vec<Nat> = set.iter().map(|e| params.encoding.value(e)).collect::<Result<_>>()?;
+        let mut by_value = HashMap::with_capacity(set.len());
+        for (v, e) in values.iter().zip(&set) {
+            by_value.insert(crate::element::value_bytes(v)?.to_vec(), e.clone());
+        }
+        let (bins, load) = (params.bins(), params.load());
+        let mut seed = [0u8; 32];
+        let alloc = loop {
+            rng.fill_bytes(&mut seed);
+            if let Some(a) = allocate(&seed, &values, bins, load)? {
+                break a;
+            }
+        };
+        // dummy roots: uniform in [2^{b+1}, n), never a sender value
+        let mut lo = openssl::bn::BigNum::new()?;
+        lo.set_bit(params.encoding.bits() as i32 + 1)?;
+        let span = bn::sub(pk.n(), &lo)?;
+        let mut roots_per_bin = Vec::with_capacity(bins as usize);
+        for members in &alloc {
+            let mut roots: Vec<Nat> = members.iter().map(|&i| bn::dup(&values[i])).collect::<Result<_>>()?;
+            while roots.len() < load as usize {
+                roots.push(bn::add(&lo, &*bn::random_below(rng, &span)?)?);
+            }
+            roots_per_bin.push(roots);
+        }
+        let polys: Vec<Poly> = roots_per_bin
+            .par_iter()
+            .map(|r| Poly::from_roots(r, pk.n(), params.multiplier))
+            .collect::<Result<_>>()?;
+        let plain: Vec<&Nat> = polys.iter().flat_map(|p| &p.coeffs()[..load as usize]).collect();
+        let s = seeds(rng, plain.len());
+        let coeffs: Vec<Ciphertext> = plain
+            .par_iter()
+            .zip(s)
+            .map(|(c, s)| pk.encrypt_pooled(c, pool, &mut ChaCha20Rng::from_seed(s)))
+            .collect::<Result<_>>()?;
+        Ok((
+            ChooserAwaitingAnswer {
+                params: *params,
+                key,
+                by_value,
+            },
+            Query {
+                params: *params,
+                key: pk,
+                seed,
+                coeffs,
+            },
+        ))
+    }
+}
+
+impl ChooserAwaitingAnswer {
+    /// Decrypts the answer (on all cores) and returns the intersection, in the order
+    /// the elements were found.
+    pub fn on_answer(self, bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let ans = Answer::from_bytes(bytes, &self.params, self.key.public())?;
+        self.on_answer_typed(&ans)
+    }
+
+    /// Like [`ChooserAwaitingAnswer::on_answer`] with a typed answer.
+    pub fn on_answer_typed(self, ans: &Answer) -> Result<Vec<Vec<u8>>> {
+        if ans.values.len() != self.params.answers() {
+            return Err(Error::WrongCount {
+                what: "evaluations",
+                count: ans.values.len(),
+                expected: self.params.answers(),
+            });
+        }
+        let plain: Vec<Nat> = ans
+            .values
+            .par_iter()
+            .map(|c| self.key.decrypt_raw(c))
+            .collect::<Result<_>>()?;
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for v in plain {
+            if !self.params.encoding.is_element_value(&v) {
+                continue;
+            }
+            let k = crate::element::value_bytes(&v)?.to_vec();
+            if let Some(e) = self.by_value.get(&k) {
+                if seen.insert(k) {
+                    out.push(e.clone());
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The sender: its set and the policy it accepts queries under.
+#[derive(Debug)]
+pub struct Sender {
+    params: PsiParams,
+    values: Vec<Nat>,
+    min_key_bits: u32,
+    max_key_bits: u32,
+}
+
+impl Sender {
+    /// A sender with `set` (deduplicated; at most `params.sender_bound` elements)
+    /// accepting chooser keys of `min_key_bits..=max_key_bits`.
+    pub fn new<T: AsRef<[u8]>>(params: &PsiParams, set: &[T], min_key_bits: u32, max_key_bits: u32) -> Result<Self> {
+        params.check()?;
+        let set = dedupe(set);
+        if set.len() > params.sender_bound as usize {
+            return Err(Error::SetTooLarge {
+                what: "the sender's set",
+                len: set.len(),
+                max: params.sender_bound as usize,
+            });
+        }
+        let values = set.iter().map(|e| params.encoding.value(e)).collect::<Result<_>>()?;
+        Ok(Sender {
+            params: *params,
+            values,
+            min_key_bits,
+            max_key_bits,
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &PsiParams {
+        &self.params
+    }
+
+    /// Decodes a query and answers it.
+    pub fn respond(&self, bytes: &[u8], rng: &mut impl CryptoRngCore) -> Result<(Answer, PublicKey)> {
+        let q = Query::from_bytes(bytes, &self.params, self.min_key_bits, self.max_key_bits)?;
+        let a = self.respond_typed(&q, None, rng)?;
+        Ok((a, q.key))
+    }
+
+    /// Answers a decoded query; `pool` may hold precomputed `ρⁿ` for the chooser's key.
+    pub fn respond_typed(&self, q: &Query, pool: Option<&RnPool>, rng: &mut impl CryptoRngCore) -> Result<Answer> {
+        if !q.params.same_as(&self.params) {
+            return Err(Error::ParamsMismatch("the query was made for other parameters".into()));
+        }
+        let pk = &q.key;
+        let own_pool;
+        let pool = match pool {
+            Some(p) => p,
+            None => {
+                own_pool = RnPool::new(pk)?;
+                &own_pool
+            }
+        };
+        let (bins, load) = (self.params.bins(), self.params.load() as usize);
+        if q.coeffs.len() != bins as usize * load {
+            return Err(Error::WrongCount {
+                what: "encrypted coefficients",
+                count: q.coeffs.len(),
+                expected: bins as usize * load,
+            });
+        }
+        // the jobs: (bin, value); dummies pad the set to the bound and cost the same
+        let mut jobs: Vec<(u32, Nat)> = Vec::with_capacity(self.params.answers());
+        let pad = self.params.sender_bound as usize - self.values.len();
+        let mut ys: Vec<Nat> = self.values.iter().map(|v| bn::dup(v)).collect::<Result<_>>()?;
+        for _ in 0..pad {
+            ys.push(self.params.encoding.dummy(rng)?);
+        }
+        for y in ys {
+            if bins == 1 {
+                jobs.push((0, y));
+            } else {
+                let (a, b) = bins_of(&q.seed, &y, bins)?;
+                jobs.push((a, bn::dup(&y)?));
+                jobs.push((b, y));
+            }
+        }
+        let s = seeds(rng, jobs.len());
+        let mut values: Vec<Ciphertext> = jobs
+            .par_iter()
+            .zip(s)
+            .map(|((k, y), s)| {
+                let enc = &q.coeffs[*k as usize * load..(*k as usize + 1) * load];
+                evaluate(pk, enc, y, pool, &mut ChaCha20Rng::from_seed(s))
+            })
+            .collect::<Result<_>>()?;
+        shuffle(&mut values, rng);
+        Ok(Answer { values })
+    }
+}
+
+/// Private matching (PM) of single elements (§4.5): FNP with sets of one element,
+/// without bucketing. The chooser's query is `E(−a)` (the lower coefficient of
+/// `x − a`); the sender answers `E(r·(y − a) + y)`.
+pub mod pm {
+    use super::*;
+
+    /// The chooser's PM query for element value `a`.
+    pub fn query(pk: &PublicKey, a: &BigNumRef, pool: &RnPool, rng: &mut impl CryptoRngCore) -> Result<Ciphertext> {
+        let neg = bn::sub_mod(&*openssl::bn::BigNum::new()?, &*bn::reduce(a, pk.n())?, pk.n())?;
+        pk.encrypt_pooled(&neg, pool, rng)
+    }
+
+    /// The sender's PM answer for its element value `y`.
+    pub fn answer(
+        pk: &PublicKey,
+        q: &Ciphertext,
+        y: &BigNumRef,
+        pool: &RnPool,
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Ciphertext> {
+        evaluate(pk, std::slice::from_ref(q), y, pool, rng)
+    }
+
+    /// Whether the answer shows a match with the chooser's value `a`.
+    pub fn matched(key: &PrivateKey, answer: &Ciphertext, a: &BigNumRef) -> Result<bool> {
+        Ok(*key.decrypt_raw(answer)? == *a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rng(s: u8) -> ChaCha20Rng {
+        ChaCha20Rng::from_seed([s; 32])
+    }
+
+    fn key() -> PrivateKey {
+        static K: std::sync::OnceLock<PrivateKey> = std::sync::OnceLock::new();
+        K.get_or_init(|| PrivateKey::generate(256).unwrap()).clone()
+    }
+
+    fn run(params: &PsiParams, c: &[String], s: &[String], seed: u8) -> Vec<Vec<u8>> {
+        let k = key();
+        let pool = RnPool::new(k.public()).unwrap();
+        let mut r = rng(seed);
+        let (wait, q) = Chooser::start(params, k, c, &pool, &mut r).unwrap();
+        let sender = Sender::new(params, s, 256, 4096).unwrap();
+        let (a, pk) = sender.respond(&q.to_bytes(), &mut r).unwrap();
+        wait.on_answer(&a.to_bytes(&pk)).unwrap()
+    }
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn bucketed_and_plain_find_the_intersection() {
+        let c: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
+        let mut s: Vec<String> = (0..30).map(|i| format!("s{i}")).collect();
+        s.extend(names(&["c3", "c17", "c39"]));
+        for bucketing in [true, false] {
+            let mut p = PsiParams::new(40, 40);
+            p.bucketing = bucketing;
+            assert_eq!(p.bins() > 1, bucketing);
+            let mut got = run(&p, &c, &s, 1);
+            got.sort();
+            assert_eq!(got, vec![b"c17".to_vec(), b"c3".to_vec(), b"c39".to_vec()]);
+        }
+    }
+
+    #[test]
+    fn sizes_depend_only_on_bounds() {
+        let p = PsiParams::new(20, 10);
+        let k = key();
+        let pool = RnPool::new(k.public()).unwrap();
+        let (_, q1) = Chooser::start(&p, k.clone(), &names(&["a"]), &pool, &mut rng(2)).unwrap();
+        let (_, q2) = Chooser::start(
+            &p,
+            k.clone(),
+            &(0..20).map(|i| i.to_string()).collect::<Vec<_>>(),
+            &pool,
+            &mut rng(3),
+        )
+        .unwrap();
+        assert_eq!(q1.to_bytes().len(), q2.to_bytes().len());
+        assert_eq!(q1.to_bytes().len(), p.query_len(256));
+        let s1 = Sender::new(&p, &names(&["x"]), 256, 4096).unwrap();
+        let s2 = Sender::new(&p, &(0..10).map(|i| i.to_string()).collect::<Vec<_>>(), 256, 4096).unwrap();
+        let a1 = s1.respond(&q1.to_bytes(), &mut rng(4)).unwrap();
+        let a2 = s2.respond(&q1.to_bytes(), &mut rng(4)).unwrap();
+        assert_eq!(a1.0.to_bytes(&a1.1).len(), a2.0.to_bytes(&a2.1).len());
+        assert_eq!(a1.0.to_bytes(&a1.1).len(), p.answer_len(256));
+    }
+
+    #[test]
+    fn overflowing_sets_and_mismatched_peers_are_refused() {
+        let p = PsiParams::new(4, 4);
+        let k = key();
+        let pool = RnPool::new(k.public()).unwrap();
+        assert!(matches!(
+            Chooser::start(&p, k.clone(), &names(&["1", "2", "3", "4", "5"]), &pool, &mut rng(5)),
+            Err(Error::SetTooLarge { .. })
+        ));
+        let (wait, q) = Chooser::start(&p, k.clone(), &names(&["1"]), &pool, &mut rng(5)).unwrap();
+        // a sender with other bounds refuses
+        let other = Sender::new(&PsiParams::new(5, 4), &names(&["1"]), 256, 4096).unwrap();
+        assert!(matches!(
+            other.respond(&q.to_bytes(), &mut rng(6)),
+            Err(Error::ParamsMismatch(_))
+        ));
+        // a sender demanding bigger keys refuses
+        let strict = Sender::new(&p, &names(&["1"]), 2048, 4096).unwrap();
+        assert!(matches!(
+            strict.respond(&q.to_bytes(), &mut rng(6)),
+            Err(Error::KeySize(_))
+        ));
+        // trailing bytes, truncation
+        let s = Sender::new(&p, &names(&["1"]), 256, 4096).unwrap();
+        let mut b = q.to_bytes();
+        b.push(0);
+        assert!(s.respond(&b, &mut rng(6)).is_err());
+        assert!(s.respond(&q.to_bytes()[..100], &mut rng(6)).is_err());
+        // an answer with one evaluation too few
+        let (a, pk) = s.respond(&q.to_bytes(), &mut rng(6)).unwrap();
+        let short = Answer {
+            values: a.values[1..].to_vec(),
+        };
+        assert!(matches!(
+            wait.on_answer(&short.to_bytes(&pk)),
+            Err(Error::WrongCount { .. })
+        ));
+    }
+
+    #[test]
+    fn a_ciphertext_outside_the_group_is_refused() {
+        let p = PsiParams::new(2, 2);
+        let k = key();
+        let pool = RnPool::new(k.public()).unwrap();
+        let (_, mut q) = Chooser::start(&p, k.clone(), &names(&["1"]), &pool, &mut rng(7)).unwrap();
+        q.coeffs[0] = Ciphertext(bn::dup(q.key.n()).unwrap());
+        let s = Sender::new(&p, &names(&["1"]), 256, 4096).unwrap();
+        assert!(matches!(
+            s.respond(&q.to_bytes(), &mut rng(8)),
+            Err(Error::BadCiphertext(_))
+        ));
+    }
+
+    #[test]
+    fn two_choice_allocation_rarely_needs_a_second_seed() {
+        let p = PsiParams::new(2000, 1);
+        let values: Vec<Nat> = (0..2000u64)
+            .map(|i| ElementEncoding::Hash127.value(&i.to_be_bytes()).unwrap())
+            .collect();
+        let mut fails = 0;
+        for s in 0..20u8 {
+            if allocate(&[s; 32], &values, p.bins(), p.load()).unwrap().is_none() {
+                fails += 1;
+            }
+        }
+        assert!(fails <= 2, "{fails} of 20 seeds overflowed");
+    }
+
+    #[test]
+    fn private_matching() {
+        let k = key();
+        let pk = k.public();
+        let pool = RnPool::new(pk).unwrap();
+        let mut r = rng(9);
+        let a = bn::from_u64(77).unwrap();
+        let q = pm::query(pk, &a, &pool, &mut r).unwrap();
+        let yes = pm::answer(pk, &q, &a, &pool, &mut r).unwrap();
+        let no = pm::answer(pk, &q, &bn::from_u64(78).unwrap(), &pool, &mut r).unwrap();
+        assert!(pm::matched(&k, &yes, &a).unwrap());
+        assert!(!pm::matched(&k, &no, &a).unwrap());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(8))]
+        #[test]
+        fn intersection_equals_plain_intersection(
+            c in proptest::collection::btree_set(0u32..60, 0..20),
+            s in proptest::collection::btree_set(0u32..60, 0..20),
+            bucketing in any::<bool>(),
+        ) {
+            let mut p = PsiParams::new(20, 20);
+            p.bucketing = bucketing;
+            p.encoding = ElementEncoding::Integer32;
+            let cv: Vec<String> = c.iter().map(|x| x.to_string()).collect();
+            let sv: Vec<String> = s.iter().map(|x| x.to_string()).collect();
+            let mut got: Vec<u32> = run(&p, &cv, &sv, 10).iter().map(|b| String::from_utf8(b.clone()).unwrap().parse().unwrap()).collect();
+            got.sort();
+            let want: Vec<u32> = c.intersection(&s).cloned().collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! PROS: privacy-preserving reconciliation of ordered sets (Mayer, Wetzel, Teubert,
+//! Meyer, CODASPY 2011) and the building blocks it is made of.
+//!
+//! * [`paillier`] — the additively homomorphic Paillier cryptosystem (§3.1, §4.2):
+//!   CRT decryption, a pool of precomputed `rⁿ` for online encryption, signed
+//!   plaintexts, constant-time secret exponentiations on OpenSSL's `BIGNUM`;
+//! * [`poly`] — polynomials over `Z_n` (§4.3): product trees with Karatsuba or
+//!   schoolbook multiplication, Horner's rule on ciphertexts (§4.5);
+//! * [`fnp`] — FNP private set intersection with balanced-allocation bucketing, and
+//!   private matching (PM) of single elements (§3.3, §4.5);
+//! * [`threepr`] — the 3PR^C fair reconciliation protocols under Sum and Minimum of
+//!   Ranks, FNP-implicit, PSI-explicit and PSI-explicit-cached (§3.4, §4.6);
+//! * [`schedule`] — appoint (§5): private meeting scheduling on real calendars;
+//! * [`phe`] — python-paillier's JSON keys and ciphertexts;
+//! * [`net`] — drivers over tacit's framed TCP.
+//!
+//! The protocol engines are sans-I/O state machines: bytes in, bytes out, randomness
+//! passed in.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use rand_chacha::ChaCha20Rng;
+//! use rand_core::SeedableRng;
+//! use tacit_pros::paillier::{PrivateKey, RnPool};
+//! use tacit_pros::threepr::{Initiator, InitiatorStep, ReconcileParams, Responder, ResponderStep};
+//!
+//! let mut rng = ChaCha20Rng::from_seed([7; 32]);
+//! let key = PrivateKey::generate(256).unwrap(); // the paper's size; the default is 3072
+//! let pool = Arc::new(RnPool::new(key.public()).unwrap());
+//! let alice = ["tue 10:00", "mon 09:00", "wed 14:00"];
+//! let bob = ["wed 14:00", "mon 09:00", "fri 16:00"];
+//!
+//! let params = ReconcileParams::default(); // sum of ranks, FNP-implicit
+//! let (a, hello) = Initiator::start(params, key, &alice, pool).unwrap();
+//! let (mut b, accept) = Responder::new(params, &bob, 256, 4096).unwrap().on_hello(&hello, &mut rng).unwrap();
+//! let (mut a, mut msg) = a.on_accept(&accept, &mut rng).unwrap();
+//! let result = loop {
+//!     match b.on_message(&msg, &mut rng).unwrap() {
+//!         ResponderStep::Answer(next_b, answer) => {
+//!             b = next_b;
+//!             match a.on_answer(&answer, &mut rng).unwrap() {
+//!                 InitiatorStep::Continue(next_a, q) => { a = next_a; msg = q; }
+//!                 InitiatorStep::Done(res, outcome) => {
+//!                     let ResponderStep::Done(res_b) = b.on_message(&outcome, &mut rng).unwrap() else { panic!() };
+//!                     assert_eq!(res.elements, res_b.elements);
+//!                     break res;
+//!                 }
+//!             }
+//!         }
+//!         ResponderStep::Done(_) => unreachable!(),
+//!     }
+//! };
+//! // mon 09:00 has rank sum 2 + 2 = 4, wed 14:00 has 1 + 3 = 4: both maximise
+//! assert_eq!(result.elements, vec![b"mon 09:00".to_vec(), b"wed 14:00".to_vec()]);
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod backends;
+pub mod bn;
+pub mod element;
+mod error;
+pub mod fnp;
+mod messages;
+pub mod net;
+pub mod paillier;
+pub mod phe;
+pub mod poly;
+pub mod schedule;
+pub mod threepr;
+
+pub use error::Error;
+
+/// Result alias of this crate.
+pub type Result<T> = core::result::Result<T, Error>;

@@ -1,0 +1,348 @@
+//! appoint (PROS §5): private meeting scheduling. Each party turns its calendar into
+//! an ordered set of free slots (best first, by its preferences), and the two run
+//! 3PR (by default Sum of Ranks, FNP-implicit, as appoint did) on those sets. Both
+//! learn the agreed slot(s) and the number of rounds, nothing else about the other's
+//! calendar (see `docs/pros.md`).
+//!
+//! Before reconciling, A sends the window it schedules in (`from`, `to`, duration,
+//! step, slot encoding); B refuses unless it schedules in the same window, because
+//! slots only match when both grids are the same. The window is not secret.
+//!
+//! Slot encodings:
+//! * [`SlotEncoding::Default`] — the slot's start and end (Unix seconds) hashed to a
+//!   127-bit element: any date, any duration;
+//! * [`SlotEncoding::Paper`] — the paper's 32-bit `Z = S ‖ D` (§5.2): `S` the start in
+//!   minutes since midnight UTC of the window's first day (16 bits, hence at most 45
+//!   days ahead), `D` the duration in whole hours (16 bits).
+
+use crate::element::ElementEncoding;
+use crate::paillier::{PrivateKey, RnPool};
+use crate::threepr::{ReconcileParams, Reconciled, Responder, Scheme, Variant};
+use crate::{Error, Result};
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use rand_core::CryptoRngCore;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tacit_calendar::Slot;
+use tacit_net::FramedConn;
+use tacit_wire::{Reader, Writer};
+
+/// Wire tag of A's scheduling hello (the window).
+pub const TAG_WINDOW: u16 = 0x0430;
+/// Wire tag of B's agreement to the window.
+pub const TAG_WINDOW_OK: u16 = 0x0431;
+
+/// How slots become set elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SlotEncoding {
+    /// Start and end hashed (no limit on dates or durations).
+    #[default]
+    Default,
+    /// The paper's 32-bit `S ‖ D`.
+    Paper,
+}
+
+impl SlotEncoding {
+    fn code(self) -> u8 {
+        match self {
+            SlotEncoding::Default => 0,
+            SlotEncoding::Paper => 1,
+        }
+    }
+
+    fn from_code(c: u8) -> Result<Self> {
+        match c {
+            0 => Ok(SlotEncoding::Default),
+            1 => Ok(SlotEncoding::Paper),
+            _ => Err(Error::Wire(tacit_wire::Error::invalid(
+                "slot encoding",
+                format!("unknown code {c}"),
+            ))),
+        }
+    }
+
+    /// The element encoding 3PR runs with.
+    pub fn element_encoding(self) -> ElementEncoding {
+        match self {
+            SlotEncoding::Default => ElementEncoding::Hash127,
+            SlotEncoding::Paper => ElementEncoding::Integer32,
+        }
+    }
+}
+
+/// The public frame of a scheduling run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// First possible start.
+    pub from: DateTime<Utc>,
+    /// Meetings end by then.
+    pub to: DateTime<Utc>,
+    /// Meeting length.
+    pub duration: Duration,
+    /// Grid step.
+    pub step: Duration,
+    /// Slot encoding.
+    pub encoding: SlotEncoding,
+}
+
+impl Window {
+    fn encode(&self, w: &mut Writer) {
+        w.put_u64(self.from.timestamp() as u64);
+        w.put_u64(self.to.timestamp() as u64);
+        w.put_u32(self.duration.num_seconds() as u32);
+        w.put_u32(self.step.num_seconds() as u32);
+        w.put_u8(self.encoding.code());
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<Self> {
+        let ts = |v: u64| -> Result<DateTime<Utc>> {
+            Utc.timestamp_opt(v as i64, 0)
+                .single()
+                .ok_or_else(|| Error::Wire(tacit_wire::Error::invalid("window time", "out of range")))
+        };
+        Ok(Window {
+            from: ts(r.u64()?)?,
+            to: ts(r.u64()?)?,
+            duration: Duration::seconds(r.u32()? as i64),
+            step: Duration::seconds(r.u32()? as i64),
+            encoding: SlotEncoding::from_code(r.u8()?)?,
+        })
+    }
+
+    /// `01 0430 || u64 from || u64 to || u32 duration s || u32 step s || u8 encoding`.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(TAG_WINDOW);
+        self.encode(&mut w);
+        w.into_bytes()
+    }
+
+    /// Decodes a window message.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        crate::messages::check_refusal(bytes)?;
+        let mut r = Reader::new(bytes);
+        r.envelope(TAG_WINDOW, "scheduling window")?;
+        let w = Self::decode(&mut r)?;
+        r.finish()?;
+        Ok(w)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} to {} in {}-minute slots every {} minutes ({:?} encoding)",
+            self.from.to_rfc3339(),
+            self.to.to_rfc3339(),
+            self.duration.num_minutes(),
+            self.step.num_minutes(),
+            self.encoding
+        )
+    }
+
+    /// The set element of a slot.
+    pub fn element(&self, slot: &Slot) -> Result<Vec<u8>> {
+        match self.encoding {
+            SlotEncoding::Default => {
+                let mut v = b"tacit-slot/v1".to_vec();
+                v.extend_from_slice(&slot.start.timestamp().to_be_bytes());
+                v.extend_from_slice(&slot.end.timestamp().to_be_bytes());
+                Ok(v)
+            }
+            SlotEncoding::Paper => {
+                let midnight = Utc.from_utc_datetime(&self.from.date_naive().and_hms_opt(0, 0, 0).unwrap_or_default());
+                let s = (slot.start - midnight).num_minutes();
+                if !(0..65536).contains(&s) {
+                    return Err(Error::Invalid(format!(
+                        "the paper's slot encoding reaches 45 days (65535 minutes) from {}; this slot starts {} minutes after",
+                        midnight.date_naive(),
+                        s
+                    )));
+                }
+                let d = slot.end - slot.start;
+                if d.num_minutes() % 60 != 0 || d.num_hours() < 1 || d.num_hours() > 65535 {
+                    return Err(Error::Invalid(format!(
+                        "the paper's slot encoding holds durations in whole hours; {} minutes is not one",
+                        d.num_minutes()
+                    )));
+                }
+                let z = ((s as u32) << 16) | d.num_hours() as u32;
+                Ok(z.to_string().into_bytes())
+            }
+        }
+    }
+}
+
+/// The largest number of slots a party puts in its ordered set (the worst case costs
+/// `n²` comparisons).
+pub const MAX_SLOTS: usize = 512;
+
+/// The agreed slot(s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agreed {
+    /// The slots of maximal combined preference (empty: no common free slot).
+    pub slots: Vec<Slot>,
+    /// The reconciliation's details.
+    pub reconciled: Reconciled,
+}
+
+/// Slot elements in order, and the slot of each element.
+type SlotElements = (Vec<Vec<u8>>, HashMap<Vec<u8>, Slot>);
+
+fn elements(window: &Window, slots: &[Slot]) -> Result<SlotElements> {
+    if slots.is_empty() {
+        return Err(Error::Invalid("no free slot in the window".into()));
+    }
+    if slots.len() > MAX_SLOTS {
+        return Err(Error::SetTooLarge {
+            what: "the slot list",
+            len: slots.len(),
+            max: MAX_SLOTS,
+        });
+    }
+    let mut map = HashMap::new();
+    let mut out = Vec::with_capacity(slots.len());
+    for s in slots {
+        let e = window.element(s)?;
+        map.insert(e.clone(), *s);
+        out.push(e);
+    }
+    Ok((out, map))
+}
+
+fn params(encoding: SlotEncoding, scheme: Scheme, variant: Variant) -> ReconcileParams {
+    ReconcileParams {
+        scheme,
+        variant,
+        encoding: encoding.element_encoding(),
+    }
+}
+
+/// A's side (key holder): sends the window, then reconciles `slots` (best first).
+#[allow(clippy::too_many_arguments)]
+pub async fn connect(
+    conn: &mut FramedConn,
+    window: &Window,
+    scheme: Scheme,
+    variant: Variant,
+    key: PrivateKey,
+    slots: &[Slot],
+    pool: Arc<RnPool>,
+    rng: &mut impl CryptoRngCore,
+) -> Result<Agreed> {
+    let (set, map) = elements(window, slots)?;
+    conn.send(&window.to_bytes()).await?;
+    let ok = conn.recv().await?;
+    crate::messages::check_refusal(&ok)?;
+    let mut r = Reader::new(&ok);
+    r.envelope(TAG_WINDOW_OK, "window agreement")?;
+    r.finish()?;
+    let rec =
+        crate::net::reconcile_initiator(conn, params(window.encoding, scheme, variant), key, &set, pool, rng).await?;
+    finish(rec, &map)
+}
+
+/// B's side: checks A's window equals ours, then reconciles.
+#[allow(clippy::too_many_arguments)]
+pub async fn serve(
+    conn: &mut FramedConn,
+    window: &Window,
+    scheme: Scheme,
+    variant: Variant,
+    slots: &[Slot],
+    min_key_bits: u32,
+    max_key_bits: u32,
+    rng: &mut impl CryptoRngCore,
+) -> Result<Agreed> {
+    let (set, map) = elements(window, slots)?;
+    let msg = conn.recv().await?;
+    let theirs = match Window::from_bytes(&msg) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = conn
+                .send(&tacit_wire::Encode::to_wire(&tacit_wire::ErrorMessage::new(
+                    e.to_string(),
+                )))
+                .await;
+            return Err(e);
+        }
+    };
+    if theirs != *window {
+        let e = Error::ParamsMismatch(format!(
+            "we schedule {}; the peer schedules {}",
+            window.describe(),
+            theirs.describe()
+        ));
+        let _ = conn
+            .send(&tacit_wire::Encode::to_wire(&tacit_wire::ErrorMessage::new(
+                e.to_string(),
+            )))
+            .await;
+        return Err(e);
+    }
+    let mut w = Writer::new();
+    w.put_envelope(TAG_WINDOW_OK);
+    conn.send(&w.into_bytes()).await?;
+    let responder = Responder::new(
+        params(window.encoding, scheme, variant),
+        &set,
+        min_key_bits,
+        max_key_bits,
+    )?;
+    let rec = crate::net::reconcile_responder(conn, responder, rng).await?;
+    finish(rec, &map)
+}
+
+fn finish(rec: Reconciled, map: &HashMap<Vec<u8>, Slot>) -> Result<Agreed> {
+    let slots = rec
+        .elements
+        .iter()
+        .map(|e| {
+            map.get(e)
+                .copied()
+                .ok_or_else(|| Error::Deviation("an agreed slot that is not ours".into()))
+        })
+        .collect::<Result<_>>()?;
+    Ok(Agreed { slots, reconciled: rec })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(h: u32, m: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2025, 1, 6, h, m, 0).unwrap()
+    }
+
+    #[test]
+    fn encodings() {
+        let mut w = Window {
+            from: t(0, 0),
+            to: t(23, 0),
+            duration: Duration::hours(1),
+            step: Duration::minutes(30),
+            encoding: SlotEncoding::Paper,
+        };
+        let s = Slot {
+            start: t(9, 30),
+            end: t(10, 30),
+        };
+        assert_eq!(w.element(&s).unwrap(), (((570u32) << 16) | 1).to_string().into_bytes());
+        let far = Slot {
+            start: t(9, 0) + Duration::days(46),
+            end: t(10, 0) + Duration::days(46),
+        };
+        assert!(w.element(&far).is_err());
+        assert!(
+            w.element(&Slot {
+                start: t(9, 0),
+                end: t(9, 30)
+            })
+            .is_err()
+        );
+        w.encoding = SlotEncoding::Default;
+        assert!(w.element(&far).is_ok());
+        assert_eq!(Window::from_bytes(&w.to_bytes()).unwrap(), w);
+        let mut b = w.to_bytes();
+        b.push(1);
+        assert!(Window::from_bytes(&b).is_err());
+    }
+}

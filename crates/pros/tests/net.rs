@@ -1,0 +1,218 @@
+//! The engines over real framed TCP on loopback: FNP PSI, 3PR, and scheduling from
+//! two .ics calendars.
+
+use chrono::{Duration, TimeZone, Utc};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use std::sync::Arc;
+use tacit_calendar::{Calendar, Pref, Preferences, SlotSpec, free_slots, rank_slots};
+use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_pros::fnp::{PsiParams, Sender};
+use tacit_pros::paillier::{PrivateKey, RnPool};
+use tacit_pros::schedule::{self, SlotEncoding, Window};
+use tacit_pros::threepr::{ReconcileParams, Responder, Scheme, Variant};
+use tacit_pros::{Error, net};
+
+fn cfg() -> NetConfig {
+    NetConfig {
+        max_frame: net::MAX_FRAME,
+        ..NetConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psi_over_tcp() {
+    let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let p = PsiParams::new(8, 8);
+    let server = tokio::spawn(async move {
+        let s = Sender::new(&p, &["x", "y", "z"], 256, 4096).unwrap();
+        let mut c = l.accept().await.unwrap();
+        net::psi_serve(&mut c, &s, &mut ChaCha20Rng::from_seed([1; 32])).await
+    });
+    let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+    let key = PrivateKey::generate(256).unwrap();
+    let pool = RnPool::new(key.public()).unwrap();
+    let got = net::psi_query(
+        &mut c,
+        &p,
+        key,
+        &["y", "w"],
+        &pool,
+        &mut ChaCha20Rng::from_seed([2; 32]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(got, vec![b"y".to_vec()]);
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_over_tcp_and_a_refusal_reaches_the_peer() {
+    let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let p = ReconcileParams {
+        scheme: Scheme::Mor,
+        variant: Variant::ExplicitCached,
+        ..Default::default()
+    };
+    let server = tokio::spawn(async move {
+        let mut out = Vec::new();
+        for strict in [false, true] {
+            let r = Responder::new(p, &["d", "c", "b", "a"], if strict { 2048 } else { 256 }, 4096).unwrap();
+            let mut c = l.accept().await.unwrap();
+            out.push(net::reconcile_responder(&mut c, r, &mut ChaCha20Rng::from_seed([3; 32])).await);
+        }
+        out
+    });
+    let key = PrivateKey::generate(256).unwrap();
+    let pool = Arc::new(RnPool::new(key.public()).unwrap());
+    let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+    let got = net::reconcile_initiator(
+        &mut c,
+        p,
+        key.clone(),
+        &["a", "x", "c"],
+        pool.clone(),
+        &mut ChaCha20Rng::from_seed([4; 32]),
+    )
+    .await
+    .unwrap();
+    // a: max(0, 3) = 3; c: max(2, 1) = 2 → c
+    assert_eq!(got.elements, vec![b"c".to_vec()]);
+    let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+    let e = net::reconcile_initiator(&mut c, p, key, &["a"], pool, &mut ChaCha20Rng::from_seed([5; 32]))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::PeerRefused(ref m) if m.contains("256 bits")), "{e}");
+    let res = server.await.unwrap();
+    assert_eq!(res[0].as_ref().unwrap().elements, vec![b"c".to_vec()]);
+    assert!(matches!(res[1], Err(Error::KeySize(_))));
+}
+
+fn cal(events: &[(&str, &str)]) -> String {
+    let mut s = String::from("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n");
+    for (i, (a, b)) in events.iter().enumerate() {
+        s.push_str(&format!("BEGIN:VEVENT\r\nUID:{i}\r\nDTSTART;TZID=Europe/Berlin:{a}\r\nDTEND;TZID=Europe/Berlin:{b}\r\nEND:VEVENT\r\n"));
+    }
+    s.push_str("END:VCALENDAR\r\n");
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedule_from_two_calendars() {
+    let tz = chrono_tz::Europe::Berlin;
+    let from = tz.with_ymd_and_hms(2025, 1, 6, 9, 0, 0).unwrap().with_timezone(&Utc);
+    let to = tz.with_ymd_and_hms(2025, 1, 6, 13, 0, 0).unwrap().with_timezone(&Utc);
+    let alice = Calendar::parse(&cal(&[("20250106T090000", "20250106T103000")]), from, to, tz).unwrap();
+    let bob = Calendar::parse(&cal(&[("20250106T110000", "20250106T120000")]), from, to, tz).unwrap();
+    let mut spec = SlotSpec::new(from, to, Duration::minutes(30), Duration::minutes(30));
+    spec.tz = tz;
+    let window = Window {
+        from,
+        to,
+        duration: spec.duration,
+        step: spec.step,
+        encoding: SlotEncoding::Default,
+    };
+    let prefs_a = Preferences {
+        prefer: vec![],
+        avoid: vec![Pref::Morning],
+    };
+    let slots_a = rank_slots(&free_slots(alice.busy(), &spec), &prefs_a, tz);
+    let slots_b = rank_slots(&free_slots(bob.busy(), &spec), &Preferences::default(), tz);
+    let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let w2 = window;
+    let server = tokio::spawn(async move {
+        let mut c = l.accept().await.unwrap();
+        schedule::serve(
+            &mut c,
+            &w2,
+            Scheme::Sor,
+            Variant::Implicit,
+            &slots_b,
+            256,
+            4096,
+            &mut ChaCha20Rng::from_seed([6; 32]),
+        )
+        .await
+    });
+    let key = PrivateKey::generate(256).unwrap();
+    let pool = Arc::new(RnPool::new(key.public()).unwrap());
+    let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+    let a = schedule::connect(
+        &mut c,
+        &window,
+        Scheme::Sor,
+        Variant::Implicit,
+        key,
+        &slots_a,
+        pool,
+        &mut ChaCha20Rng::from_seed([7; 32]),
+    )
+    .await
+    .unwrap();
+    let b = server.await.unwrap().unwrap();
+    assert_eq!(a.slots, b.slots);
+    // free for both: 10:30, 12:00, 12:30 (Berlin). Alice avoids mornings:
+    // her list starts 12:00, 12:30, 10:30, …; Bob lists 09:00 … 10:30, 12:00, 12:30
+    // positions: 10:30 → 2+3, 12:00 → 0+4, 12:30 → 1+5 → 12:00 wins
+    assert_eq!(a.slots.len(), 1);
+    assert_eq!(
+        a.slots[0].start,
+        tz.with_ymd_and_hms(2025, 1, 6, 12, 0, 0).unwrap().with_timezone(&Utc)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedule_refuses_another_window() {
+    let from = Utc.with_ymd_and_hms(2025, 1, 6, 9, 0, 0).unwrap();
+    let w = Window {
+        from,
+        to: from + Duration::hours(2),
+        duration: Duration::minutes(30),
+        step: Duration::minutes(30),
+        encoding: SlotEncoding::Default,
+    };
+    let mut other = w;
+    other.step = Duration::minutes(15);
+    let slots = free_slots(&[], &SlotSpec::new(w.from, w.to, w.duration, w.step));
+    let s2 = slots.clone();
+    let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let mut c = l.accept().await.unwrap();
+        schedule::serve(
+            &mut c,
+            &w,
+            Scheme::Sor,
+            Variant::Implicit,
+            &s2,
+            256,
+            4096,
+            &mut ChaCha20Rng::from_seed([8; 32]),
+        )
+        .await
+    });
+    let key = PrivateKey::generate(256).unwrap();
+    let pool = Arc::new(RnPool::new(key.public()).unwrap());
+    let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+    let e = schedule::connect(
+        &mut c,
+        &other,
+        Scheme::Sor,
+        Variant::Implicit,
+        key,
+        &slots,
+        pool,
+        &mut ChaCha20Rng::from_seed([9; 32]),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(e, Error::PeerRefused(ref m) if m.contains("we schedule")),
+        "{e}"
+    );
+    assert!(matches!(server.await.unwrap(), Err(Error::ParamsMismatch(_))));
+}
