@@ -161,7 +161,7 @@ fn grant_key(
     e: &[u8; 32],
     y: &[u8; 32],
     chain: &[u8],
-) -> [u8; 32] {
+) -> zeroize::Zeroizing<[u8; 32]> {
     let mut h = Sha256::new();
     for f in [&nonce[..], &mpk_hash[..], &e[..], &y[..], chain] {
         h.update((f.len() as u64).to_be_bytes());
@@ -169,7 +169,7 @@ fn grant_key(
     }
     let info: [u8; 32] = h.finalize().into();
     let okm = hkdf_sha256(KDF_SALT, dh, &info, 32).expect("32 ≤ 255·32");
-    let mut k = [0u8; 32];
+    let mut k = zeroize::Zeroizing::new([0u8; 32]);
     k.copy_from_slice(&okm);
     k
 }
@@ -315,7 +315,7 @@ impl AwaitingKeyRequest {
         let y = SecretScalar::<G>::random(rng);
         let y_raw = G::element_bytes(&G::mul_base(y.expose()));
         let dh = zeroize::Zeroizing::new(G::element_bytes(&G::mul(&e, y.expose())));
-        let k = zeroize::Zeroizing::new(grant_key(&dh, &nonce, &self.mpk_hash, &e_raw, &y_raw, &chain_bytes));
+        let k = grant_key(&dh, &nonce, &self.mpk_hash, &e_raw, &y_raw, &chain_bytes);
         let ct = AeadKey::new(*k).seal(&[0u8; NONCE_LEN], &aad(&nonce, &y_raw), &key.to_bytes());
         let mut w = Writer::new();
         w.put_envelope(tags::KEY_GRANT);
@@ -454,14 +454,7 @@ impl AwaitingGrant {
         r.finish()?;
         let y = G::decode_element(&y_raw)?;
         let dh = zeroize::Zeroizing::new(G::element_bytes(&G::mul(&y, self.e.expose())));
-        let k = zeroize::Zeroizing::new(grant_key(
-            &dh,
-            &self.nonce,
-            &self.mpk_hash,
-            &self.e_raw,
-            &y_raw,
-            &self.chain,
-        ));
+        let k = grant_key(&dh, &self.nonce, &self.mpk_hash, &self.e_raw, &y_raw, &self.chain);
         let pt = zeroize::Zeroizing::new(
             AeadKey::new(*k)
                 .open(&[0u8; NONCE_LEN], &aad(&self.nonce, &y_raw), ct)
