@@ -17,6 +17,8 @@
 //! * [`root_service`]: the IBE root authority online: key requests and the naming
 //!   roots' revocation lists ([`blessing::revocation`]).
 #![deny(missing_docs)]
+// Only `ibe::lines` (the wiped Miller-loop lines of a secret key) calls into blst.
+#![deny(unsafe_code)]
 
 pub mod blessing;
 pub mod carrier;
