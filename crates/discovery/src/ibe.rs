@@ -870,6 +870,12 @@ pub fn microbench(iterations: usize, message_len: usize) -> Vec<Timing> {
     out.push(time("pairing (prepared G2)", &mut || {
         std::hint::black_box(key.k_lines.pair(&t_point));
     }));
+    // The same pairing through blstrs' G2Prepared (not wiped), the floor the wiped
+    // lines are compared with.
+    let blstrs_lines = G2Prepared::from(key.k.0);
+    out.push(time("pairing (blstrs G2Prepared, unwiped)", &mut || {
+        std::hint::black_box(pair(&t_point, &blstrs_lines));
+    }));
     out
 }
 
