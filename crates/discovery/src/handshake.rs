@@ -1128,7 +1128,8 @@ pub mod zero_rtt {
             }
             let conf = open_once(&self.htk2, b"0rtt/c1'", &c1, "the server's confirmation")?;
             let expected = confirmation(&bid, &sid, &sha256(&[&self.service.id_bytes]), &self.id_c_hash);
-            if conf != expected {
+            // Compared in constant time: the confirmation is keyed material.
+            if !bool::from(subtle::ConstantTimeEq::ct_eq(conf.as_slice(), expected.as_slice())) {
                 return Err(Error::BadConfirmation);
             }
             let gxy = dh(&self.x, &gy_e);
