@@ -4,7 +4,9 @@
 //! decoded value re-encodes to the same bytes (one encoding per value); validating a
 //! decoded chain never panics.
 use libfuzzer_sys::fuzz_target;
-use tacit_discovery::blessing::{Blessing, Name, Policy, PrefixPolicy, Principal, TrustedRoot, TrustedRoots};
+use tacit_discovery::blessing::{
+    Blessing, CertificateId, Name, Policy, PrefixPolicy, Principal, SignedRevocationList, TrustedRoot, TrustedRoots,
+};
 use tacit_wire::{Decode, Encode};
 
 fuzz_target!(|data: &[u8]| {
@@ -24,6 +26,14 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(r) = TrustedRoots::from_file_bytes(data) {
         assert_eq!(r.to_file_bytes(), data);
     }
+    // Issue 10: revocation lists arrive from root services and files; applying one
+    // to roots that trust its issuer never panics.
+    if let Ok(l) = SignedRevocationList::from_file_bytes(data) {
+        assert_eq!(l.to_file_bytes(), data);
+        let mut roots = TrustedRoots::new();
+        let _ = roots.insert(l.unverified().root().clone());
+        let _ = roots.apply_revocations(&l);
+    }
     if let Ok(n) = Name::from_wire(data) {
         assert_eq!(n.to_wire(), data);
     }
@@ -31,6 +41,9 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(p.to_wire(), data);
     }
     if let Ok(s) = core::str::from_utf8(data) {
+        if let Ok(id) = s.parse::<CertificateId>() {
+            assert_eq!(id.to_string(), s.trim().to_ascii_lowercase());
+        }
         if let Ok(n) = Name::parse(s) {
             assert_eq!(n.to_string(), s);
         }

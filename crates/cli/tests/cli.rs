@@ -1022,6 +1022,21 @@ fn public_key(home: &str) -> String {
 /// An IBE root, a `Home` root that blesses a camera and a phone, and a visitor who is
 /// its own root `Street`; every principal trusts both roots.
 fn discover_world() -> (String, String, String) {
+    let w = discover_world_full();
+    (w.cam, w.phone, w.visitor)
+}
+
+/// The paths of [`discover_world_full`].
+struct DiscoverWorld {
+    dir: PathBuf,
+    ibe: String,
+    home: String,
+    cam: String,
+    phone: String,
+    visitor: String,
+}
+
+fn discover_world_full() -> DiscoverWorld {
     let dir = tmp("discover");
     let d = |n: &str| dir.join(n).to_str().unwrap().to_string();
     let (ibe, home, cam, phone, visitor) = (
@@ -1057,14 +1072,32 @@ fn discover_world() -> (String, String, String) {
         ok_out(tacit().args(["discover", "id", "trust", "--store", p, "Home", &hk]));
         ok_out(tacit().args(["discover", "id", "trust", "--store", p, "Street", &sk]));
         let k = d(&format!("{}.prefix-key", name.replace('/', "-")));
-        ok_out(tacit().args(["discover", "root", "extract", name, "--dir", &ibe, "--out", &k]));
+        // The operator's override (the online path is `root serve`, tested below).
+        ok_out(tacit().args([
+            "discover",
+            "root",
+            "extract",
+            name,
+            "--dir",
+            &ibe,
+            "--out",
+            &k,
+            "--operator-checked",
+        ]));
         let mpk = format!("{ibe}/ibe.mpk");
         ok_out(tacit().args(["discover", "id", "use-prefix-key", "--store", p, &k, "--mpk", &mpk]));
     }
     let shown = ok_out(tacit().args(["discover", "id", "show", "--store", &phone]));
     assert!(shown.contains("name:        Home/Phone"), "{shown}");
     assert!(shown.contains("prefix key:  Home/Phone"), "{shown}");
-    (cam, phone, visitor)
+    DiscoverWorld {
+        dir,
+        ibe,
+        home,
+        cam,
+        phone,
+        visitor,
+    }
 }
 
 /// Starts `tacit discover advertise`; returns it and its handshake address once it
@@ -1495,4 +1528,379 @@ fn drop_send_to_a_name_matches_authenticated_contacts_only() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("unauthenticated"), "{}", stdout(&out));
     assert!(rx.wait().unwrap().success());
+}
+
+/// [`spawn_listening`], keeping every later line of stderr for the test to read.
+fn spawn_listening_logged(args: &[&str]) -> (Child, String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let mut child = tacit()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("printed its address").unwrap();
+        if let Some(i) = line.find("listening on ") {
+            break line[i + "listening on ".len()..].trim().to_string();
+        }
+    };
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let l2 = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            l2.lock().unwrap().push(line);
+        }
+    });
+    (child, addr, log)
+}
+
+/// Issue 10, between processes: the CA revokes a lost device's account. The CA never
+/// renews it; a device that fetched the list (`id refresh`) refuses it as a sender
+/// (its receiver closes the connection) and as a receiver (its sender sends nothing);
+/// an older list never replaces a newer one.
+#[test]
+fn a_revoked_account_is_refused_between_processes() {
+    let ca = tmp("ca");
+    let ca_dir = ca.to_str().unwrap();
+    ok_out(tacit().args(["ca", "init", "--dir", ca_dir]));
+    let key = ok_out(tacit().args(["ca", "show", "--dir", ca_dir])).trim().to_string();
+    let (alice, bob, carol) = (tmp("a.sqlite3"), tmp("b.sqlite3"), tmp("c.sqlite3"));
+    let (a, b, c) = (alice.to_str().unwrap(), bob.to_str().unwrap(), carol.to_str().unwrap());
+    enrol(
+        a,
+        ca_dir,
+        &key,
+        &["alice@example.com"],
+        &card("Bob", "EMAIL:bob@example.com"),
+    );
+    enrol(
+        b,
+        ca_dir,
+        &key,
+        &["bob@example.com"],
+        &card("Alice", "EMAIL:alice@example.com"),
+    );
+    enrol(
+        c,
+        ca_dir,
+        &key,
+        &["carol@example.com"],
+        &card("Bob", "EMAIL:bob@example.com"),
+    );
+    let account = |store: &str| {
+        let v: serde_json::Value =
+            serde_json::from_str(&ok_out(tacit().args(["--store", store, "id", "show", "--json"]))).unwrap();
+        v["account"].as_str().unwrap().to_string()
+    };
+    let alice_account = account(a);
+
+    // Alice's phone is lost: the CA revokes her account.
+    let out = ok_out(tacit().args(["ca", "revoke", &alice_account, "--dir", ca_dir]));
+    assert!(out.contains(&format!("revoked account {alice_account}")), "{out}");
+    assert!(out.contains("revocation list 1 (1 accounts"), "{out}");
+    let first_list = tmp("list-1.bin");
+    std::fs::copy(ca.join("revocations.bin"), &first_list).unwrap();
+    let o = tacit()
+        .args(["ca", "revoke", "00000000-0000-4000-8000-000000000000", "--dir", ca_dir])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("is not registered with this CA"), "{}", stderr(&o));
+
+    let (mut ca_proc, addr) = spawn_listening(&[
+        "ca",
+        "serve",
+        "--dir",
+        ca_dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--confirm",
+        "--sessions",
+        "2",
+        "--max-contacts",
+        "100",
+    ]);
+    // Bob fetches the list from the CA's TLS endpoint.
+    let out = ok_out(tacit().args(["--store", b, "id", "refresh", "--ca", &addr]));
+    assert!(out.contains("revocation list 1 from the CA at"), "{out}");
+    let shown: serde_json::Value =
+        serde_json::from_str(&ok_out(tacit().args(["--store", b, "id", "show", "--json"]))).unwrap();
+    assert_eq!(shown["revocation_list"]["sequence"], 1);
+    assert_eq!(
+        shown["revocation_list"]["revoked_accounts"],
+        serde_json::json!([alice_account])
+    );
+    // The CA does not renew the revoked account.
+    let o = tacit()
+        .args(["--store", a, "id", "renew", "--ca", &addr])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("is revoked"), "{}", stderr(&o));
+    assert!(ca_proc.wait().unwrap().success());
+
+    // Bob receives; Alice's phone (revoked) tries to send: Bob closes the connection.
+    let inbox = tmp("inbox");
+    let receive = |store: &str| {
+        spawn_listening_logged(&[
+            "--store",
+            store,
+            "drop",
+            "receive",
+            "--mdns",
+            "off",
+            "--listen",
+            "127.0.0.1:0",
+            "--mode",
+            "everyone",
+            "--dir",
+            inbox.to_str().unwrap(),
+            "--accept",
+            "all",
+            "--sessions",
+            "1",
+            "--max-contacts",
+            "100",
+        ])
+    };
+    let file = write("note.txt", "hello");
+    let send = |store: &str, to: &str| {
+        tacit()
+            .args(["--store", store, "drop", "send", file.to_str().unwrap(), "--peer", to])
+            .args(["--max-contacts", "100"])
+            .output()
+            .unwrap()
+    };
+    let (mut rx, raddr, log) = receive(b);
+    let o = send(a, &raddr);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(rx.wait().unwrap().success());
+    let revoked = format!("account {alice_account} is revoked by the certification authority");
+    assert!(
+        log.lock().unwrap().iter().any(|l| l.contains(&revoked)),
+        "{:?}",
+        log.lock().unwrap()
+    );
+    assert!(!inbox.join("note.txt").exists());
+
+    // Alice's phone receives; Bob, with the list, sends it nothing.
+    let (mut rx, raddr, log) = receive(a);
+    let o = send(b, &raddr);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains(&revoked), "{}", stderr(&o));
+    assert!(rx.wait().unwrap().success());
+    assert!(
+        !log.lock().unwrap().iter().any(|l| l.contains("sender is")),
+        "{:?}",
+        log.lock().unwrap()
+    );
+
+    // Carol is revoked too (list 2); Bob imports it from the file; the older list 1
+    // is then refused.
+    let carol_account = account(c);
+    let out = ok_out(tacit().args(["ca", "revoke", &carol_account, "--dir", ca_dir]));
+    assert!(out.contains("revocation list 2 (2 accounts"), "{out}");
+    let list2 = ca.join("revocations.bin");
+    let out = ok_out(tacit().args(["--store", b, "id", "refresh", "--file", list2.to_str().unwrap()]));
+    assert!(out.contains("revocation list 2 from"), "{out}");
+    let o = tacit()
+        .args(["--store", b, "id", "refresh", "--file", first_list.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("older than list 2"), "{}", stderr(&o));
+}
+
+/// Issue 10, between processes: `discover root serve` gives a prefix key only to a
+/// principal that proves a blessing for its name under a trusted root; `root extract`
+/// needs the operator's override; `root revoke` reaches the root service, a running
+/// advertiser (which then refuses the revoked client) and a client (which refuses the
+/// revoked server); a revoked principal gets no key; an older list is refused.
+#[test]
+fn discover_keys_only_for_blessed_requesters_and_revocation_between_processes() {
+    let w = discover_world_full();
+    let (hk, mpk) = (public_key(&w.home), format!("{}/ibe.mpk", w.ibe));
+    let (mut root, raddr, rlog) = spawn_listening_logged(&[
+        "discover",
+        "root",
+        "serve",
+        "--dir",
+        &w.ibe,
+        "--listen",
+        "127.0.0.1:0",
+        "--trust",
+        &format!("Home={hk}"),
+        "--sessions",
+        "4",
+    ]);
+    // The phone gets its key over the key-request protocol.
+    let out = ok_out(tacit().args([
+        "discover",
+        "id",
+        "fetch-prefix-key",
+        "--store",
+        &w.phone,
+        "--root",
+        &raddr,
+    ]));
+    assert!(out.contains("installed the prefix key of Home/Phone"), "{out}");
+    // The visitor (Street, not trusted by this IBE root) gets a one-line refusal.
+    let o = tacit()
+        .args([
+            "discover",
+            "id",
+            "fetch-prefix-key",
+            "--store",
+            &w.visitor,
+            "--root",
+            &raddr,
+        ])
+        .args(["--mpk", &mpk])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("root Street is not trusted") && e.trim().lines().count() == 1,
+        "{e}"
+    );
+    // Extraction without a proof needs the operator's explicit override.
+    let k = w.dir.join("x.prefix-key");
+    let o = tacit()
+        .args(["discover", "root", "extract", "Home/X", "--dir", &w.ibe, "--out"])
+        .arg(&k)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--operator-checked"), "{}", stderr(&o));
+    assert!(!k.exists());
+
+    let (mut cam, saddr) = advertise(tacit().args([
+        "discover",
+        "advertise",
+        "--store",
+        &w.cam,
+        "--policy",
+        "Home/*",
+        "--listen",
+        "127.0.0.1:0",
+        "--mdns",
+        "off",
+        "--for-secs",
+        "60",
+    ]));
+    let connect = |store: &str| {
+        tacit()
+            .args(["discover", "connect", &saddr, "--store", store, "--policy", "Home/*"])
+            .output()
+            .unwrap()
+    };
+    let o = connect(&w.phone);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // Home revokes the phone; the list goes to the IBE root's directory and a file.
+    let list1 = w.dir.join("home-1.revocations");
+    let phone_blessing = w.dir.join("Phone.blessing");
+    let out = ok_out(tacit().args([
+        "discover",
+        "root",
+        "revoke",
+        phone_blessing.to_str().unwrap(),
+        "--store",
+        &w.home,
+        "--dir",
+        &w.ibe,
+        "--out",
+        list1.to_str().unwrap(),
+    ]));
+    assert!(
+        out.contains("revocation list 1 of root Home: 1 certificates revoked"),
+        "{out}"
+    );
+    // The running camera picks the list up from its store and refuses the phone.
+    ok_out(tacit().args([
+        "discover",
+        "id",
+        "import-revocations",
+        "--store",
+        &w.cam,
+        list1.to_str().unwrap(),
+    ]));
+    let mut refused = None;
+    for _ in 0..60 {
+        let o = connect(&w.phone);
+        if !o.status.success() {
+            refused = Some(stderr(&o));
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let e = refused.expect("the camera went on accepting the revoked phone");
+    assert!(e.contains("refused this identity"), "{e}");
+    // The revoked phone gets no key any more.
+    let o = tacit()
+        .args([
+            "discover",
+            "id",
+            "fetch-prefix-key",
+            "--store",
+            &w.phone,
+            "--root",
+            &raddr,
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("link 2 (Phone) is revoked by its root"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Home revokes the camera too; the phone refreshes from the root service and
+    // refuses the camera before sending anything.
+    let cam_blessing = w.dir.join("Camera.blessing");
+    ok_out(tacit().args([
+        "discover",
+        "root",
+        "revoke",
+        cam_blessing.to_str().unwrap(),
+        "--store",
+        &w.home,
+        "--dir",
+        &w.ibe,
+    ]));
+    let out = ok_out(tacit().args(["discover", "id", "refresh", "--store", &w.phone, "--root", &raddr]));
+    assert!(
+        out.contains("revocation list 2 of root Home: 2 certificates revoked"),
+        "{out}"
+    );
+    let o = connect(&w.phone);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("link 2 (Camera) is revoked by its root"),
+        "{}",
+        stderr(&o)
+    );
+    // The older list 1 never replaces list 2.
+    let o = tacit()
+        .args(["discover", "id", "import-revocations", "--store", &w.phone])
+        .arg(&list1)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("older than list 2"), "{}", stderr(&o));
+    let shown: serde_json::Value = serde_json::from_str(&ok_out(
+        tacit().args(["discover", "id", "show", "--store", &w.phone, "--json"]),
+    ))
+    .unwrap();
+    assert_eq!(shown["revocation_lists"][0]["sequence"], 2);
+
+    assert!(root.wait().unwrap().success());
+    let log = rlog.lock().unwrap().join("\n");
+    assert!(log.contains("granted the prefix key of Home/Phone"), "{log}");
+    assert!(log.contains("refused"), "{log}");
+    let _ = cam.kill();
+    let _ = cam.wait();
 }

@@ -81,6 +81,7 @@
 mod chain;
 mod name;
 mod principal;
+pub mod revocation;
 mod time;
 
 pub use chain::{
@@ -88,6 +89,7 @@ pub use chain::{
 };
 pub use name::{ComponentProblem, Name, Policy, PrefixPolicy};
 pub use principal::Principal;
+pub use revocation::{Applied, CertificateId, RevocationList, SignedRevocationList};
 
 /// Domain separator of [`Principal::sign`]. Neither it nor the blessing link separator
 /// is a prefix of the other, so no handshake signature can be read as a certificate
@@ -112,7 +114,7 @@ pub const MAX_BLESSINGS: usize = 64;
 pub const MAX_TRUSTED_ROOTS: usize = 1024;
 
 /// Message-type tags of the enveloped (file) forms, registered in `docs/wire.md`
-/// (`0x0310`–`0x031f` belong to blessings; `0x0313`–`0x031f` are still free).
+/// (`0x0310`–`0x031f` belong to blessings; `0x0313` and `0x0315`–`0x031f` are still free).
 pub mod tags {
     /// A [`super::Blessing`] as a file ([`super::Blessing::to_file_bytes`]); embedded in
     /// other messages a blessing carries no envelope.
@@ -121,6 +123,8 @@ pub mod tags {
     pub const PRINCIPAL: u16 = 0x0311;
     /// A [`super::TrustedRoots`] list.
     pub const TRUSTED_ROOTS: u16 = 0x0312;
+    /// A naming root's signed [`super::SignedRevocationList`].
+    pub const REVOCATION_LIST: u16 = 0x0314;
 }
 
 /// Everything that can go wrong with names, policies, blessings and principals. The
@@ -270,6 +274,42 @@ pub enum Error {
     /// A trusted-roots list already holds [`MAX_TRUSTED_ROOTS`] roots.
     #[error("a trusted-roots list holds at most {MAX_TRUSTED_ROOTS} roots")]
     TooManyTrustedRoots,
+    /// A link of the chain is on its root's revocation list.
+    #[error("link {link} ({extension}) is revoked by its root (certificate {id})")]
+    Revoked {
+        /// Position of the link, from 1 (the root).
+        link: usize,
+        /// Its extension.
+        extension: String,
+        /// Its identifier (hex).
+        id: String,
+    },
+    /// Only a root principal, with its own self-signed blessing, signs revocation
+    /// lists.
+    #[error("{name} is not a root blessing of this principal: only a root revokes in its tree")]
+    NotARoot {
+        /// The blessing's (unverified) name.
+        name: String,
+    },
+    /// A revocation list that is not signed by the key of the root it names.
+    #[error("the revocation list of root {root} is not signed by that root")]
+    BadRevocationSignature {
+        /// The root it names.
+        root: String,
+    },
+    /// A revocation list older than the one in force (a replay would un-revoke).
+    #[error("revocation list {got} of root {root} is older than list {have} already in force")]
+    StaleRevocationList {
+        /// The root.
+        root: String,
+        /// The sequence number in force.
+        have: u64,
+        /// The sequence number offered.
+        got: u64,
+    },
+    /// A revocation list that cannot be made or used.
+    #[error("invalid revocation list: {0}")]
+    InvalidRevocationList(String),
     /// Malformed bytes.
     #[error("malformed encoding: {0}")]
     Wire(#[from] tacit_wire::Error),

@@ -42,6 +42,10 @@ use tacit_crypto::aead::{AeadKey, NONCE_LEN};
 use tacit_crypto::kdf::hkdf_sha256;
 use tacit_crypto::{PrimeGroup, Ristretto255, SecretScalar};
 use tacit_wire::{Decode, Encode, Reader, Writer};
+use zeroize::Zeroizing;
+
+/// A 32-byte secret (a DH result or a derived key), wiped on drop.
+type Key = Zeroizing<[u8; 32]>;
 
 type G = Ristretto255;
 type Element = <G as PrimeGroup>::Element;
@@ -211,10 +215,10 @@ fn nonce(ctr: u64) -> [u8; NONCE_LEN] {
 }
 
 impl SessionKeys {
-    fn new(send: [u8; 32], recv: [u8; 32]) -> Self {
+    fn new(send: &Key, recv: &Key) -> Self {
         SessionKeys {
-            send: AeadKey::new(send),
-            recv: AeadKey::new(recv),
+            send: AeadKey::new(**send),
+            recv: AeadKey::new(**recv),
             send_ctr: 0,
             recv_ctr: 0,
         }
@@ -262,8 +266,8 @@ fn dh_share(rng: &mut impl CryptoRngCore) -> (SecretScalar<G>, [u8; 32]) {
     (x, gx)
 }
 
-fn dh(secret: &SecretScalar<G>, peer: &Element) -> [u8; 32] {
-    G::element_bytes(&G::mul(peer, secret.expose()))
+fn dh(secret: &SecretScalar<G>, peer: &Element) -> Key {
+    Zeroizing::new(G::element_bytes(&G::mul(peer, secret.expose())))
 }
 
 fn read_share(r: &mut Reader<'_>, what: &'static str) -> Result<([u8; 32], Element)> {
@@ -282,18 +286,18 @@ fn sha256(parts: &[&[u8]]) -> [u8; 32] {
 
 /// `KDF(secrets; transcript)`: HKDF-SHA256 with the DH results as input keying
 /// material and a hash of the transcript and a label as info; `n` 32-byte keys.
-fn kdf<const N: usize>(label: &str, secrets: &[&[u8]], transcript: &[&[u8]]) -> [[u8; 32]; N] {
-    let ikm: Vec<u8> = secrets.concat();
+fn kdf<const N: usize>(label: &str, secrets: &[&[u8]], transcript: &[&[u8]]) -> [Key; N] {
+    let ikm = Zeroizing::new(secrets.concat());
     let th = sha256(transcript);
     let mut info = Vec::with_capacity(label.len() + 32);
     info.extend_from_slice(label.as_bytes());
     info.extend_from_slice(&th);
     let okm = hkdf_sha256(b"tacit-discovery/v1", &ikm, &info, 32 * N).expect("32·N ≤ 255·32");
-    let mut out = [[0u8; 32]; N];
-    for (i, k) in out.iter_mut().enumerate() {
+    core::array::from_fn(|i| {
+        let mut k = Zeroizing::new([0u8; 32]);
         k.copy_from_slice(&okm[32 * i..32 * (i + 1)]);
-    }
-    out
+        k
+    })
 }
 
 fn seal_once(key: &[u8; 32], label: &[u8], msg: &[u8]) -> Vec<u8> {
@@ -392,8 +396,20 @@ fn read_ciphertexts(r: &mut Reader<'_>) -> Result<Vec<PrefixCiphertext>> {
 /// the next connection. Decryption is deterministic, so the cache changes no result;
 /// the linkability comes from the server reusing `CT_S` (anyone can link its
 /// sessions), not from the client's cache.
-#[derive(Debug, Default)]
-pub struct DecryptionCache(Mutex<HashMap<[u8; 32], Vec<u8>>>);
+///
+/// The decrypted identities are what a private server hides from everyone outside its
+/// policy, so they are wiped on drop (and when the cache is cleared) and never printed.
+#[derive(Default)]
+pub struct DecryptionCache(Mutex<HashMap<[u8; 32], Zeroizing<Vec<u8>>>>);
+
+impl core::fmt::Debug for DecryptionCache {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0.lock() {
+            Ok(m) => write!(f, "DecryptionCache({} entries)", m.len()),
+            Err(_) => f.write_str("DecryptionCache(poisoned)"),
+        }
+    }
+}
 
 impl DecryptionCache {
     /// An empty cache.
@@ -409,14 +425,14 @@ impl DecryptionCache {
             .map_err(|_| Error::Config("cache poisoned".into()))?
             .get(&id)
         {
-            return Ok(hit.clone());
+            return Ok(hit.to_vec());
         }
         let pt = key.decrypt(ct, aad)?;
         if let Ok(mut m) = self.0.lock() {
             if m.len() >= 1024 {
                 m.clear();
             }
-            m.insert(id, pt.clone());
+            m.insert(id, Zeroizing::new(pt.clone()));
         }
         Ok(pt)
     }
@@ -537,7 +553,7 @@ fn read_two_part(b: &[u8], tag: u16, what: &'static str, with_share: bool) -> Re
     Ok((sid, share, c))
 }
 
-fn transcript_keys(mode: Mode, sid: &[u8], gx: &[u8], gy: &[u8], gxy: &[u8]) -> [[u8; 32]; 4] {
+fn transcript_keys(mode: Mode, sid: &[u8], gx: &[u8], gy: &[u8], gxy: &[u8]) -> [Key; 4] {
     let label = match mode {
         Mode::Sigma => "sigma-i",
         Mode::Private => "private-mutual-auth",
@@ -616,7 +632,7 @@ pub mod client {
             }
             let (gy, gy_e) = share.expect("read with share");
             let gxy = dh(&self.x, &gy_e);
-            let [htk_s, htk_c, atk_c2s, atk_s2c] = transcript_keys(self.mode, &sid, &self.gx, &gy, &gxy);
+            let [htk_s, htk_c, atk_c2s, atk_s2c] = transcript_keys(self.mode, &sid, &self.gx, &gy, &gxy[..]);
             let inner = open_once(&htk_s, b"server", &c, "the server's hello")?;
             let mut r = Reader::new(&inner);
             let server = match self.mode {
@@ -666,7 +682,7 @@ pub mod client {
             Ok((
                 Established {
                     peer: server,
-                    keys: SessionKeys::new(atk_c2s, atk_s2c),
+                    keys: SessionKeys::new(&atk_c2s, &atk_s2c),
                 },
                 two_part(tags::CLIENT_FINISH, &sid, None, &c2),
             ))
@@ -780,9 +796,9 @@ pub mod server {
         sid: [u8; ID_LEN],
         gx: [u8; 32],
         gy: [u8; 32],
-        htk_c: [u8; 32],
-        atk_c2s: [u8; 32],
-        atk_s2c: [u8; 32],
+        htk_c: Key,
+        atk_c2s: Key,
+        atk_s2c: Key,
     }
 
     impl core::fmt::Debug for AwaitingClient {
@@ -803,7 +819,7 @@ pub mod server {
         }
         let (y, gy) = dh_share(rng);
         let gxy = dh(&y, &gx_e);
-        let [htk_s, htk_c, atk_c2s, atk_s2c] = transcript_keys(h.mode, &h.sid, &h.gx, &gy, &gxy);
+        let [htk_s, htk_c, atk_c2s, atk_s2c] = transcript_keys(h.mode, &h.sid, &h.gx, &gy, &gxy[..]);
         let mut w = Writer::new();
         match h.mode {
             Mode::Sigma => {
@@ -867,7 +883,7 @@ pub mod server {
                 .map_err(|_| Error::BadSignature("client's"))?;
             Ok(Established {
                 peer: client,
-                keys: SessionKeys::new(self.atk_s2c, self.atk_c2s),
+                keys: SessionKeys::new(&self.atk_s2c, &self.atk_c2s),
             })
         }
     }
@@ -1012,12 +1028,12 @@ pub mod zero_rtt {
         })
     }
 
-    fn first_keys(bid: &[u8], sid: &[u8], gs: &[u8], gx: &[u8], gsx: &[u8]) -> [[u8; 32]; 3] {
+    fn first_keys(bid: &[u8], sid: &[u8], gs: &[u8], gx: &[u8], gsx: &[u8]) -> [Key; 3] {
         // (htk, htk', eadk) = KDF(gˢ, gˣ, gˢˣ)
         kdf::<3>("0rtt/handshake", &[gsx], &[bid, sid, gs, gx])
     }
 
-    fn app_keys(bid: &[u8], sid: &[u8], gs: &[u8], gx: &[u8], gy: &[u8], gsx: &[u8], gxy: &[u8]) -> [[u8; 32]; 2] {
+    fn app_keys(bid: &[u8], sid: &[u8], gs: &[u8], gx: &[u8], gy: &[u8], gsx: &[u8], gxy: &[u8]) -> [Key; 2] {
         // atk = KDF(gˢ, gˣ, gˢˣ, gʸ, gˣʸ), one key per direction
         kdf::<2>("0rtt/application", &[gsx, gxy], &[bid, sid, gs, gx, gy])
     }
@@ -1028,8 +1044,8 @@ pub mod zero_rtt {
         sid: [u8; ID_LEN],
         x: SecretScalar<G>,
         gx: [u8; 32],
-        gsx: [u8; 32],
-        htk2: [u8; 32],
+        gsx: Key,
+        htk2: Key,
         id_c_hash: [u8; 32],
     }
 
@@ -1051,7 +1067,7 @@ pub mod zero_rtt {
         let sid = random_id(rng);
         let (x, gx) = dh_share(rng);
         let gsx = dh(&x, &service.gs_e);
-        let [htk, htk2, eadk] = first_keys(&service.bid, &sid, &service.gs, &gx, &gsx);
+        let [htk, htk2, eadk] = first_keys(&service.bid, &sid, &service.gs, &gx, &gsx[..]);
         let id_c = creds.blessing.to_wire();
         let sig = creds.principal.sign(&signed(
             "0rtt/client",
@@ -1112,12 +1128,13 @@ pub mod zero_rtt {
             }
             let conf = open_once(&self.htk2, b"0rtt/c1'", &c1, "the server's confirmation")?;
             let expected = confirmation(&bid, &sid, &sha256(&[&self.service.id_bytes]), &self.id_c_hash);
-            if conf != expected {
+            // Compared in constant time: the confirmation is keyed material.
+            if !bool::from(subtle::ConstantTimeEq::ct_eq(conf.as_slice(), expected.as_slice())) {
                 return Err(Error::BadConfirmation);
             }
             let gxy = dh(&self.x, &gy_e);
-            let [c2s, s2c] = app_keys(&bid, &sid, &self.service.gs, &self.gx, &gy, &self.gsx, &gxy);
-            let mut keys = SessionKeys::new(c2s, s2c);
+            let [c2s, s2c] = app_keys(&bid, &sid, &self.service.gs, &self.gx, &gy, &self.gsx[..], &gxy[..]);
+            let mut keys = SessionKeys::new(&c2s, &s2c);
             let data = keys.open(&c2)?;
             Ok(ZeroRttSession {
                 session: Established {
@@ -1156,8 +1173,8 @@ pub mod zero_rtt {
         sid: [u8; ID_LEN],
         gx: [u8; 32],
         gx_e: Element,
-        gsx: [u8; 32],
-        htk2: [u8; 32],
+        gsx: Key,
+        htk2: Key,
         id_c_hash: [u8; 32],
     }
 
@@ -1221,7 +1238,7 @@ pub mod zero_rtt {
                 });
             }
             let gsx = dh(&advert.s, &gx_e);
-            let [htk, htk2, eadk] = first_keys(&bid, &sid, &advert.gs, &gx, &gsx);
+            let [htk, htk2, eadk] = first_keys(&bid, &sid, &advert.gs, &gx, &gsx[..]);
             let inner = open_once(&htk, b"0rtt/c1", &c1, "the client's first flight")?;
             let early_data = open_once(&eadk, b"0rtt/early", &c2, "the client's early data")?;
             let mut r = Reader::new(&inner);
@@ -1269,10 +1286,10 @@ pub mod zero_rtt {
             let (y, gy) = dh_share(rng);
             let gxy = dh(&y, &self.gx_e);
             let a = &self.advert;
-            let [c2s, s2c] = app_keys(&a.bid, &self.sid, &a.gs, &self.gx, &gy, &self.gsx, &gxy);
+            let [c2s, s2c] = app_keys(&a.bid, &self.sid, &a.gs, &self.gx, &gy, &self.gsx[..], &gxy[..]);
             let conf = confirmation(&a.bid, &self.sid, &a.id_hash, &self.id_c_hash);
             let c1 = seal_once(&self.htk2, b"0rtt/c1'", &conf);
-            let mut keys = SessionKeys::new(s2c, c2s);
+            let mut keys = SessionKeys::new(&s2c, &c2s);
             let c2 = keys.seal(data);
             let mut m = Writer::new();
             m.put_envelope(tags::ZERO_RTT_REPLY);

@@ -66,6 +66,8 @@ use rand_core::CryptoRngCore;
 use sha2::{Digest, Sha512};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+mod lines;
 use tacit_crypto::aead::{AeadKey, NONCE_LEN, TAG_LEN};
 use tacit_crypto::kdf::hkdf_sha256;
 use tacit_wire::{Decode, Encode, Reader, Writer};
@@ -157,6 +159,7 @@ pub type Result<T> = core::result::Result<T, Error>;
 /// A `Copy` value that is overwritten with its default (zero, the identity) by
 /// [`Zeroize`]: how the secret scalars and the key `K` are wiped on drop.
 #[derive(Clone, Copy, Default)]
+#[repr(transparent)]
 struct Wipe<T: Copy + Default>(T);
 
 impl<T: Copy + Default> DefaultIsZeroes for Wipe<T> {}
@@ -570,14 +573,14 @@ impl core::fmt::Debug for MasterSecretKey {
 /// decryption precomputes from it and the master public key: the Miller-loop lines
 /// of `K` and `Q = h(ID)·g₁ + X + r·Y`.
 ///
-/// `r` and `K` are zeroized on drop and never printed. The 68 precomputed line
-/// coefficients of `K` (≈ 19.6 KB) are held inside blstrs' `G2Prepared`, which frees
-/// them without zeroizing; they are not reachable without unsafe code.
+/// `r`, `K` and the 68 precomputed line coefficients of `K` (≈ 19.6 KB, held in a
+/// buffer of our own rather than blstrs' `G2Prepared`, which frees its copy without
+/// wiping it; see `ibe/lines.rs`) are zeroized on drop and never printed.
 pub struct IdentityKey {
     identity: Vec<u8>,
     r: Wipe<Scalar>,
     k: Wipe<G2Affine>,
-    k_lines: G2Prepared,
+    k_lines: lines::SecretLines,
     q: G1Affine,
     y: G1Affine,
 }
@@ -592,7 +595,7 @@ impl IdentityKey {
             identity,
             r: Wipe(r),
             k: Wipe(k),
-            k_lines: G2Prepared::from(k),
+            k_lines: lines::SecretLines::new(&k),
             q: q.to_affine(),
             y: mpk.y,
         }
@@ -618,7 +621,7 @@ impl IdentityKey {
         // T = C₁ + r·C₂ = s·(h + x + r·y)·g₁ for an honest ciphertext.
         let t = G1Projective::from(ct.c1) + c2 * self.r.0;
         // e(T, K) = e(g₁, g₂)^{s·d·d⁻¹} = v^s.
-        let w = secret(pair(&t.to_affine(), &self.k_lines));
+        let w = secret(self.k_lines.pair(&t.to_affine()));
         let mask = sigma_mask(&w.0);
         let mut sigma = Zeroizing::new([0u8; SIGMA_LEN]);
         for (o, (a, b)) in sigma.iter_mut().zip(ct.c3.iter().zip(mask.iter())) {
@@ -642,7 +645,7 @@ impl IdentityKey {
     /// Whether `e(Q, K) = v`, i.e. the key was extracted under the master public key it
     /// was assembled with.
     fn is_consistent(&self) -> bool {
-        pair(&self.q, &self.k_lines) == *v()
+        self.k_lines.pair(&self.q) == *v()
     }
 
     /// `r ‖ K` (128 bytes, secret): the body of a key whose identity is implied.
@@ -865,7 +868,13 @@ pub fn microbench(iterations: usize, message_len: usize) -> Vec<Timing> {
         std::hint::black_box(IdentityKey::from_bytes(&mpk, &key_bytes).ok());
     }));
     out.push(time("pairing (prepared G2)", &mut || {
-        std::hint::black_box(pair(&t_point, &key.k_lines));
+        std::hint::black_box(key.k_lines.pair(&t_point));
+    }));
+    // The same pairing through blstrs' G2Prepared (not wiped), the floor the wiped
+    // lines are compared with.
+    let blstrs_lines = G2Prepared::from(key.k.0);
+    out.push(time("pairing (blstrs G2Prepared, unwiped)", &mut || {
+        std::hint::black_box(pair(&t_point, &blstrs_lines));
     }));
     out
 }
@@ -924,7 +933,7 @@ mod tests {
         let deviant = msk.public().encrypt_with(b"carol", b"ad", b"msg", &sigma, &other_s);
         // σ and the AEAD are recovered fine …
         let t = G1Projective::from(deviant.c1) + G1Projective::from(deviant.c2) * key.r.0;
-        let mask = sigma_mask(&pair(&t.to_affine(), &key.k_lines));
+        let mask = sigma_mask(&key.k_lines.pair(&t.to_affine()));
         let recovered: Vec<u8> = deviant.c3.iter().zip(mask.iter()).map(|(a, b)| a ^ b).collect();
         assert_eq!(recovered, sigma);
         // … but the ciphertext is refused.

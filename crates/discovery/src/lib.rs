@@ -11,12 +11,20 @@
 //!   service discovery with 0-RTT (§5, Fig. 2), sans-I/O;
 //! * [`carrier`]: advertisements in mDNS TXT records, or behind a short pointer
 //!   served by an auxiliary service;
-//! * [`service`]: the handshakes over framed TCP (the async shell).
+//! * [`service`]: the handshakes over framed TCP (the async shell);
+//! * [`key_request`]: the IBE root extracts a prefix key only for a requester that
+//!   proves a valid blessing for the name over a fresh challenge (sans-I/O);
+//! * [`root_service`]: the IBE root authority online: key requests and the naming
+//!   roots' revocation lists ([`blessing::revocation`]).
 #![deny(missing_docs)]
+// Only `ibe::lines` (the wiped Miller-loop lines of a secret key) calls into blst.
+#![deny(unsafe_code)]
 
 pub mod blessing;
 pub mod carrier;
 pub mod handshake;
 pub mod ibe;
+pub mod key_request;
 pub mod prefix;
+pub mod root_service;
 pub mod service;

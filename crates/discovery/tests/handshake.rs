@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
-use tacit_discovery::blessing::{Blessing, Policy, Principal, TrustedRoots};
+use tacit_discovery::blessing::{self, Applied, Blessing, Policy, Principal, SignedRevocationList, TrustedRoots};
 use tacit_discovery::handshake::client::Client;
 use tacit_discovery::handshake::server::{ServerConfig, on_client_hello};
 use tacit_discovery::handshake::zero_rtt::{Service, connect, open_advert};
@@ -456,4 +456,137 @@ async fn the_handshake_listener_holds_a_bounded_number_of_connections() {
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     assert_eq!(*events.lock().unwrap(), ["refused", "authenticated"]);
     server.abort();
+}
+
+/// Issue 10: a revoked blessing is refused wherever a chain is validated — by a
+/// server in SIGMA-I, private mutual authentication and 0-RTT, and by a client
+/// reading a server hello or an advertisement. Revoking an intermediate link revokes
+/// everything below it. The camera's credentials share the roots' revocation state,
+/// so a list applied once reaches the running service.
+#[test]
+fn a_revoked_blessing_is_refused_in_every_handshake() {
+    let mut w = World::new(40);
+    let (cam, cfg) = camera(&mut w, false);
+    let owner = w.party(true, &["Owner", "Phone"], "Home/*");
+    let tablet = w.party(true, &["Owner", "Tablet"], "Home/*");
+    let svc = Service::new(cam.creds.clone());
+    let advert = svc
+        .refresh(&cam.prefix.mpk, NOW, NOW + 3600, &mut w.rng)
+        .unwrap()
+        .advert()
+        .to_vec();
+    for mode in [Mode::Sigma, Mode::Private] {
+        run(mode, &mut w, &owner, &cfg, None).unwrap();
+    }
+    let found = open_advert(&advert, &owner.creds, &owner.prefix, NOW).unwrap();
+
+    // Home revokes the owner's phone (the last link of Home/Owner/Phone).
+    let list1 = w
+        .home
+        .0
+        .sign_revocations(&w.home.1, 1, NOW, NOW + YEAR, [owner.creds.blessing.id()])
+        .unwrap();
+    assert_eq!(w.roots.apply_revocations(&list1).unwrap(), Applied::Installed);
+    let revoked =
+        |e: &Error, at: usize| matches!(e, Error::Blessing(blessing::Error::Revoked { link, .. }) if *link == at);
+    for mode in [Mode::Sigma, Mode::Private] {
+        let e = run(mode, &mut w, &owner, &cfg, None).unwrap_err();
+        assert!(revoked(&e, 3), "{mode:?}: {e}");
+        // the tablet, another device of the owner, is not affected
+        run(mode, &mut w, &tablet, &cfg, None).unwrap();
+    }
+    let (_, hello) = connect(found, &owner.creds, b"open the door", &mut w.rng).unwrap();
+    let e = svc.on_hello(&hello, NOW).unwrap_err();
+    assert!(revoked(&e, 3), "{e}");
+
+    // Home revokes Home/Devices: the camera below it is refused by clients.
+    let devices = cam.creds.blessing.link_ids()[1];
+    let list2 = w
+        .home
+        .0
+        .sign_revocations(&w.home.1, 2, NOW, NOW + YEAR, [owner.creds.blessing.id(), devices])
+        .unwrap();
+    assert_eq!(w.roots.apply_revocations(&list2).unwrap(), Applied::Installed);
+    for mode in [Mode::Sigma, Mode::Private] {
+        let e = run(mode, &mut w, &tablet, &cfg, None).unwrap_err();
+        assert!(revoked(&e, 2), "{mode:?}: {e}");
+    }
+    let e = open_advert(&advert, &tablet.creds, &tablet.prefix, NOW).unwrap_err();
+    assert!(revoked(&e, 2), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!("the peer's blessing is not valid: link 2 (Devices) is revoked by its root (certificate {devices})")
+    );
+}
+
+/// Issue 10: only a root's own key revokes in its tree; an older list never replaces
+/// a newer one; two lists with one sequence number are refused; lists survive their
+/// file form.
+#[test]
+fn revocation_lists_come_from_the_root_and_never_go_back() {
+    let mut w = World::new(41);
+    let owner = w.party(true, &["Owner", "Phone"], "Home/*");
+    let id = owner.creds.blessing.id();
+    let (home, home_b) = (&w.home.0, &w.home.1);
+    // Mallory's own "Home" root signs a list naming the owner's phone.
+    let (mallory, fake_home) = Principal::new_root(&mut w.rng, "Home", NOW + YEAR).unwrap();
+    let forged = mallory.sign_revocations(&fake_home, 9, NOW, NOW + 60, [id]).unwrap();
+    assert!(matches!(
+        w.roots.apply_revocations(&forged),
+        Err(blessing::Error::RootKeyMismatch { .. })
+    ));
+    let elsewhere = Principal::new_root(&mut w.rng, "Elsewhere", NOW + YEAR).unwrap();
+    let untrusted = elsewhere
+        .0
+        .sign_revocations(&elsewhere.1, 1, NOW, NOW + 60, [id])
+        .unwrap();
+    assert!(matches!(
+        w.roots.apply_revocations(&untrusted),
+        Err(blessing::Error::UntrustedRoot { .. })
+    ));
+    // The street root's list cannot reach Home's tree: it applies to Street only.
+    let street = w
+        .street
+        .0
+        .sign_revocations(&w.street.1, 1, NOW, NOW + 60, [id])
+        .unwrap();
+    w.roots.apply_revocations(&street).unwrap();
+    assert!(owner.creds.blessing.validate(&w.roots, NOW).is_ok());
+    // A tampered list does not verify.
+    let l2 = home.sign_revocations(home_b, 2, NOW, NOW + 60, [id]).unwrap();
+    let mut bytes = l2.to_file_bytes();
+    let n = bytes.len();
+    bytes[n - 70] ^= 1;
+    let tampered = SignedRevocationList::from_file_bytes(&bytes).unwrap();
+    assert!(matches!(
+        w.roots.apply_revocations(&tampered),
+        Err(blessing::Error::BadRevocationSignature { .. })
+    ));
+    // In force, through the file form.
+    let l2 = SignedRevocationList::from_file_bytes(&l2.to_file_bytes()).unwrap();
+    assert_eq!(w.roots.apply_revocations(&l2).unwrap(), Applied::Installed);
+    assert_eq!(w.roots.apply_revocations(&l2).unwrap(), Applied::Unchanged);
+    assert!(owner.creds.blessing.validate(&w.roots, NOW).is_err());
+    // The replayed older, empty list is refused and the revocation stays.
+    let l1 = home.sign_revocations(home_b, 1, NOW, NOW + 60, []).unwrap();
+    assert!(matches!(
+        w.roots.apply_revocations(&l1),
+        Err(blessing::Error::StaleRevocationList { have: 2, got: 1, .. })
+    ));
+    let other2 = home.sign_revocations(home_b, 2, NOW, NOW + 60, []).unwrap();
+    assert!(matches!(
+        w.roots.apply_revocations(&other2),
+        Err(blessing::Error::InvalidRevocationList(_))
+    ));
+    assert!(owner.creds.blessing.validate(&w.roots, NOW).is_err());
+    let in_force: Vec<String> = w
+        .roots
+        .revocation_lists()
+        .iter()
+        .map(|l| format!("{}#{}", l.unverified().root().name(), l.unverified().sequence()))
+        .collect();
+    assert_eq!(in_force, ["Home#2", "Street#1"]);
+    // A fresh copy of the roots (from the file form) holds no lists until applied.
+    let fresh = TrustedRoots::from_file_bytes(&w.roots.to_file_bytes()).unwrap();
+    assert!(owner.creds.blessing.validate(&fresh, NOW).is_ok());
 }

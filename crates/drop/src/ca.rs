@@ -554,8 +554,10 @@ impl<G: PrimeGroup> DeviceEnrollment<G> {
     }
 }
 
-/// Everything a device holds after enrolment.
-#[derive(Debug, Clone)]
+/// Everything a device holds after enrolment. The identifiers are wiped on drop (the
+/// `αᵢ` by the precomputation's `SecretScalar`s, the TLS key by [`TlsKey`]); `Debug`
+/// shows the account and the parameters only.
+#[derive(Clone)]
 pub struct DropIdentity<G: PrimeGroup> {
     /// The account (in the TLS certificate).
     pub account: AccountId,
@@ -575,6 +577,21 @@ pub struct DropIdentity<G: PrimeGroup> {
     pub account_cert: Vec<u8>,
     /// The CA's root certificate (X.509 DER): the TLS trust anchor.
     pub root_cert: Vec<u8>,
+}
+
+impl<G: PrimeGroup> core::fmt::Debug for DropIdentity<G> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DropIdentity")
+            .field("account", &self.account)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<G: PrimeGroup> Drop for DropIdentity<G> {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.identifiers);
+    }
 }
 
 impl<G: PrimeGroup> DropIdentity<G> {

@@ -47,6 +47,17 @@ pub enum Error {
     /// The peer refused a request and said why.
     #[error("the receiver refused {0}")]
     Refused(String),
+    /// The account is on the CA's revocation list (a lost or departed device).
+    #[error("account {0} is revoked by the certification authority")]
+    Revoked(crate::AccountId),
+    /// A revocation list older than the one in force (a replay would un-revoke).
+    #[error("revocation list {got} is older than list {have} already in force")]
+    StaleRevocationList {
+        /// The sequence number in force.
+        have: u64,
+        /// The sequence number offered.
+        got: u64,
+    },
     /// A capture or range given to the attack tool is unusable.
     #[error("{0}")]
     Attack(String),

@@ -34,6 +34,7 @@ mod error;
 pub mod legacy;
 pub mod protocol;
 pub mod records;
+pub mod revocation;
 pub mod transport;
 pub mod x509;
 

@@ -13,6 +13,7 @@ use crate::protocol::{
     ReceiverAwaitingM2, ReceiverOutcome, SenderOutcome,
 };
 use crate::records::CaPublicKey;
+use crate::revocation::Revocations;
 use crate::x509::{TLS_SERVER_NAME, account_of_certificate};
 use crate::{AccountId, Error, Result};
 use bytes::Bytes;
@@ -170,6 +171,9 @@ pub struct ReceiverConfig<G: PrimeGroup> {
     pub book: Arc<AddressBook>,
     /// The trusted CA.
     pub ca: CaPublicKey,
+    /// The CA's revocation list in force: a sender whose account is on it is
+    /// refused right after the TLS handshake, before any request is read.
+    pub revocations: Revocations,
     /// Who may authenticate.
     pub mode: Discoverability,
     /// Our device name.
@@ -275,6 +279,8 @@ async fn connection<G: PrimeGroup>(tcp: TcpStream, acceptor: TlsAcceptor, cfg: A
         .and_then(|c| c.first())
         .ok_or_else(|| Error::Transport("the peer presented no certificate".into()))?;
     let peer = account_of_certificate(peer_cert)?;
+    // A revoked account gets nothing: the connection closes before any request.
+    cfg.revocations.check(&peer)?;
     (cfg.events)(Event::Connected(peer));
     let state = Arc::new(tokio::sync::Mutex::new(ConnState::Fresh));
     let header_timeout = cfg.limits.read_timeout;
@@ -653,6 +659,9 @@ pub struct SenderConfig<G: PrimeGroup> {
     pub book: Arc<AddressBook>,
     /// The trusted CA.
     pub ca: CaPublicKey,
+    /// The CA's revocation list in force: a receiver whose account is on it is
+    /// refused right after the TLS handshake, before anything is sent.
+    pub revocations: Revocations,
     /// Our device name.
     pub name: String,
     /// Limits.
@@ -781,6 +790,8 @@ async fn connect<G: PrimeGroup>(
         .and_then(|c| c.first())
         .ok_or_else(|| Error::Transport("the receiver presented no certificate".into()))?;
     let peer = account_of_certificate(cert)?;
+    // A revoked receiver is sent nothing, not even our certified inputs.
+    cfg.revocations.check(&peer)?;
     let (http, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| io_err("HTTP", e))?;

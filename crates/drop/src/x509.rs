@@ -28,9 +28,73 @@ fn time(unix: u64) -> Result<time::OffsetDateTime> {
 }
 
 /// The CA's TLS root: a self-signed certificate and its key.
+///
+/// The Ed25519 key is held by tacit's `SigningKey` (wiped on drop) and its PKCS#8
+/// encoding in `Zeroizing`; rcgen signs through [`rcgen::RemoteKeyPair`], so no rcgen
+/// or ring key object (neither wipes itself) holds it (issue 10).
 pub struct TlsRoot {
     key: KeyPair,
+    pkcs8: Zeroizing<Vec<u8>>,
     cert: rcgen::Certificate,
+}
+
+/// PKCS#8 v1 (RFC 8410) of an Ed25519 key, up to the 32-byte seed.
+const PKCS8_V1_PREFIX: [u8; 16] = [
+    0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+];
+/// PKCS#8 v2 (RFC 5958, what ring writes) of an Ed25519 key, up to the seed; the
+/// public key follows the seed after [`PKCS8_V2_MIDDLE`] (`[1] IMPLICIT BIT STRING`).
+const PKCS8_V2_PREFIX: [u8; 16] = [
+    0x30, 0x51, 0x02, 0x01, 0x01, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+];
+const PKCS8_V2_MIDDLE: [u8; 3] = [0x81, 0x21, 0x00];
+
+/// An Ed25519 key that rcgen signs with and that wipes itself (tacit's `SigningKey`).
+struct WipingEd25519 {
+    key: tacit_crypto::sign::SigningKey,
+    public: [u8; 32],
+}
+
+impl rcgen::RemoteKeyPair for WipingEd25519 {
+    fn public_key(&self) -> &[u8] {
+        &self.public
+    }
+    fn sign(&self, msg: &[u8]) -> core::result::Result<Vec<u8>, rcgen::Error> {
+        Ok(self.key.sign(msg).to_vec())
+    }
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        &rcgen::PKCS_ED25519
+    }
+}
+
+/// The seed of an Ed25519 PKCS#8 key (v1, or v2 with its public key checked).
+fn ed25519_seed(der: &[u8]) -> Result<Zeroizing<[u8; 32]>> {
+    let mut seed = Zeroizing::new([0u8; 32]);
+    if der.len() == 48 && der[..16] == PKCS8_V1_PREFIX {
+        seed.copy_from_slice(&der[16..48]);
+        return Ok(seed);
+    }
+    if der.len() == 83 && der[..16] == PKCS8_V2_PREFIX && der[48..51] == PKCS8_V2_MIDDLE {
+        seed.copy_from_slice(&der[16..48]);
+        let public = tacit_crypto::sign::SigningKey::from_seed(&seed)
+            .verifying_key()
+            .to_bytes();
+        if public[..] != der[51..83] {
+            return Err(x509_err("the TLS root key's public half does not match its secret"));
+        }
+        return Ok(seed);
+    }
+    Err(x509_err("the TLS root key is not an Ed25519 PKCS#8 key"))
+}
+
+fn root_key(seed: &[u8; 32]) -> Result<(KeyPair, Zeroizing<Vec<u8>>)> {
+    let key = tacit_crypto::sign::SigningKey::from_seed(seed);
+    let public = key.verifying_key().to_bytes();
+    let mut pkcs8 = Zeroizing::new(Vec::with_capacity(48));
+    pkcs8.extend_from_slice(&PKCS8_V1_PREFIX);
+    pkcs8.extend_from_slice(seed);
+    let kp = KeyPair::from_remote(Box::new(WipingEd25519 { key, public })).map_err(x509_err)?;
+    Ok((kp, pkcs8))
 }
 
 impl core::fmt::Debug for TlsRoot {
@@ -47,7 +111,9 @@ impl TlsRoot {
 
     /// A new root valid from `not_before` to `not_after` (Unix seconds).
     pub fn generate_valid(not_before: u64, not_after: u64) -> Result<Self> {
-        let key = KeyPair::generate_for(&rcgen::PKCS_ED25519).map_err(x509_err)?;
+        let mut seed = Zeroizing::new([0u8; 32]);
+        rand_core::RngCore::fill_bytes(&mut tacit_crypto::rng::SecureRng::from_os(), &mut *seed);
+        let (key, pkcs8) = root_key(&seed)?;
         let mut params = CertificateParams::default();
         params.distinguished_name.push(DnType::CommonName, "tacit drop CA");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -55,22 +121,30 @@ impl TlsRoot {
         params.not_before = time(not_before)?;
         params.not_after = time(not_after)?;
         let cert = params.self_signed(&key).map_err(x509_err)?;
-        Ok(TlsRoot { key, cert })
+        Ok(TlsRoot { key, pkcs8, cert })
     }
 
     /// A stored root: its key (PKCS#8 PEM) and certificate (DER).
     pub fn from_parts(key_pem: &str, cert_der: &[u8]) -> Result<Self> {
-        let key = KeyPair::from_pem(key_pem).map_err(x509_err)?;
+        let der = Zeroizing::new(pem::parse(key_pem).map_err(x509_err)?.into_contents());
+        let (key, pkcs8) = root_key(&*ed25519_seed(&der)?)?;
         let params = CertificateParams::from_ca_cert_der(&cert_der.to_vec().into()).map_err(x509_err)?;
         // Re-signing gives an issuer object with the stored name and key; the stored
         // DER stays the trust anchor devices hold.
         let cert = params.self_signed(&key).map_err(x509_err)?;
-        Ok(TlsRoot { key, cert })
+        Ok(TlsRoot { key, pkcs8, cert })
     }
 
     /// The key, PKCS#8 PEM (secret).
     pub fn key_pem(&self) -> Zeroizing<String> {
-        Zeroizing::new(self.key.serialize_pem())
+        let p = pem::Pem::new("PRIVATE KEY", self.pkcs8.to_vec());
+        let out = Zeroizing::new(pem::encode_config(
+            &p,
+            pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
+        ));
+        let mut contents = p.into_contents();
+        zeroize::Zeroize::zeroize(&mut contents);
+        out
     }
 
     /// The root certificate, DER.
@@ -213,6 +287,43 @@ pub fn spki_of_certificate(cert_der: &[u8]) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
     use tacit_crypto::rng::SecureRng;
+
+    #[test]
+    fn root_keys_stored_by_ring_still_load_and_sign() {
+        // A CA directory written before issue 10 holds ring's PKCS#8 v2 key.
+        let ring_key = KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+        let now = 1_800_000_000;
+        let mut params = CertificateParams::default();
+        params.distinguished_name.push(DnType::CommonName, "tacit drop CA");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let old_cert = params.self_signed(&ring_key).unwrap().der().to_vec();
+        let root = TlsRoot::from_parts(&ring_key.serialize_pem(), &old_cert).unwrap();
+        let key = TlsKey::generate().unwrap();
+        let account = AccountId::random(&mut tacit_crypto::rng::SecureRng::from_seed([2; 32]));
+        let validity = Validity {
+            not_before: now,
+            not_after: now + 1000,
+        };
+        let cert = root.issue(&account, &key.spki_der().unwrap(), &validity).unwrap();
+        // Issued with our key object, the certificate chains to the old root.
+        verify_account_certificate(&cert, &old_cert, now + 1).unwrap();
+        // It is saved as PKCS#8 v1 from then on, and loads again.
+        let again = TlsRoot::from_parts(&root.key_pem(), &old_cert).unwrap();
+        verify_account_certificate(
+            &again.issue(&account, &key.spki_der().unwrap(), &validity).unwrap(),
+            &old_cert,
+            now + 1,
+        )
+        .unwrap();
+        // A v2 key whose public half was altered is refused, and so is another algorithm.
+        let mut der = ring_key.serialize_der();
+        let last = der.len() - 1;
+        der[last] ^= 1;
+        assert!(ed25519_seed(&der).is_err());
+        let p256 = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        assert!(TlsRoot::from_parts(&p256.serialize_pem(), &old_cert).is_err());
+    }
 
     #[test]
     fn account_certificates_name_their_account() {

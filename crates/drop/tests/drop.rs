@@ -569,6 +569,46 @@ fn an_account_uuid_cannot_be_taken_over() {
     }
 }
 
+/// Issue 10, "who may obtain certificates": the CA issues without a challenge because
+/// a recorded request is useless to whoever replays it. The first enrolment replayed:
+/// the UUID is registered now. A renewal held back and delivered later: certified, but
+/// for the request's own TLS key and blinded identifiers, whose secrets only the
+/// device holds; replayed once more: the account's key changed, refused.
+#[test]
+fn a_replayed_enrolment_request_gets_nothing_useful() {
+    use tacit_drop::ca::EnrollmentRequest;
+    let mut rng = SecureRng::from_seed([23; 32]);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
+    let mut registry = MemoryRegistry::new();
+    let e = DeviceEnrollment::<G>::new(&params(), &["alice@example.com"], &mut rng).unwrap();
+    let recorded = e.request().to_bytes();
+    let issued = ca.enroll(e.request(), &|_| true, &mut registry, NOW, &mut rng).unwrap();
+    let alice = e.finish(issued, &ca.public_key(), NOW).unwrap();
+    let replay = EnrollmentRequest::<G>::from_bytes(&recorded).unwrap();
+    match ca.enroll(&replay, &|_| true, &mut registry, NOW, &mut rng) {
+        Err(Error::EnrollmentRefused(why)) => assert!(why.contains("already registered"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    let held_back = DeviceEnrollment::<G>::renew(&alice, &params(), &["alice@example.com"], &mut rng).unwrap();
+    let req = EnrollmentRequest::<G>::from_bytes(&held_back.request().to_bytes()).unwrap();
+    let issued = ca.enroll(&req, &|_| true, &mut registry, NOW, &mut rng).unwrap();
+    assert_eq!(
+        tacit_drop::x509::spki_of_certificate(&issued.account_cert).unwrap(),
+        req.tls_public_key
+    );
+    assert_ne!(req.tls_public_key, alice.tls_key.spki_der().unwrap());
+    for entry in &req.entries {
+        assert!(issued.blinded_ids.elements.contains(&entry.blinded));
+    }
+    // Only the holder of the pending enrolment (the αᵢ and the TLS key) can use it.
+    let renewed = held_back.finish(issued, &ca.public_key(), NOW).unwrap();
+    assert_eq!(renewed.account, alice.account);
+    assert!(matches!(
+        ca.enroll(&req, &|_| true, &mut registry, NOW, &mut rng),
+        Err(Error::EnrollmentRefused(_))
+    ));
+}
+
 /// Issue 9, defect 3: the TLS root in the CA's answer is authenticated by the CA key,
 /// and the account certificate must chain to it.
 #[test]

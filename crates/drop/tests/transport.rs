@@ -8,6 +8,7 @@ use tacit_crypto::rng::SecureRng;
 use tacit_drop::DropParams;
 use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, MemoryRegistry};
 use tacit_drop::protocol::{AddressBook, Discoverability, FileOffer, Peer};
+use tacit_drop::revocation::{RevocationList, Revocations};
 use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
 use tacit_psi::{Reuse, Sender, SenderKey, SenderPrecomputation};
 use tokio::net::TcpListener;
@@ -60,6 +61,8 @@ struct Receiver {
     addr: String,
     dir: PathBuf,
     events: Arc<Mutex<Vec<String>>>,
+    /// The running receiver's revocation state (shared: updating it reaches it).
+    revocations: Revocations,
     task: tokio::task::JoinHandle<tacit_drop::Result<()>>,
 }
 
@@ -87,10 +90,12 @@ async fn start_receiver_with(
     let events = Arc::new(Mutex::new(Vec::new()));
     let ev = events.clone();
     let book = d.book.clone();
+    let revocations = Revocations::new();
     let cfg = Arc::new(ReceiverConfig {
         identity: d.identity.clone(),
         book: d.book.clone(),
         ca: ca.public_key(),
+        revocations: revocations.clone(),
         mode,
         name: "receiver".into(),
         dir: dir.clone(),
@@ -108,6 +113,7 @@ async fn start_receiver_with(
         addr,
         dir,
         events,
+        revocations,
         task,
     }
 }
@@ -117,6 +123,7 @@ fn sender_cfg(ca: &CertificateAuthority, d: &Device) -> Arc<SenderConfig<G>> {
         identity: d.identity.clone(),
         book: d.book.clone(),
         ca: ca.public_key(),
+        revocations: Revocations::new(),
         name: "sender".into(),
         limits: Limits::default(),
         events: Arc::new(|_| {}),
@@ -250,6 +257,74 @@ async fn a_peer_from_another_ca_cannot_even_connect() {
     let err = transport::authenticate(&r.addr, sender_cfg(&rogue, &eve), book_sender(&eve.book).unwrap()).await;
     assert!(err.is_err());
     r.task.await.unwrap().unwrap();
+}
+
+/// Issue 10: a revoked device is refused by a receiver right after TLS (PrivateDrop
+/// and the legacy flow), and a sender that holds the list sends a revoked receiver
+/// nothing. The list reaches a receiver that is already running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_device_is_refused_by_receivers_and_senders() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let r = start_receiver(&ca, &bob, Discoverability::Everyone, true, "revoked", 3).await;
+    let s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+        .await
+        .unwrap();
+    assert!(matches!(s.outcome.receiver, Peer::Contact { .. }));
+    drop(s);
+
+    // Alice's phone is lost: the CA revokes her account; Bob's running receiver
+    // installs the list.
+    let list = ca
+        .sign_revocation_list(RevocationList::new(1, now(), now() + 3600, [alice.identity.account]).unwrap())
+        .verify(&ca.public_key())
+        .unwrap();
+    r.revocations.update(list.clone()).unwrap();
+    let before = r.events.lock().unwrap().len();
+    assert!(
+        transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+            .await
+            .is_err()
+    );
+    assert!(
+        transport::legacy_discover(&r.addr, sender_cfg(&ca, &alice))
+            .await
+            .is_err()
+    );
+    r.task.await.unwrap().unwrap();
+    let events = r.events.lock().unwrap()[before..].to_vec();
+    let revoked = format!(
+        "account {} is revoked by the certification authority",
+        alice.identity.account
+    );
+    assert_eq!(events.iter().filter(|e| e.contains(&revoked)).count(), 2, "{events:?}");
+    assert!(!events.iter().any(|e| e.contains("Authenticated")), "{events:?}");
+
+    // Bob as the sender, with the list, meets Alice's receiver: he stops before
+    // sending anything (Alice's receiver sees a connection and no request).
+    let ra = start_receiver(&ca, &alice, Discoverability::Everyone, false, "revoked-r", 1).await;
+    let cfg = Arc::new(SenderConfig {
+        identity: bob.identity.clone(),
+        book: bob.book.clone(),
+        ca: ca.public_key(),
+        revocations: {
+            let r = Revocations::new();
+            r.update(list).unwrap();
+            r
+        },
+        name: "sender".into(),
+        limits: Limits::default(),
+        events: Arc::new(|_| {}),
+    });
+    let e = match transport::authenticate(&ra.addr, cfg, book_sender(&bob.book).unwrap()).await {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("authenticated a revoked receiver"),
+    };
+    assert_eq!(e, revoked);
+    ra.task.await.unwrap().unwrap();
+    let events = ra.events.lock().unwrap().clone();
+    assert!(!events.iter().any(|e| e.contains("Authenticated")), "{events:?}");
 }
 
 /// A raw HTTPS client with the device's certificate: sends `head` and `body`, returns
@@ -456,6 +531,7 @@ async fn a_stalling_receiver_cannot_hold_the_sender() {
         identity: alice.identity.clone(),
         book: alice.book.clone(),
         ca: ca.public_key(),
+        revocations: Revocations::new(),
         name: "sender".into(),
         limits: Limits {
             read_timeout: std::time::Duration::from_millis(500),

@@ -66,12 +66,19 @@ impl<G: PrimeGroup> core::fmt::Debug for CertifiedSlot<G> {
 /// by design); a peer can then link the sessions, which the account UUID already
 /// allows in PrivateDrop.
 ///
-/// `Debug` shows the parameters only: neither the inputs nor how many are real.
+/// `Debug` shows the parameters only: neither the inputs nor how many are real. The
+/// inputs are wiped on drop (the blinding scalars by `SecretScalar`).
 #[derive(Clone)]
 pub struct ReceiverPrecomputation<G: PrimeGroup> {
     params: PsiParams,
     inputs: Vec<Vec<u8>>,
     slots: Vec<Slot<G>>,
+}
+
+impl<G: PrimeGroup> Drop for ReceiverPrecomputation<G> {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.inputs);
+    }
 }
 
 impl<G: PrimeGroup> core::fmt::Debug for ReceiverPrecomputation<G> {
@@ -385,11 +392,24 @@ impl<G: PrimeGroup> core::fmt::Debug for ReceiverAwaitingResponse<G> {
 }
 
 /// What the receiver learned: the elements of its set that the sender also holds, in
-/// the receiver's input order.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// the receiver's input order. The items are wiped on drop; `Debug` shows only how
+/// many there are.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct Intersection {
     indices: Vec<usize>,
     items: Vec<Vec<u8>>,
+}
+
+impl core::fmt::Debug for Intersection {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Intersection({} items)", self.items.len())
+    }
+}
+
+impl Drop for Intersection {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.items);
+    }
 }
 
 impl Intersection {

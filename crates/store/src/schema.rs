@@ -76,8 +76,21 @@ CREATE TABLE known_peers (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Version 3 (issue 10): signed revocation lists, the newest one per issuer (a
+/// PrivateDrop CA's list of revoked accounts, a naming root's list of revoked
+/// blessings). The store keeps the bytes the caller verified and their sequence
+/// number; an older list never replaces a newer one.
+const V3: &str = "
+CREATE TABLE revocation_lists (
+    issuer           TEXT PRIMARY KEY,
+    sequence         INTEGER NOT NULL CHECK (sequence >= 0),
+    next_update_unix INTEGER NOT NULL CHECK (next_update_unix >= 0),
+    list             BLOB NOT NULL
+) STRICT, WITHOUT ROWID;
+";
+
 /// The migration steps; entry `i` takes the schema from version `i` to `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

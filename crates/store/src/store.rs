@@ -69,6 +69,18 @@ pub struct CaAccount {
     pub revoked_unix: Option<u64>,
 }
 
+/// A signed revocation list as stored: its issuer's newest (see
+/// [`Store::put_revocation_list`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredRevocationList {
+    /// The list's sequence number (higher is newer).
+    pub sequence: u64,
+    /// When its issuer promised the next list (Unix seconds).
+    pub next_update_unix: u64,
+    /// The signed list, as the caller verified it.
+    pub list: Vec<u8>,
+}
+
 /// tacit's local database: the user's own identifiers, the address book,
 /// secret keys and cached precomputations.
 ///
@@ -537,6 +549,83 @@ impl Store {
         Ok(out)
     }
 
+    // ----- revocation lists --------------------------------------------------
+
+    /// Keeps `list`, the signed revocation list of `issuer` with `sequence` and
+    /// `next_update_unix`, unless the store already holds one of `issuer` with the
+    /// same or a higher sequence number: an older list never replaces a newer one,
+    /// atomically (one statement). `Ok(true)` if it was stored.
+    ///
+    /// The store does not parse or verify lists: the caller verifies the signature
+    /// before storing, and again after loading.
+    pub fn put_revocation_list(
+        &mut self,
+        issuer: &str,
+        sequence: u64,
+        next_update_unix: u64,
+        list: &[u8],
+    ) -> Result<bool> {
+        let seq_db = to_i64("revocation list sequence", sequence)?;
+        let next_db = to_i64("revocation list next update", next_update_unix)?;
+        let n = self.conn.execute(
+            "INSERT INTO revocation_lists (issuer, sequence, next_update_unix, list) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (issuer) DO UPDATE SET sequence = excluded.sequence,
+                 next_update_unix = excluded.next_update_unix, list = excluded.list
+             WHERE excluded.sequence > revocation_lists.sequence",
+            params![issuer, seq_db, next_db, list],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// The newest revocation list stored for `issuer`, if any.
+    pub fn revocation_list(&self, issuer: &str) -> Result<Option<StoredRevocationList>> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT sequence, next_update_unix, list FROM revocation_lists WHERE issuer = ?1",
+                params![issuer],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, Vec<u8>>(2)?)),
+            )
+            .optional()?;
+        row.map(|(s, n, list)| {
+            Ok(StoredRevocationList {
+                sequence: to_u64("revocation list sequence", s)?,
+                next_update_unix: to_u64("revocation list next update", n)?,
+                list,
+            })
+        })
+        .transpose()
+    }
+
+    /// Every stored revocation list whose issuer starts with `prefix`, by issuer.
+    pub fn revocation_lists(&self, prefix: &str) -> Result<Vec<(String, StoredRevocationList)>> {
+        let mut st = self.conn.prepare(
+            "SELECT issuer, sequence, next_update_unix, list FROM revocation_lists
+             WHERE substr(issuer, 1, length(?1)) = ?1 ORDER BY issuer",
+        )?;
+        let rows = st.query_map(params![prefix], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Vec<u8>>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (issuer, s, n, list) = row?;
+            out.push((
+                issuer,
+                StoredRevocationList {
+                    sequence: to_u64("revocation list sequence", s)?,
+                    next_update_unix: to_u64("revocation list next update", n)?,
+                    list,
+                },
+            ));
+        }
+        Ok(out)
+    }
+
     // ----- peers pinned on first use ---------------------------------------
 
     /// The key fingerprint pinned for `name` (for example `psi/host:port`), if any.
@@ -761,6 +850,26 @@ mod tests {
         assert_eq!(store.contacts().unwrap().len(), 3);
         assert_eq!(store.contacts_version().unwrap(), 1);
         assert_eq!(store.current_key("psi").unwrap().unwrap().epoch, 1);
+    }
+
+    #[test]
+    fn a_version_2_database_gains_the_revocation_lists_and_keeps_its_registry() {
+        let dir = TempDir::new();
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let path = dir.0.join("registry.sqlite3");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            schema::migrate(&mut conn, &schema::MIGRATIONS[..2]).unwrap();
+            conn.execute(
+                "INSERT INTO ca_accounts (account, tls_public_key, not_after, revoked_unix) VALUES (?1, ?2, 5, 7)",
+                params![[9u8; 16].as_slice(), b"key".as_slice()],
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), 3);
+        assert_eq!(store.ca_account(&[9; 16]).unwrap().unwrap().revoked_unix, Some(7));
+        assert!(store.put_revocation_list("drop-ca/k", 1, 10, b"l").unwrap());
     }
 
     #[test]
@@ -1148,6 +1257,39 @@ mod tests {
         assert!(!store.ca_register(&a, b"key-3", 500, Some(b"key-2")).unwrap());
         assert!(!store.ca_revoke(&[8; 16], 1).unwrap());
         assert_eq!(store.ca_accounts().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_older_revocation_list_never_replaces_a_newer_one() {
+        let mut store = Store::open_in_memory().unwrap();
+        assert_eq!(store.revocation_list("drop-ca/aa").unwrap(), None);
+        assert!(store.put_revocation_list("drop-ca/aa", 2, 100, b"list-2").unwrap());
+        // older and equal sequence numbers are not stored
+        assert!(!store.put_revocation_list("drop-ca/aa", 1, 900, b"list-1").unwrap());
+        assert!(!store.put_revocation_list("drop-ca/aa", 2, 900, b"other-2").unwrap());
+        let l = store.revocation_list("drop-ca/aa").unwrap().unwrap();
+        assert_eq!(
+            (l.sequence, l.next_update_unix, l.list.as_slice()),
+            (2, 100, &b"list-2"[..])
+        );
+        assert!(store.put_revocation_list("drop-ca/aa", 3, 200, b"list-3").unwrap());
+        assert_eq!(store.revocation_list("drop-ca/aa").unwrap().unwrap().sequence, 3);
+        // issuers are independent; listing filters by prefix
+        assert!(
+            store
+                .put_revocation_list("discovery-root/Home/bb", 1, 50, b"h")
+                .unwrap()
+        );
+        assert!(store.put_revocation_list("drop-ca/cc", 1, 50, b"c").unwrap());
+        let drop: Vec<String> = store
+            .revocation_lists("drop-ca/")
+            .unwrap()
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(drop, ["drop-ca/aa", "drop-ca/cc"]);
+        assert_eq!(store.revocation_lists("discovery-root/").unwrap().len(), 1);
+        assert!(store.put_revocation_list("x", u64::MAX, 0, b"").is_err());
     }
 
     #[test]

@@ -15,13 +15,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::VerifyingKey;
-use tacit_discovery::blessing::{Blessing, Policy, Principal, TrustedRoots};
+use tacit_discovery::blessing::{
+    Applied, Blessing, CertificateId, Policy, Principal, SignedRevocationList, TrustedRoot, TrustedRoots,
+};
 use tacit_discovery::carrier::{self, AuxStore, Budget};
 use tacit_discovery::handshake::server::ServerConfig;
 use tacit_discovery::handshake::zero_rtt::{Service, open_advert};
 use tacit_discovery::handshake::{Credentials, Mode, PrefixCredentials};
 use tacit_discovery::ibe::{MasterPublicKey, MasterSecretKey};
+use tacit_discovery::key_request::KeyAuthority;
 use tacit_discovery::prefix::{Prefix, PrefixAuthority, PrefixKey};
+use tacit_discovery::root_service::{self, RootEvent, RootState};
 use tacit_discovery::service::{self, ServerEvent, ServerState};
 use tacit_net::{FramedListener, NetConfig};
 use tacit_store::Store;
@@ -110,6 +114,45 @@ pub enum IdCommand {
         /// Its public key (hex).
         key: String,
     },
+    /// Ask the IBE root service for our prefix key, proving a blessing for the name.
+    #[command(after_help = "\
+The IBE root (`tacit discover root serve`) sends a fresh challenge; this principal
+answers with its blessing for NAME, an ephemeral key and a signature over both; the
+root checks the blessing against the naming roots it trusts (and their revocation
+lists) and returns the key of that name, encrypted to the ephemeral key. The key is
+checked against the IBE root's public key before it is installed.
+Examples:
+  tacit discover id fetch-prefix-key --root 192.168.1.2:7910 --mpk ibe.mpk
+  tacit discover id fetch-prefix-key --root 127.0.0.1:7910 --name Home/Camera")]
+    FetchPrefixKey {
+        /// The IBE root service's address.
+        #[arg(long)]
+        root: String,
+        /// The IBE root's public key file (default: the one installed already).
+        #[arg(long)]
+        mpk: Option<PathBuf>,
+        /// Which of our names (default: the first).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Fetch the naming roots' revocation lists from the IBE root service.
+    #[command(after_help = "\
+Lists are accepted only for roots this principal trusts, signed by that root's key,
+and never older than the one held. A chain with a revoked link fails every
+handshake from then on.
+Example:
+  tacit discover id refresh --root 127.0.0.1:7910")]
+    Refresh {
+        /// The IBE root service's address.
+        #[arg(long)]
+        root: String,
+    },
+    /// Import a naming root's revocation list from a file.
+    #[command(after_help = "Example:\n  tacit discover id import-revocations home.revocations")]
+    ImportRevocations {
+        /// The list (from `tacit discover root revoke --out`).
+        file: PathBuf,
+    },
     /// Install our prefix-encryption key and the IBE root's public key.
     #[command(after_help = "Example:\n  tacit discover id use-prefix-key phone.prefix-key --mpk ibe.mpk")]
     UsePrefixKey {
@@ -138,11 +181,77 @@ pub enum RootCommand {
         #[arg(long)]
         dir: PathBuf,
     },
-    /// Issue the prefix key of NAME (IBE keys for each of its prefixes). The operator
-    /// must check that the requester holds a blessing for NAME; tacit does not do it.
-    #[command(
-        after_help = "Example:\n  tacit discover root extract Home/Owner/Phone --dir ./ibe-root --out phone.prefix-key"
-    )]
+    /// Serve prefix keys to principals that prove a blessing for their name, and the
+    /// naming roots' revocation lists.
+    #[command(after_help = "\
+A requester gets the key of a name only by proving, over a fresh challenge, that it
+holds a valid blessing for that name under one of the --trust roots (not expired,
+not revoked); everyone else gets a one-line refusal and nothing else. Revocation
+lists stored in DIR (`root revoke --dir`, `root import-revocations`) are picked up
+at each connection and served to `tacit discover id refresh`.
+Examples:
+  tacit discover root serve --dir ./ibe-root --listen 0.0.0.0:7910 --trust Home=3b6a…(64 hex)
+  tacit discover root serve --dir ./ibe-root --listen 127.0.0.1:0 --trust Home=<key> --trust Office=<key>")]
+    Serve {
+        /// The authority's directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Address to listen on (port 0 picks one; the address is printed).
+        #[arg(long)]
+        listen: String,
+        /// A naming root whose blessings this authority honours: NAME=KEY (hex); repeat.
+        #[arg(long = "trust", value_name = "NAME=KEY", required = true)]
+        trust: Vec<String>,
+        /// Exit after this many connections.
+        #[arg(long)]
+        sessions: Option<u64>,
+    },
+    /// Revoke a blessing: sign a new revocation list of this naming root (the
+    /// principal in --store) that names it.
+    #[command(after_help = "\
+WHAT is a certificate identifier (64 hex digits, from `tacit discover id show` or
+`id bless`) or a blessing file. Revoking a link revokes every chain that contains
+it: revoking Home/Devices revokes Home/Devices/Camera too. The list is kept in
+--store (the root's own principals apply it at once), and with --dir also in the
+IBE root's directory, from where `root serve` serves it and stops granting keys to
+the revoked blessing; --out writes it for `tacit discover id import-revocations`.
+Examples:
+  tacit discover root revoke cam.blessing --store home.sqlite3 --dir ./ibe-root
+  tacit discover root revoke 9f3c…(64 hex) --store home.sqlite3 --out home.revocations")]
+    Revoke {
+        /// The certificate identifier, or a blessing file.
+        what: String,
+        /// Which root of this principal signs (default: its only root).
+        #[arg(long)]
+        root: Option<String>,
+        /// Also store the list in this IBE root directory (served by `root serve`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Also write the list to FILE.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Days until the next list is due.
+        #[arg(long, default_value_t = 7)]
+        days: u64,
+    },
+    /// Store a naming root's revocation list in the IBE root's directory (for
+    /// `root serve`, which checks it against its --trust roots).
+    #[command(after_help = "Example:\n  tacit discover root import-revocations home.revocations --dir ./ibe-root")]
+    ImportRevocations {
+        /// The list file.
+        file: PathBuf,
+        /// The authority's directory.
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Issue the prefix key of NAME without any proof (the operator's override; prefer
+    /// `root serve`, which checks a blessing over a fresh challenge).
+    #[command(after_help = "\
+Whoever holds the key of NAME reads everything encrypted to the prefixes of NAME,
+so this command refuses unless --operator-checked says that the operator verified,
+out of band, that the requester holds a valid blessing for NAME.
+Example:
+  tacit discover root extract Home/Owner/Phone --dir ./ibe-root --out phone.prefix-key --operator-checked")]
     Extract {
         /// The name.
         name: String,
@@ -152,6 +261,10 @@ pub enum RootCommand {
         /// Where to write the key (secret).
         #[arg(long)]
         out: PathBuf,
+        /// The operator checked, out of band, that the requester holds a valid
+        /// blessing for NAME.
+        #[arg(long)]
+        operator_checked: bool,
     },
 }
 
@@ -312,11 +425,14 @@ impl Home {
     fn save_principal(&mut self, p: &Principal) -> Result<()> {
         self.put(PRINCIPAL, &p.to_file_bytes())
     }
+    /// The trusted roots, with the revocation lists kept in the store in force.
     fn roots(&self) -> Result<TrustedRoots> {
-        match self.get(ROOTS)? {
-            Some(b) => Ok(TrustedRoots::from_file_bytes(&b)?),
-            None => Ok(TrustedRoots::new()),
-        }
+        let roots = match self.get(ROOTS)? {
+            Some(b) => TrustedRoots::from_file_bytes(&b)?,
+            None => TrustedRoots::new(),
+        };
+        apply_stored_lists(&self.st, &roots, false);
+        Ok(roots)
     }
     fn save_roots(&mut self, r: &TrustedRoots) -> Result<()> {
         self.put(ROOTS, &r.to_file_bytes())
@@ -352,6 +468,57 @@ impl Home {
     }
 }
 
+/// The store's issuer name of a naming root's revocation list.
+fn issuer(root: &TrustedRoot) -> String {
+    format!(
+        "discovery-root/{}/{}",
+        root.name(),
+        hex::encode(root.public_key().to_bytes())
+    )
+}
+
+/// Applies the revocation lists kept in `st` to `roots` (those of roots `roots`
+/// trusts); a list that does not verify is reported unless `quiet`.
+fn apply_stored_lists(st: &Store, roots: &TrustedRoots, quiet: bool) {
+    let Ok(lists) = st.revocation_lists("discovery-root/") else {
+        return;
+    };
+    for (who, l) in lists {
+        let r = SignedRevocationList::from_file_bytes(&l.list).and_then(|l| roots.apply_revocations(&l).map(|_| ()));
+        match r {
+            Ok(()) => {}
+            // Lists of roots this principal does not trust are simply not in force.
+            Err(tacit_discovery::blessing::Error::UntrustedRoot { .. }) => {}
+            Err(e) if !quiet => eprintln!("tacit: warning: stored revocation list {who}: {e}"),
+            Err(_) => {}
+        }
+    }
+}
+
+/// Applies `list` to `roots` and, if it is now in force, keeps it in `st`.
+fn adopt(st: &mut Store, roots: &TrustedRoots, list: &SignedRevocationList) -> Result<Applied> {
+    let applied = roots.apply_revocations(list)?;
+    let l = list.unverified();
+    st.put_revocation_list(&issuer(l.root()), l.sequence(), l.next_update(), &list.to_file_bytes())?;
+    Ok(applied)
+}
+
+fn describe_list(list: &SignedRevocationList, applied: Applied) -> String {
+    let l = list.unverified();
+    format!(
+        "revocation list {} of root {}: {} certificates revoked, next update {}{}",
+        l.sequence(),
+        l.root().name(),
+        l.len(),
+        l.next_update(),
+        if applied == Applied::Unchanged {
+            " (already held)"
+        } else {
+            ""
+        }
+    )
+}
+
 fn pick(p: &Principal, name: Option<&str>) -> Result<Blessing> {
     let all = p.blessings();
     ensure!(
@@ -373,7 +540,7 @@ use crate::util::now_unix as now;
 pub fn run(cmd: DiscoverCommand, store: Option<&Path>) -> Result<()> {
     match cmd {
         DiscoverCommand::Id(c) => run_id(c, store),
-        DiscoverCommand::Root(c) => run_root(c),
+        DiscoverCommand::Root(c) => run_root(c, store),
         DiscoverCommand::Advertise(a) => runtime()?.block_on(advertise(a, Home::open(store)?)),
         DiscoverCommand::Browse(a) => runtime()?.block_on(browse(a, Home::open(store)?)),
         DiscoverCommand::Connect(a) => runtime()?.block_on(connect(a, Home::open(store)?)),
@@ -424,6 +591,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
             let b = p.bless(&mine, &child, &extension, now() + days * DAY, vec![])?;
             write_file(&out, &b.to_file_bytes(), false)?;
             println!("blessed {} as {} → {}", key, b.unverified_name(), out.display());
+            println!("certificate id {} (to revoke it: `tacit discover root revoke`)", b.id());
         }
         IdCommand::AddBlessing { file } => {
             let mut p = h.principal()?;
@@ -443,6 +611,61 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
             let added = roots.add(&name, parse_key(&key)?)?;
             h.save_roots(&roots)?;
             println!("{} root {name}", if added { "trusting" } else { "already trusted:" });
+        }
+        IdCommand::FetchPrefixKey { root, mpk, name } => {
+            let principal = h.principal()?;
+            let blessing = pick(&principal, name.as_deref())?;
+            let (mpk_bytes, m) = match &mpk {
+                Some(f) => {
+                    let b = read(f, "IBE public key")?;
+                    let m = MasterPublicKey::from_wire(&b)?;
+                    (b, m)
+                }
+                None => {
+                    let b = h
+                        .get(IBE_MPK)?
+                        .ok_or_else(|| anyhow!("give --mpk (the IBE root's ibe.mpk): the key is checked against it"))?;
+                    let m = MasterPublicKey::from_wire(&b)?;
+                    (b.to_vec(), m)
+                }
+            };
+            let wanted = blessing.unverified_name();
+            let key = runtime()?.block_on(root_service::fetch_prefix_key(
+                &root,
+                Arc::new(principal),
+                blessing,
+                Arc::new(m),
+                &NetConfig::default().with_deadline(Duration::from_secs(30)),
+            ))?;
+            h.put(IBE_MPK, &mpk_bytes)?;
+            h.put(PREFIX_KEY, &key.to_bytes())?;
+            println!("installed the prefix key of {wanted} from the IBE root at {root}");
+        }
+        IdCommand::Refresh { root } => {
+            let roots = h.roots()?;
+            let lists = runtime()?.block_on(root_service::fetch_revocations(
+                &root,
+                &NetConfig::default().with_deadline(Duration::from_secs(30)),
+            ))?;
+            if lists.is_empty() {
+                println!("the IBE root at {root} holds no revocation lists");
+            }
+            for l in &lists {
+                match adopt(&mut h.st, &roots, l) {
+                    Ok(a) => println!("{}", describe_list(l, a)),
+                    Err(e) => println!(
+                        "ignored the revocation list of root {}: {}",
+                        crate::util::sanitize(l.unverified().root().name()),
+                        crate::util::one_line(&e)
+                    ),
+                }
+            }
+        }
+        IdCommand::ImportRevocations { file } => {
+            let roots = h.roots()?;
+            let l = SignedRevocationList::from_file_bytes(&read(&file, "revocation list")?)?;
+            let a = adopt(&mut h.st, &roots, &l)?;
+            println!("{}", describe_list(&l, a));
         }
         IdCommand::UsePrefixKey { file, mpk } => {
             let mpk_bytes = read(&mpk, "IBE public key")?;
@@ -465,6 +688,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                     let valid = b.validate(&roots, t);
                     serde_json::json!({
                         "name": b.unverified_name().to_string(),
+                        "id": b.id().to_string(),
                         "links": b.depth(),
                         "bytes": b.encoded_len(),
                         "expires_at": b.expires_at(),
@@ -480,6 +704,16 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                 "trusted_roots": roots.iter().map(|r| serde_json::json!({"name": r.name(), "key": hex::encode(r.public_key().to_bytes())})).collect::<Vec<_>>(),
                 "prefix_key": prefix.as_ref().and_then(|p| p.key.as_ref()).map(|k| k.name().to_string()),
                 "ibe_root": prefix.is_some(),
+                "revocation_lists": roots.revocation_lists().iter().map(|l| {
+                    let l = l.unverified();
+                    serde_json::json!({
+                        "root": l.root().name(),
+                        "sequence": l.sequence(),
+                        "next_update": l.next_update(),
+                        "revoked": l.revoked().map(|i| i.to_string()).collect::<Vec<_>>(),
+                        "stale": l.is_stale(t),
+                    })
+                }).collect::<Vec<_>>(),
             });
             if json {
                 println!("{}", serde_json::to_string_pretty(&out)?);
@@ -497,6 +731,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                             None => String::new(),
                         }
                     );
+                    println!("  id:        {}", n["id"].as_str().unwrap_or(""));
                 }
                 if names.is_empty() {
                     println!("name:        (none yet)");
@@ -508,15 +743,184 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                     Some(k) => println!("prefix key:  {k}"),
                     None => println!("prefix key:  (none: cannot read private services)"),
                 }
+                for l in roots.revocation_lists() {
+                    let l = l.unverified();
+                    println!(
+                        "revocations: root {} list {}: {} certificates revoked, next update {}{}",
+                        l.root().name(),
+                        l.sequence(),
+                        l.len(),
+                        l.next_update(),
+                        if l.is_stale(t) { " (past due)" } else { "" }
+                    );
+                }
             }
         }
     }
     Ok(())
 }
 
-fn run_root(c: RootCommand) -> Result<()> {
+/// The IBE root's own store (revocation lists it serves), in its directory.
+fn open_root_store(dir: &Path) -> Result<Store> {
+    let path = dir.join("root.sqlite3");
+    Store::open(&path).with_context(|| format!("cannot open {}", path.display()))
+}
+
+fn parse_trust(spec: &str) -> Result<(String, VerifyingKey)> {
+    let (name, key) = spec
+        .split_once('=')
+        .ok_or_else(|| anyhow!("--trust {spec:?}: write it as NAME=KEY (the root's name and its 64-hex-digit key)"))?;
+    Ok((
+        name.to_string(),
+        parse_key(key).with_context(|| format!("--trust {name}"))?,
+    ))
+}
+
+fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
     let mut rng = SecureRng::from_os();
     match c {
+        RootCommand::Serve {
+            dir,
+            listen,
+            trust,
+            sessions,
+        } => {
+            let msk = MasterSecretKey::from_bytes(&read(&dir.join("ibe.msk"), "IBE master secret key")?)?;
+            let authority = Arc::new(PrefixAuthority::from_master_secret_key(msk));
+            let mut roots = TrustedRoots::new();
+            for t in &trust {
+                let (name, key) = parse_trust(t)?;
+                roots.add(&name, key).with_context(|| format!("--trust {name}"))?;
+            }
+            let root_store = dir.join("root.sqlite3");
+            apply_stored_lists(&open_root_store(&dir)?, &roots, false);
+            let reload_roots = roots.clone();
+            let state = Arc::new(RootState {
+                authority: KeyAuthority::new(authority, roots),
+                reload: Some(Arc::new(move || {
+                    if let Ok(st) = Store::open(&root_store) {
+                        apply_stored_lists(&st, &reload_roots, true);
+                    }
+                })),
+                events: Arc::new(|e| match e {
+                    RootEvent::Granted { name, blessing_id } => {
+                        eprintln!(
+                            "tacit discover root serve: granted the prefix key of {name} (blessing {blessing_id})"
+                        )
+                    }
+                    RootEvent::ListsServed(n) => eprintln!("tacit discover root serve: sent {n} revocation lists"),
+                    RootEvent::Refused(why) => {
+                        eprintln!("tacit discover root serve: refused: {}", crate::util::sanitize(&why))
+                    }
+                }),
+            });
+            runtime()?.block_on(async {
+                let l = FramedListener::bind(&listen, &NetConfig::default())
+                    .await
+                    .with_context(|| format!("cannot listen on {listen}"))?;
+                eprintln!("tacit discover root serve: listening on {}", l.local_addr()?);
+                root_service::serve(l, state, sessions).await?;
+                anyhow::Ok(())
+            })?;
+        }
+        RootCommand::Revoke {
+            what,
+            root,
+            dir,
+            out,
+            days,
+        } => {
+            ensure!((1..=3650).contains(&days), "--days must be between 1 and 3650");
+            let mut h = Home::open(store)?;
+            let p = h.principal()?;
+            let own_roots: Vec<&Blessing> = p.blessings().iter().filter(|b| b.depth() == 1).collect();
+            let root_b = match (&root, own_roots.as_slice()) {
+                (None, [one]) => (*one).clone(),
+                (None, []) => anyhow::bail!(
+                    "the principal in {} is not a naming root (it was not made with `discover id new --root`)",
+                    h.path.display()
+                ),
+                (None, _) => anyhow::bail!("this principal is several roots; choose one with --root NAME"),
+                (Some(n), all) => all
+                    .iter()
+                    .find(|b| b.root_name() == n)
+                    .map(|b| (*b).clone())
+                    .ok_or_else(|| anyhow!("this principal is not the root {n}"))?,
+            };
+            let me = TrustedRoot::of(&root_b);
+            let id = match what.parse::<CertificateId>() {
+                Ok(id) => id,
+                Err(_) => {
+                    let b = Blessing::from_file_bytes(&read(Path::new(&what), "blessing").with_context(|| {
+                        format!("{what:?} is neither a certificate id (64 hex digits) nor a blessing file")
+                    })?)?;
+                    ensure!(
+                        b.root_name() == me.name() && b.root_key() == me.public_key(),
+                        "{what} is a blessing under root {}, not under this root {}",
+                        crate::util::sanitize(b.root_name()),
+                        me.name()
+                    );
+                    b.id()
+                }
+            };
+            let issuer_name = issuer(&me);
+            let current = match h.st.revocation_list(&issuer_name)? {
+                Some(s) => Some(SignedRevocationList::from_file_bytes(&s.list)?),
+                None => None,
+            };
+            let (sequence, mut ids): (u64, Vec<CertificateId>) = match &current {
+                Some(c) => (
+                    c.unverified().sequence() + 1,
+                    c.unverified().revoked().copied().collect(),
+                ),
+                None => (1, vec![]),
+            };
+            let already = ids.contains(&id);
+            ids.push(id);
+            let t = now();
+            let list = p.sign_revocations(&root_b, sequence, t, t + days * DAY, ids)?;
+            let roots = h.roots()?;
+            adopt(&mut h.st, &roots, &list)?;
+            if let Some(d) = &dir {
+                let mut rs = open_root_store(d)?;
+                let l = list.unverified();
+                rs.put_revocation_list(&issuer_name, l.sequence(), l.next_update(), &list.to_file_bytes())?;
+            }
+            if let Some(o) = &out {
+                write_file(o, &list.to_file_bytes(), false)?;
+            }
+            println!(
+                "{} certificate {id} under root {}",
+                if already { "already revoked:" } else { "revoked" },
+                me.name()
+            );
+            println!(
+                "{}{}{}",
+                describe_list(&list, Applied::Installed),
+                match &dir {
+                    Some(d) => format!("; served by `root serve --dir {}`", d.display()),
+                    None => String::new(),
+                },
+                match &out {
+                    Some(o) => format!("; written to {}", o.display()),
+                    None => String::new(),
+                }
+            );
+        }
+        RootCommand::ImportRevocations { file, dir } => {
+            let l = SignedRevocationList::from_file_bytes(&read(&file, "revocation list")?)?;
+            let u = l.unverified();
+            let mut rs = open_root_store(&dir)?;
+            let stored =
+                rs.put_revocation_list(&issuer(u.root()), u.sequence(), u.next_update(), &l.to_file_bytes())?;
+            println!(
+                "{} revocation list {} of root {} in {} (checked against the --trust roots when served)",
+                if stored { "stored" } else { "kept the newer" },
+                u.sequence(),
+                crate::util::sanitize(u.root().name()),
+                dir.display()
+            );
+        }
         RootCommand::Init { dir } => {
             let msk_path = dir.join("ibe.msk");
             ensure!(!msk_path.exists(), "{} already exists", msk_path.display());
@@ -528,7 +932,16 @@ fn run_root(c: RootCommand) -> Result<()> {
                 dir.display()
             );
         }
-        RootCommand::Extract { name, dir, out } => {
+        RootCommand::Extract {
+            name,
+            dir,
+            out,
+            operator_checked,
+        } => {
+            ensure!(
+                operator_checked,
+                "extracting without a proof gives the key of {name} to whoever receives the file; run `tacit discover root serve` (the requester proves a blessing for its name), or pass --operator-checked if you verified out of band that the requester holds a valid blessing for {name}"
+            );
             let msk = MasterSecretKey::from_bytes(&read(&dir.join("ibe.msk"), "IBE master secret key")?)?;
             let auth = PrefixAuthority::from_master_secret_key(msk);
             let prefix = Prefix::parse(&name).map_err(|e| anyhow!("name {name:?}: {e}"))?;
@@ -571,6 +984,18 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
         creds.policy
     );
     let server = tokio::spawn(service::serve(listener, state.clone()));
+    // Revocation lists imported into the store while the service runs
+    // (`discover id refresh`, `id import-revocations`) take effect within seconds: the
+    // credentials share the trusted roots' revocation state.
+    let (reload_roots, reload_path) = (creds.roots.clone(), h.path.clone());
+    let reloader = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            if let Ok(st) = Store::open(&reload_path) {
+                apply_stored_lists(&st, &reload_roots, true);
+            }
+        }
+    });
     let aux = AuxStore::new();
     let aux_net = NetConfig {
         max_frame: carrier::AUX_MAX_FRAME,
@@ -632,6 +1057,7 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
     }
     server.abort();
     aux_task.abort();
+    reloader.abort();
     Ok(())
 }
 

@@ -2,16 +2,20 @@
 //! rely on, and a device's enrolment with it.
 
 use crate::util::store_path;
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::VerifyingKey;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
+use tacit_drop::AccountId;
 use tacit_drop::DropParams;
 use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, EnrollmentRequest, Issued};
 use tacit_drop::records::CaPublicKey;
+use tacit_drop::revocation::{
+    DEFAULT_LIST_LIFETIME_SECS, RevocationListRequest, Revocations, SignedRevocationList, VerifiedRevocationList,
+};
 use tacit_drop::x509::TlsRoot;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_store::{NormalizeOptions, Store};
@@ -19,6 +23,9 @@ use tacit_wire::{Encode, ErrorMessage};
 
 /// Store key purposes.
 pub const CA_PUBLIC: &str = "drop-ca-public";
+/// Where the CA was reached last (`tacit id enroll --ca`, `renew`, `refresh`): where
+/// `drop receive` and `drop send` refresh a stale revocation list.
+pub const CA_ADDRESS: &str = "drop-ca-address";
 fn identity_purpose(g: GroupId) -> String {
     format!("drop-identity/{g}")
 }
@@ -95,7 +102,9 @@ Example:
     #[command(after_help = "\
 The CA remembers every account it certified (registry.sqlite3 in DIR): a UUID that
 is registered is certified again only for `tacit id renew`, which signs the request
-with the key of the account's current certificate.
+with the key of the account's current certificate; a revoked one never.
+The same endpoint serves the signed revocation list (`tacit id refresh`), re-signed
+with the next sequence number once half of its lifetime has passed.
 Example:
   tacit ca serve --listen 127.0.0.1:7700 --dir ./ca
   tacit ca serve --listen 127.0.0.1:0 --confirm --sessions 1")]
@@ -109,11 +118,33 @@ Example:
         /// Confirm ownership of every identifier without asking.
         #[arg(long)]
         confirm: bool,
-        /// Exit after this many enrolments.
+        /// Exit after this many connections (enrolments and revocation-list fetches).
         #[arg(long)]
         sessions: Option<u64>,
+        /// Lifetime of a revocation list in hours (its next-update time).
+        #[arg(long, default_value_t = DEFAULT_LIST_LIFETIME_SECS / 3600)]
+        list_hours: u64,
         #[command(flatten)]
         params: DropParamArgs,
+    },
+    /// Revoke an account (a lost or departed device): it is never certified again, and
+    /// the signed revocation list that devices fetch names it.
+    #[command(after_help = "\
+Writes the new list to DIR/revocations.bin (to hand out as a file) and keeps it in
+the registry, from where `tacit ca serve` serves it; devices fetch it with
+`tacit id refresh`, and `tacit drop receive` / `send` refresh a list past its next
+update on start. Peers refuse a revoked account in every handshake.
+Example:
+  tacit ca revoke 0b6c8d5e-2f4a-4e1b-9c3d-7a8b9c0d1e2f --dir ./ca")]
+    Revoke {
+        /// The account UUID (from `tacit id show` on the device, or the CA's log).
+        account: String,
+        /// The CA directory.
+        #[arg(long, default_value = "tacit-ca")]
+        dir: PathBuf,
+        /// Lifetime of the new list in hours (its next-update time).
+        #[arg(long, default_value_t = DEFAULT_LIST_LIFETIME_SECS / 3600)]
+        list_hours: u64,
     },
 }
 
@@ -164,6 +195,22 @@ Example:
         /// The group.
         #[arg(long, default_value = "ristretto255", value_parser = |s: &str| s.parse::<GroupId>())]
         group: GroupId,
+    },
+    /// Fetch the CA's signed revocation list (or import it from a file) and keep it.
+    #[command(after_help = "\
+The list is verified with the CA key this device was enrolled with; an older list
+never replaces a newer one. Without --ca, the address used at enrolment is used.
+Examples:
+  tacit id refresh
+  tacit id refresh --ca 127.0.0.1:7700
+  tacit id refresh --file revocations.bin")]
+    Refresh {
+        /// The CA's address.
+        #[arg(long, conflicts_with = "file")]
+        ca: Option<String>,
+        /// Import the list from FILE (`revocations.bin` of `tacit ca revoke`).
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
     },
     /// Complete an offline enrolment with the CA's answer.
     Finish {
@@ -301,16 +348,49 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
             println!("wrote the issued certificates to {}", out.display());
             Ok(())
         }
+        CaCommand::Revoke {
+            account,
+            dir,
+            list_hours,
+        } => {
+            let ca = load_ca(&dir)?;
+            let mut registry = open_registry(&dir)?;
+            let a = AccountId::parse(&account)
+                .ok_or_else(|| anyhow!("{account:?} is not an account UUID (8-4-4-4-12 hex digits)"))?;
+            let before = registry.ca_account(&a.0)?.ok_or_else(|| {
+                anyhow!("account {a} is not registered with this CA (see its log for the UUIDs it certified)")
+            })?;
+            let t = now();
+            registry.ca_revoke(&a.0, t)?;
+            let list = publish(&ca, &mut registry, t, hours(list_hours)?)?;
+            let path = dir.join("revocations.bin");
+            write_private(&path, &list.to_bytes())?;
+            let l = list.unverified();
+            match before.revoked_unix {
+                Some(at) => println!("account {a} was already revoked (at {at})"),
+                None => println!("revoked account {a}"),
+            }
+            println!(
+                "revocation list {} ({} accounts, next update {}) written to {} and served by `tacit ca serve`",
+                l.sequence(),
+                l.accounts().len(),
+                l.next_update(),
+                path.display()
+            );
+            Ok(())
+        }
         CaCommand::Serve {
             listen,
             dir,
             confirm: all,
             sessions,
+            list_hours,
             params,
         } => {
             let ca = load_ca(&dir)?;
             let mut registry = open_registry(&dir)?;
             let _ = params.params()?;
+            let lifetime = hours(list_hours)?;
             let tls = ca.enrolment_tls_identity()?.server_config()?;
             // One enrolment at a time (the operator confirms each at the prompt), each
             // under a deadline so a stalled device cannot hold the CA.
@@ -340,6 +420,30 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
                             continue;
                         }
                     };
+                    if tacit_wire::Envelope::peek(&req)
+                        .is_ok_and(|e| e.tag == tacit_drop::revocation::tags::REVOCATION_LIST_REQUEST)
+                    {
+                        let reply = match RevocationListRequest::from_bytes(&req)
+                            .map_err(anyhow::Error::from)
+                            .and_then(|_| publish(&ca, &mut registry, now(), lifetime))
+                        {
+                            Ok(list) => {
+                                let l = list.unverified();
+                                eprintln!(
+                                    "tacit ca serve: sent revocation list {} ({} accounts)",
+                                    l.sequence(),
+                                    l.accounts().len()
+                                );
+                                list.to_bytes()
+                            }
+                            Err(e) => {
+                                eprintln!("tacit ca serve: refused: {}", crate::util::one_line(&e));
+                                ErrorMessage::new(crate::util::one_line(&e)).to_wire()
+                            }
+                        };
+                        let _ = c.send(&reply).await;
+                        continue;
+                    }
                     let answer = match params.group {
                         GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &mut registry, &req, all),
                         GroupId::P256 => certify::<P256>(&ca, &mut registry, &req, all),
@@ -354,6 +458,145 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
             })
         }
     }
+}
+
+fn hours(h: u64) -> Result<u64> {
+    ensure!(
+        (1..=24 * 366).contains(&h),
+        "--list-hours must be between 1 and 8784 (a year)"
+    );
+    Ok(h * 3600)
+}
+
+/// The revocation-list issuer name of a CA key in a store.
+pub fn ca_issuer(ca: &CaPublicKey) -> String {
+    format!("drop-ca/{}", hex(&ca.0.to_bytes()))
+}
+
+/// The list the CA publishes now: the one in its registry while it is current and
+/// lists exactly the revoked accounts, else a new one (kept before it is returned).
+fn publish(ca: &CertificateAuthority, registry: &mut Store, now: u64, lifetime: u64) -> Result<SignedRevocationList> {
+    let issuer = ca_issuer(&ca.public_key());
+    let current = match registry.revocation_list(&issuer)? {
+        Some(s) => Some(SignedRevocationList::from_bytes(&s.list).context("the CA's stored revocation list")?),
+        None => None,
+    };
+    let revoked: Vec<AccountId> = registry
+        .ca_accounts()?
+        .into_iter()
+        .filter(|(_, a)| a.revoked_unix.is_some())
+        .map(|(id, _)| AccountId(id))
+        .collect();
+    let (list, new) = ca.publish_revocations(current.as_ref(), &revoked, now, lifetime)?;
+    if new {
+        let l = list.unverified();
+        registry.put_revocation_list(&issuer, l.sequence(), l.next_update(), &list.to_bytes())?;
+    }
+    Ok(list)
+}
+
+/// The revocation list kept in the device's store for `ca`, verified.
+pub fn stored_revocations(st: &Store, ca: &CaPublicKey) -> Result<Option<VerifiedRevocationList>> {
+    match st.revocation_list(&ca_issuer(ca))? {
+        None => Ok(None),
+        Some(s) => Ok(Some(
+            SignedRevocationList::from_bytes(&s.list)?
+                .verify(ca)
+                .context("the stored revocation list")?,
+        )),
+    }
+}
+
+/// Keeps `list` unless the store holds a newer one; whether it was stored.
+pub fn keep_revocations(st: &mut Store, list: &VerifiedRevocationList) -> Result<bool> {
+    let l = list.list();
+    if let Some(cur) = stored_revocations(st, list.ca())? {
+        if cur.list().sequence() > l.sequence() {
+            bail!(
+                "revocation list {} is older than list {} already held",
+                l.sequence(),
+                cur.list().sequence()
+            );
+        }
+    }
+    Ok(st.put_revocation_list(
+        &ca_issuer(list.ca()),
+        l.sequence(),
+        l.next_update(),
+        &list.signed().to_bytes(),
+    )?)
+}
+
+/// The CA address this device last used, if any.
+pub fn ca_address(st: &Store) -> Result<Option<String>> {
+    Ok(st
+        .current_key(CA_ADDRESS)?
+        .map(|k| String::from_utf8_lossy(&k.secret).into_owned()))
+}
+
+fn remember_ca_address(st: &mut Store, addr: &str) -> Result<()> {
+    if ca_address(st)?.as_deref() == Some(addr) {
+        return Ok(());
+    }
+    let epoch = next_epoch(st, CA_ADDRESS)?;
+    st.put_key(CA_ADDRESS, epoch, addr.as_bytes(), now())?;
+    Ok(())
+}
+
+/// Fetches the CA's current revocation list from its enrolment endpoint and verifies
+/// it under `ca`.
+pub async fn fetch_revocations(addr: &str, ca: CaPublicKey) -> Result<VerifiedRevocationList> {
+    let answer = exchange_with_ca(
+        addr,
+        ca,
+        &RevocationListRequest.to_bytes(),
+        std::time::Duration::from_secs(15),
+    )
+    .await?;
+    Ok(SignedRevocationList::from_bytes(&answer)?.verify(&ca)?)
+}
+
+/// For `drop receive` and `drop send` on start: the stored list, refreshed from the CA
+/// first when it is missing or past its next update and a CA address is known. A
+/// failed refresh is reported on stderr and the stored list stays in force.
+pub async fn revocations_on_start(st: &mut Store, ca: &CaPublicKey, who: &str) -> Result<Revocations> {
+    let revocations = Revocations::new();
+    let stored = stored_revocations(st, ca)?;
+    let t = now();
+    if let Some(l) = &stored {
+        revocations.update(l.clone())?;
+    }
+    let stale = stored.as_ref().is_none_or(|l| l.list().is_stale(t));
+    if stale {
+        match ca_address(st)? {
+            Some(addr) => match fetch_revocations(&addr, *ca).await {
+                Ok(list) => match revocations.update(list.clone()) {
+                    Ok(_) => {
+                        keep_revocations(st, &list)?;
+                        eprintln!(
+                            "tacit {who}: revocation list {} from the CA at {addr} ({} accounts revoked)",
+                            list.list().sequence(),
+                            list.list().accounts().len()
+                        );
+                    }
+                    Err(e) => eprintln!("tacit {who}: the CA at {addr} sent an unusable revocation list: {e}"),
+                },
+                Err(e) => eprintln!(
+                    "tacit {who}: warning: could not refresh the revocation list from the CA at {addr}: {}; {}",
+                    crate::util::one_line(&e),
+                    match &stored {
+                        Some(l) => format!("list {} (past its next update) stays in force", l.list().sequence()),
+                        None => "no revocation list is in force".into(),
+                    }
+                ),
+            },
+            None if stored.is_some() => eprintln!(
+                "tacit {who}: warning: the revocation list is past its next update and no CA address is known (run `tacit id refresh --ca ADDR`)"
+            ),
+            None => {}
+        }
+    }
+    Ok(revocations)
 }
 
 fn certify<G: PrimeGroup>(
@@ -410,6 +653,42 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
             GroupId::Ristretto255 => renew::<Ristretto255>(&mut st, &ca, &ids, region.as_deref()),
             GroupId::P256 => renew::<P256>(&mut st, &ca, &ids, region.as_deref()),
         },
+        IdCommand::Refresh { ca, file } => {
+            let ca_pub = load_ca_public(&st)?;
+            let (list, from) = match file {
+                Some(f) => {
+                    let b = std::fs::read(&f).with_context(|| format!("cannot read {}", f.display()))?;
+                    (
+                        SignedRevocationList::from_bytes(&b)
+                            .with_context(|| format!("{}", f.display()))?
+                            .verify(&ca_pub)
+                            .with_context(|| format!("{}", f.display()))?,
+                        f.display().to_string(),
+                    )
+                }
+                None => {
+                    let addr = match ca {
+                        Some(a) => a,
+                        None => ca_address(&st)?
+                            .ok_or_else(|| anyhow!("no CA address is known: give --ca HOST:PORT (or --file)"))?,
+                    };
+                    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                    let list = rt.block_on(fetch_revocations(&addr, ca_pub))?;
+                    remember_ca_address(&mut st, &addr)?;
+                    (list, format!("the CA at {addr}"))
+                }
+            };
+            let stored = keep_revocations(&mut st, &list)?;
+            let l = list.list();
+            println!(
+                "revocation list {} from {from}: {} accounts revoked, next update {}{}",
+                l.sequence(),
+                l.accounts().len(),
+                l.next_update(),
+                if stored { "" } else { " (already held)" }
+            );
+            Ok(())
+        }
         IdCommand::Finish { issued, group } => {
             let bytes = std::fs::read(&issued).with_context(|| format!("cannot read {}", issued.display()))?;
             match group {
@@ -458,6 +737,7 @@ fn enroll<G: PrimeGroup>(
     let issued = Issued::<G>::from_bytes(&answer, params)?;
     let identity = pending.finish(issued, &ca_pub, now())?;
     remember_ca(st, &ca_pub)?;
+    remember_ca_address(st, &addr)?;
     store_identity(st, identity)
 }
 
@@ -465,15 +745,29 @@ fn enroll<G: PrimeGroup>(
 /// and returns its answer (or its refusal as an error).
 fn request_from_ca(addr: &str, ca_pub: CaPublicKey, request: &[u8]) -> Result<Vec<u8>> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let net = NetConfig::default().with_deadline(std::time::Duration::from_secs(120));
-    let answer = rt.block_on(async {
-        let tls = tacit_drop::enrolment::client_config(ca_pub)?;
-        let mut c = FramedConn::connect_tls(addr, &net, tls, tacit_drop::enrolment::SERVER_NAME)
-            .await
-            .with_context(|| format!("cannot reach the CA at {addr}"))?;
-        c.send(request).await?;
-        anyhow::Ok(c.recv().await?)
-    })?;
+    rt.block_on(exchange_with_ca(
+        addr,
+        ca_pub,
+        request,
+        std::time::Duration::from_secs(120),
+    ))
+}
+
+/// One request and its answer on the CA's endpoint (TLS with the key the CA endorses),
+/// within `deadline`; a refusal becomes an error.
+async fn exchange_with_ca(
+    addr: &str,
+    ca_pub: CaPublicKey,
+    request: &[u8],
+    deadline: std::time::Duration,
+) -> Result<Vec<u8>> {
+    let net = NetConfig::default().with_deadline(deadline);
+    let tls = tacit_drop::enrolment::client_config(ca_pub)?;
+    let mut c = FramedConn::connect_tls(addr, &net, tls, tacit_drop::enrolment::SERVER_NAME)
+        .await
+        .with_context(|| format!("cannot reach the CA at {addr}"))?;
+    c.send(request).await?;
+    let answer = c.recv().await?;
     if let Ok(env) = tacit_wire::Envelope::peek(&answer) {
         if env.tag == tacit_wire::tags::ERROR {
             let m = <ErrorMessage as tacit_wire::Decode>::from_wire(&answer)?;
@@ -505,6 +799,7 @@ fn renew<G: PrimeGroup>(st: &mut Store, addr: &str, ids: &[String], region: Opti
     let pending = DeviceEnrollment::<G>::renew(&current, &current.params, &refs, &mut SecureRng::from_os())?;
     let answer = request_from_ca(addr, ca_pub, &pending.request().to_bytes())?;
     let issued = Issued::<G>::from_bytes(&answer, &current.params)?;
+    remember_ca_address(st, addr)?;
     store_identity(st, pending.finish(issued, &ca_pub, now())?)
 }
 
@@ -565,6 +860,9 @@ fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
     let id = load_identity::<G>(st)?;
     let ca = load_ca_public(st)?;
     let v = &id.blinded_ids.validity;
+    let list = stored_revocations(st, &ca)?;
+    let t = now();
+    let addr = ca_address(st)?;
     if json {
         let out = serde_json::json!({
             "account": id.account.to_string(),
@@ -575,7 +873,16 @@ fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
             "valid_from": v.not_before,
             "valid_until": v.not_after,
             "ca_public_key": hex(&ca.0.to_bytes()),
+            "ca_address": addr,
             "max_contacts": id.params.max_contacts(),
+            "revocation_list": list.as_ref().map(|l| serde_json::json!({
+                "sequence": l.list().sequence(),
+                "issued_at": l.list().issued_at(),
+                "next_update": l.list().next_update(),
+                "revoked_accounts": l.list().accounts().iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+                "stale": l.list().is_stale(t),
+                "this_account_revoked": l.list().contains(&id.account),
+            })),
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -590,6 +897,31 @@ fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
         );
         println!("valid        {} .. {} (Unix time)", v.not_before, v.not_after);
         println!("CA key       {}", hex(&ca.0.to_bytes()));
+        if let Some(a) = &addr {
+            println!("CA address   {a}");
+        }
+        match &list {
+            None => println!("revocations  no list yet (`tacit id refresh`)"),
+            Some(l) => {
+                let l = l.list();
+                println!(
+                    "revocations  list {}: {} accounts revoked, next update {}{}{}",
+                    l.sequence(),
+                    l.accounts().len(),
+                    l.next_update(),
+                    if l.is_stale(t) {
+                        " (past due: `tacit id refresh`)"
+                    } else {
+                        ""
+                    },
+                    if l.contains(&id.account) {
+                        "; THIS ACCOUNT IS REVOKED"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
     }
     Ok(())
 }

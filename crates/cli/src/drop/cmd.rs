@@ -1,6 +1,6 @@
 //! `tacit drop …`: PrivateDrop between two processes, and the attack on legacy captures.
 
-use crate::drop::ca::{DropParamArgs, load_ca_public, load_identity};
+use crate::drop::ca::{DropParamArgs, load_ca_public, load_identity, revocations_on_start};
 use crate::util::{MdnsArg, sanitize, store_path};
 use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
@@ -14,6 +14,7 @@ use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_drop::DropParams;
 use tacit_drop::attack::{PhoneRange, brute_force, read_capture};
 use tacit_drop::protocol::{AddressBook, Discoverability, Peer, ReceiverOutcome};
+use tacit_drop::revocation::Revocations;
 use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
 use tacit_psi::Sender;
 use tacit_store::Store;
@@ -163,7 +164,8 @@ pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
         DropCommand::AttackLegacy { capture, range, params } => return attack(capture, range, &params.params()?),
         DropCommand::Receive { params, .. } | DropCommand::Send { params, .. } => params.params()?,
     };
-    let st = open(store)?;
+    let path = store_path(store)?;
+    let st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
     // A receiver serves many senders at once, and so does a sender with several
     // receivers; a sender talking to one receiver runs on one thread, where its HTTP
     // connection needs no cross-thread wake-ups.
@@ -186,17 +188,12 @@ pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
         _ => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
     };
     match p.psi.group {
-        GroupId::Ristretto255 => rt.block_on(dispatch::<Ristretto255>(cmd, st, p)),
-        GroupId::P256 => rt.block_on(dispatch::<P256>(cmd, st, p)),
+        GroupId::Ristretto255 => rt.block_on(dispatch::<Ristretto255>(cmd, st, path, p)),
+        GroupId::P256 => rt.block_on(dispatch::<P256>(cmd, st, path, p)),
     }
 }
 
-fn open(store: Option<&Path>) -> Result<Store> {
-    let path = store_path(store)?;
-    Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))
-}
-
-async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> Result<()> {
+async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf, p: DropParams) -> Result<()> {
     let identity = Arc::new(load_identity::<G>(&st)?);
     if identity.params != p {
         bail!(
@@ -208,6 +205,13 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> 
         );
     }
     let ca = load_ca_public(&st)?;
+    let who = match cmd {
+        DropCommand::Receive { .. } => "drop receive",
+        _ => "drop send",
+    };
+    // Issue 10: the CA's revocation list, refreshed first if it is past due; every
+    // handshake refuses a revoked peer.
+    let revocations = revocations_on_start(&mut st, &ca, who).await?;
     let entries = st.address_book()?;
     if entries.len() > p.max_contacts() {
         bail!(
@@ -238,10 +242,25 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> 
                 max_offer: max_file.saturating_mul(4),
                 ..Limits::default()
             };
-            receive(
-                identity, book, ca, listen, dir, accept, mode, legacy, capture, sessions, name, mdns, limits,
+            let refresher = spawn_refresher(revocations.clone(), ca, path);
+            let r = receive(
+                identity,
+                book,
+                (ca, revocations),
+                listen,
+                dir,
+                accept,
+                mode,
+                legacy,
+                capture,
+                sessions,
+                name,
+                mdns,
+                limits,
             )
-            .await
+            .await;
+            refresher.abort();
+            r
         }
         DropCommand::Send {
             files,
@@ -263,10 +282,60 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, st: Store, p: DropParams) -> 
                 wait: std::time::Duration::from_secs_f64(discover_secs.max(0.1)),
                 mdns,
             };
-            send(identity, book, ca, files, target, legacy, name, &st).await
+            send(identity, book, (ca, revocations), files, target, legacy, name, &st).await
         }
         DropCommand::AttackLegacy { .. } => unreachable!("no store needed"),
     }
+}
+
+/// Keeps a running receiver's revocation list current: fetches the CA's list when the
+/// one in force reaches its next update (every hour without a list; ten minutes after
+/// a failure), and keeps it in the store. The CA's address is read from the store
+/// each time (`tacit id refresh --ca` changes it).
+fn spawn_refresher(
+    revocations: Revocations,
+    ca: tacit_drop::records::CaPublicKey,
+    store: PathBuf,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut wait = 0u64;
+        loop {
+            let due = match revocations.current() {
+                Some(l) => l.list().next_update().saturating_sub(crate::util::now_unix()),
+                None => 3600,
+            };
+            tokio::time::sleep(std::time::Duration::from_secs(due.max(wait).max(60))).await;
+            let addr = Store::open(&store)
+                .ok()
+                .and_then(|st| crate::drop::ca::ca_address(&st).ok().flatten());
+            let Some(addr) = addr else {
+                wait = 3600;
+                continue;
+            };
+            match crate::drop::ca::fetch_revocations(&addr, ca).await {
+                Ok(list) => {
+                    wait = 0;
+                    if let Ok(tacit_drop::revocation::Update::Installed) = revocations.update(list.clone()) {
+                        eprintln!(
+                            "tacit drop receive: revocation list {} from the CA at {addr} ({} accounts revoked)",
+                            list.list().sequence(),
+                            list.list().accounts().len()
+                        );
+                        if let Ok(mut st) = Store::open(&store) {
+                            let _ = crate::drop::ca::keep_revocations(&mut st, &list);
+                        }
+                    }
+                }
+                Err(e) => {
+                    wait = 600;
+                    eprintln!(
+                        "tacit drop receive: warning: could not refresh the revocation list from the CA at {addr}: {}",
+                        crate::util::one_line(&e)
+                    );
+                }
+            }
+        }
+    })
 }
 
 /// Keeps one address-book precomputation ready so a session does not wait for it.
@@ -326,7 +395,7 @@ fn device_name(name: &str) -> String {
 async fn receive<G: PrimeGroup>(
     identity: Arc<tacit_drop::ca::DropIdentity<G>>,
     book: Arc<AddressBook>,
-    ca: tacit_drop::records::CaPublicKey,
+    (ca, revocations): (tacit_drop::records::CaPublicKey, Revocations),
     listen: String,
     dir: PathBuf,
     accept: AcceptArg,
@@ -415,6 +484,7 @@ async fn receive<G: PrimeGroup>(
         identity,
         book,
         ca,
+        revocations,
         mode: match mode {
             ModeArg::ContactsOnly => Discoverability::ContactsOnly,
             ModeArg::Everyone => Discoverability::Everyone,
@@ -507,7 +577,7 @@ async fn deliver<G: PrimeGroup>(
 async fn send<G: PrimeGroup>(
     identity: Arc<tacit_drop::ca::DropIdentity<G>>,
     book: Arc<AddressBook>,
-    ca: tacit_drop::records::CaPublicKey,
+    (ca, revocations): (tacit_drop::records::CaPublicKey, Revocations),
     files: Vec<PathBuf>,
     target: Target,
     legacy: bool,
@@ -532,6 +602,7 @@ async fn send<G: PrimeGroup>(
         identity: identity.clone(),
         book: book.clone(),
         ca,
+        revocations,
         name,
         limits: Limits::default(),
         events,

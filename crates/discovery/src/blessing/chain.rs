@@ -4,6 +4,7 @@
 //! extracts the name bound to the certificate chain").
 
 use super::name::{Name, Policy, check_component, check_label};
+use super::revocation::{CertificateId, Revocations};
 use super::time::Utc;
 use super::{
     Error, MAX_CAVEAT_DATA, MAX_CAVEATS, MAX_DEPTH, MAX_NAME_LEN, MAX_TRUSTED_ROOTS, Result, SIGNATURE_DST, tags,
@@ -257,6 +258,14 @@ impl Certificate {
         w.into_bytes()
     }
 
+    /// The identifier of this link below the link whose identifier is `parent`
+    /// (`id_i`, see [`super::revocation`]): its content without the signature.
+    fn id(&self, parent: &CertificateId) -> CertificateId {
+        let mut w = Writer::with_capacity(self.encoded_len());
+        self.encode_body(&mut w);
+        CertificateId::of_link(parent, &w.into_bytes())
+    }
+
     /// `h_i = SHA-256(CHAIN_DST || h_{i−1} || Certificate_i)`.
     fn chain_digest(&self, parent: &[u8; 32]) -> [u8; 32] {
         Sha256::new()
@@ -402,6 +411,26 @@ impl Blessing {
         self.links.iter().fold(root_digest(), |h, l| l.chain_digest(&h))
     }
 
+    /// The identifiers of the links, root first (see [`super::revocation`]): revoking
+    /// the `i`-th revokes this chain and every chain that extends its first `i`
+    /// links.
+    pub fn link_ids(&self) -> Vec<CertificateId> {
+        let mut parent = CertificateId::ABOVE_ROOT;
+        self.links
+            .iter()
+            .map(|l| {
+                parent = l.id(&parent);
+                parent
+            })
+            .collect()
+    }
+
+    /// The identifier of the last link: what a root revokes to revoke this
+    /// blessing (and every blessing made from it).
+    pub fn id(&self) -> CertificateId {
+        self.link_ids().last().copied().unwrap_or(CertificateId::ABOVE_ROOT)
+    }
+
     /// The certificates, root first.
     pub fn links(&self) -> &[Certificate] {
         &self.links
@@ -470,7 +499,9 @@ impl Blessing {
     ///    key of link `i − 1` (its own key for the root) over
     ///    `LINK_DST || h_{i−1} || body_i`; `now ≤ not_after`; and its caveats hold
     ///    (`now ≤ t` for [`Caveat::ExpiresAt`], `now ≥ t` for [`Caveat::NotBefore`],
-    ///    no critical caveat of unknown kind).
+    ///    no critical caveat of unknown kind);
+    /// 4. no link is on the revocation list in force for the root
+    ///    ([`TrustedRoots::apply_revocations`]).
     ///
     /// Expiry is inclusive: a link with `not_after = now` is still valid.
     pub fn validate(&self, trusted_roots: &TrustedRoots, now: u64) -> Result<ValidatedBlessing> {
@@ -535,6 +566,18 @@ impl Blessing {
             }
             parent = link.chain_digest(&parent);
             signer = link.public_key;
+        }
+        let ids = self.link_ids();
+        let trusted = TrustedRoot {
+            name: root.extension.clone(),
+            public_key: root.public_key,
+        };
+        if let Some(i) = trusted_roots.revocations.first_revoked(&trusted, &ids) {
+            return Err(Error::Revoked {
+                link: i + 1,
+                extension: self.links[i].extension.clone(),
+                id: ids[i].to_string(),
+            });
         }
         Ok(ValidatedBlessing {
             name,
@@ -720,10 +763,25 @@ impl TrustedRoot {
 
 /// The roots a principal trusts to certify names (§3: the certificate authorities of
 /// the distributed PKI). A name may be listed with several keys (key rollover).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// It also holds the revocation list in force for each root
+/// ([`TrustedRoots::apply_revocations`]), which [`Blessing::validate`] checks. Clones
+/// **share** the revocation lists (a list applied through one clone is in force for
+/// all), so a running service that keeps a clone learns of a revocation at once.
+/// Equality compares the roots only.
+#[derive(Debug, Clone, Default)]
 pub struct TrustedRoots {
     roots: Vec<TrustedRoot>,
+    revocations: Revocations,
 }
+
+impl PartialEq for TrustedRoots {
+    fn eq(&self, other: &Self) -> bool {
+        self.roots == other.roots
+    }
+}
+
+impl Eq for TrustedRoots {}
 
 impl TrustedRoots {
     /// An empty list (trusts nothing).
@@ -760,7 +818,11 @@ impl TrustedRoots {
         self.check(name, public_key).is_ok()
     }
 
-    fn check(&self, name: &str, public_key: &VerifyingKey) -> Result<()> {
+    pub(super) fn revocation_state(&self) -> &Revocations {
+        &self.revocations
+    }
+
+    pub(super) fn check(&self, name: &str, public_key: &VerifyingKey) -> Result<()> {
         let mut name_known = false;
         for r in self.roots.iter().filter(|r| r.name == name) {
             if r.public_key == *public_key {
@@ -814,6 +876,7 @@ impl TrustedRoots {
         let count = r.count("trusted roots", MAX_TRUSTED_ROOTS, 1 + 1 + PUBLIC_KEY_LEN)?;
         let mut roots = TrustedRoots {
             roots: Vec::with_capacity(count),
+            revocations: Revocations::default(),
         };
         for i in 0..count {
             let len = r.u8()? as usize;

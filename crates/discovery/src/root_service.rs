@@ -1,0 +1,239 @@
+//! The IBE root authority online (issue 10): key requests
+//! ([`crate::key_request`]) and the naming roots' revocation lists, over framed TCP
+//! (`tacit_net`). The async shell only; no cryptography of its own.
+//!
+//! The first frame of a connection says what the client wants:
+//!
+//! ```text
+//! key:          KeyHello → KeyChallenge → KeyRequest → KeyGrant | ErrorMessage
+//! revocations:  RevocationsQuery (01 034a) → RevocationLists (01 034b || u32 count (≤ 1024)
+//!                                            || count × (u32 len || revocation list file form))
+//! ```
+//!
+//! At most [`MAX_CONNECTIONS`] connections are served at once, each within
+//! [`CONNECTION_DEADLINE`]; a refused key request gets a one-line reason.
+
+use crate::blessing::{self, Blessing, Principal, SignedRevocationList};
+use crate::ibe::MasterPublicKey;
+use crate::key_request::{self, KeyAuthority, Requester, refusal};
+use crate::prefix::PrefixKey;
+use std::sync::Arc;
+use std::time::Duration;
+use tacit_crypto::rng::SecureRng;
+use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_wire::{Encode, Envelope, ErrorMessage, Reader, Writer};
+
+/// Message-type tags of the revocation-list exchange (registered in `docs/wire.md`).
+pub mod tags {
+    /// A request for every revocation list the root service holds (no body).
+    pub const REVOCATIONS_QUERY: u16 = 0x034a;
+    /// The lists.
+    pub const REVOCATIONS: u16 = 0x034b;
+}
+
+/// Most lists one answer carries.
+pub const MAX_LISTS: usize = 1024;
+/// Most connections served at once; further clients wait in the listen backlog.
+pub const MAX_CONNECTIONS: usize = 64;
+/// Longest a connection may take.
+pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Errors of the networked exchanges.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The key request failed (see the variant for why).
+    #[error(transparent)]
+    KeyRequest(#[from] key_request::Error),
+    /// A revocation list is unusable.
+    #[error("{0}")]
+    Blessing(#[from] blessing::Error),
+    /// A malformed message.
+    #[error("malformed message: {0}")]
+    Wire(#[from] tacit_wire::Error),
+    /// The network failed.
+    #[error("{0}")]
+    Net(#[from] tacit_net::Error),
+    /// The service refused and said why.
+    #[error("the IBE root refused: {0}")]
+    Refused(String),
+}
+
+/// What one connection did (for the root's log).
+#[derive(Debug, Clone)]
+pub enum RootEvent {
+    /// A prefix key was granted.
+    Granted {
+        /// The requester's validated name.
+        name: String,
+        /// The identifier of the blessing it proved.
+        blessing_id: String,
+    },
+    /// Revocation lists were sent.
+    ListsServed(usize),
+    /// A request was refused (the reason was sent to the requester too).
+    Refused(String),
+}
+
+/// Everything the root service needs.
+pub struct RootState {
+    /// The key authority (master secret key, trusted naming roots and their
+    /// revocation lists).
+    pub authority: KeyAuthority,
+    /// Called when a connection starts, before anything is checked: a CLI reloads
+    /// the revocation lists another process stored.
+    pub reload: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Called after each connection.
+    pub events: Arc<dyn Fn(RootEvent) + Send + Sync>,
+}
+
+impl core::fmt::Debug for RootState {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "RootState({:?})", self.authority)
+    }
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Encodes lists as a [`tags::REVOCATIONS`] message.
+pub fn encode_lists(lists: &[SignedRevocationList]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.put_envelope(tags::REVOCATIONS);
+    let lists = &lists[..lists.len().min(MAX_LISTS)];
+    w.put_count(lists.len());
+    for l in lists {
+        w.put_var_bytes(&l.to_file_bytes());
+    }
+    w.into_bytes()
+}
+
+/// Decodes a [`tags::REVOCATIONS`] message (the lists are not verified here:
+/// `TrustedRoots::apply_revocations` does that).
+pub fn decode_lists(msg: &[u8]) -> Result<Vec<SignedRevocationList>, Error> {
+    if let Ok(env) = Envelope::peek(msg) {
+        if env.tag == tacit_wire::tags::ERROR {
+            let m = <ErrorMessage as tacit_wire::Decode>::from_wire(msg)?;
+            return Err(Error::Refused(m.reason));
+        }
+    }
+    let mut r = Reader::new(msg);
+    r.envelope(tags::REVOCATIONS, "revocation lists")?;
+    let n = r.count("revocation lists", MAX_LISTS, 4)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(SignedRevocationList::from_file_bytes(
+            r.var_bytes("revocation list", 4 << 20)?,
+        )?);
+    }
+    r.finish()?;
+    Ok(out)
+}
+
+fn query() -> Vec<u8> {
+    let mut w = Writer::new();
+    w.put_envelope(tags::REVOCATIONS_QUERY);
+    w.into_bytes()
+}
+
+/// Serves key requests and revocation lists until the listener fails, or until
+/// `connections` connections were handled.
+pub async fn serve(listener: FramedListener, state: Arc<RootState>, connections: Option<u64>) -> Result<(), Error> {
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut served = 0u64;
+    while connections.is_none_or(|c| served < c) {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            break;
+        };
+        let conn = listener.accept().await?;
+        served += 1;
+        let state = state.clone();
+        tasks.spawn(async move {
+            let ev = match tokio::time::timeout(CONNECTION_DEADLINE, handle(conn, &state)).await {
+                Ok(Ok(ev)) => ev,
+                Ok(Err(e)) => RootEvent::Refused(e.to_string()),
+                Err(_) => RootEvent::Refused(format!(
+                    "the connection ran past its {} s deadline",
+                    CONNECTION_DEADLINE.as_secs()
+                )),
+            };
+            drop(permit);
+            (state.events)(ev);
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+async fn handle(mut conn: FramedConn, state: &RootState) -> Result<RootEvent, Error> {
+    if let Some(reload) = &state.reload {
+        reload();
+    }
+    let mut rng = SecureRng::from_os();
+    let first = conn.recv().await?;
+    match Envelope::peek(&first)?.tag {
+        key_request::tags::KEY_HELLO => {
+            let (waiting, challenge) = state.authority.on_hello(&first, &mut rng)?;
+            conn.send(&challenge).await?;
+            let request = conn.recv().await?;
+            match waiting.on_request(&request, now_unix(), &mut rng) {
+                Ok((granted, grant)) => {
+                    conn.send(&grant).await?;
+                    Ok(RootEvent::Granted {
+                        name: granted.requester.name().to_string(),
+                        blessing_id: granted.blessing_id.to_string(),
+                    })
+                }
+                Err(e) => {
+                    let _ = conn.send(&refusal(&e)).await;
+                    Ok(RootEvent::Refused(e.to_string()))
+                }
+            }
+        }
+        tags::REVOCATIONS_QUERY => {
+            let mut r = Reader::new(&first);
+            r.envelope(tags::REVOCATIONS_QUERY, "revocations query")?;
+            r.finish()?;
+            let lists = state.authority.roots().revocation_lists();
+            conn.send(&encode_lists(&lists)).await?;
+            Ok(RootEvent::ListsServed(lists.len()))
+        }
+        other => {
+            let why = format!("unexpected message type {other:#06x}");
+            let _ = conn.send(&ErrorMessage::new(why.clone()).to_wire()).await;
+            Ok(RootEvent::Refused(why))
+        }
+    }
+}
+
+/// Asks the IBE root at `addr` for the prefix key of `blessing`'s name, proving that
+/// `principal` holds it; the key is checked against `mpk` before it is returned.
+pub async fn fetch_prefix_key(
+    addr: &str,
+    principal: Arc<Principal>,
+    blessing: Blessing,
+    mpk: Arc<MasterPublicKey>,
+    net: &NetConfig,
+) -> Result<PrefixKey, Error> {
+    let mut rng = SecureRng::from_os();
+    let mut conn = FramedConn::connect(addr, net).await?;
+    let (req, hello) = Requester::start(principal, blessing, mpk)?;
+    conn.send(&hello).await?;
+    let challenge = conn.recv().await?;
+    let (req, request) = req.on_challenge(&challenge, &mut rng)?;
+    conn.send(&request).await?;
+    let grant = conn.recv().await?;
+    Ok(req.on_grant(&grant)?)
+}
+
+/// Fetches the revocation lists the root service at `addr` holds (unverified: apply
+/// them with `TrustedRoots::apply_revocations`).
+pub async fn fetch_revocations(addr: &str, net: &NetConfig) -> Result<Vec<SignedRevocationList>, Error> {
+    let mut conn = FramedConn::connect(addr, net).await?;
+    conn.send(&query()).await?;
+    decode_lists(&conn.recv().await?)
+}
