@@ -35,6 +35,7 @@ mod backend;
 mod error;
 pub mod lwe;
 pub mod ntru;
+pub mod tracedge;
 
 pub use backend::{
     Decoded, MAX_ROW_BYTES, MAX_ROWS, MAX_SELECTED_ROWS, PirClient, PirServer, Selection, Sizes, SymbolLayout, Table,
