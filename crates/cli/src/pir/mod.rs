@@ -3,3 +3,4 @@
 pub mod bench;
 pub mod cmd;
 pub mod peers;
+pub mod tracedge;

@@ -13,6 +13,8 @@
 //! ClientAuth = 01 0626 || mac (32)
 //! ServerAuth = 01 0627 || mac (32)
 //! HintReq    = 01 0628 || u64 epoch
+//! EnrollReq  = 01 062a || key (32) || str label (≤ 64)
+//! EnrollRep  = 01 062b || u64 row || u64 rows
 //! ```
 //!
 //! Signatures are Ed25519 by the server over a domain-separated string
@@ -46,6 +48,63 @@ pub const TAG_SERVER_AUTH: u16 = 0x0627;
 pub const TAG_HINT_REQUEST: u16 = 0x0628;
 /// Tag of a proof of misbehaviour ([`super::MisbehaviourProof`]).
 pub const TAG_PROOF: u16 = 0x0629;
+
+/// Tag of [`EnrollRequest`].
+pub const TAG_ENROLL_REQUEST: u16 = 0x062a;
+/// Tag of [`EnrollReply`].
+pub const TAG_ENROLL_REPLY: u16 = 0x062b;
+
+/// A subscriber asks to be registered with its public key (the server decides
+/// whether it accepts enrolment on this channel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnrollRequest {
+    /// The subscriber's ristretto255 public key.
+    pub public_key: [u8; 32],
+    /// A label for the operator (at most 64 bytes).
+    pub label: String,
+}
+
+/// The row assigned at registration (kept across tables, §3.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnrollReply {
+    /// The row.
+    pub row: u64,
+    /// Rows of the table.
+    pub rows: u64,
+}
+
+impl Encode for EnrollRequest {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_ENROLL_REQUEST);
+        w.put_fixed(&self.public_key);
+        w.put_str(&self.label);
+    }
+}
+impl Decode for EnrollRequest {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_ENROLL_REQUEST, "tracedge enrol request")?;
+        Ok(EnrollRequest {
+            public_key: r.array("public key")?,
+            label: r.str("label", 64)?.to_owned(),
+        })
+    }
+}
+impl Encode for EnrollReply {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_ENROLL_REPLY);
+        w.put_u64(self.row);
+        w.put_u64(self.rows);
+    }
+}
+impl Decode for EnrollReply {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_ENROLL_REPLY, "tracedge enrol reply")?;
+        Ok(EnrollReply {
+            row: r.u64()?,
+            rows: r.u64()?,
+        })
+    }
+}
 
 /// The most audit queries one authentication may carry.
 pub const MAX_AUDIT_QUERIES: usize = 16;
