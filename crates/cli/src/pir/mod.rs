@@ -1,6 +1,7 @@
 //! `tacit pir`: PIR tables and a one-process query; `tacit bench pir`.
 
 pub mod bench;
+pub mod bench_tracedge;
 pub mod cmd;
 pub mod peers;
 pub mod tracedge;

@@ -289,13 +289,16 @@ pub fn build_rows(
 }
 
 /// The floor that [`build_rows`] is measured against: one variable-base scalar
-/// multiplication per key, on all cores, nothing else. Returns a checksum so that the
-/// work cannot be optimised away.
-pub fn scalar_mul_floor(scalar: &Scalar, points: &[RistrettoPoint]) -> u8 {
+/// multiplication per point, on all cores, nothing else (the products are summed,
+/// one addition each, and the sum is compressed once so that the work cannot be
+/// optimised away).
+pub fn scalar_mul_floor(scalar: &Scalar, points: &[RistrettoPoint]) -> [u8; 32] {
     points
         .par_chunks(BATCH)
-        .map(|c| c.iter().fold(0u8, |acc, p| acc ^ (scalar * p).compress().as_bytes()[0]))
-        .reduce(|| 0, |a, b| a ^ b)
+        .map(|c| c.iter().fold(RistrettoPoint::default(), |acc, p| acc + scalar * p))
+        .reduce(RistrettoPoint::default, |a, b| a + b)
+        .compress()
+        .to_bytes()
 }
 
 pub(crate) fn hex(b: &[u8]) -> String {
