@@ -210,7 +210,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
     };
     let clients: Vec<TracEdgeClient> = subs
         .iter()
-        .map(|(r, s)| TracEdgeClient::new(vk.clone(), *r, s.clone(), config))
+        .map(|(r, s)| TracEdgeClient::new(vk, *r, s.clone(), config))
         .collect();
 
     // Table 7: one authentication at a time, split into its parts.
@@ -416,7 +416,7 @@ pub fn detection(a: &DetectionArgs) -> Result<()> {
             tacit_crypto::rng::shuffle(&mut rng, &mut order);
             let mut detected = false;
             for &row in order.iter().take(a.auths as usize) {
-                let c = TracEdgeClient::new(vk.clone(), row, subs[row as usize].clone(), config);
+                let c = TracEdgeClient::new(vk, row, subs[row as usize].clone(), config);
                 t_s += 1;
                 let (mut cs, hello) = c.start(t_s, &mut rng);
                 let (mut ss, commit) = server.hello(&hello, NOW, &mut rng)?;
