@@ -3,5 +3,6 @@
 pub mod bench;
 pub mod bench_tracedge;
 pub mod cmd;
+pub mod demo;
 pub mod peers;
 pub mod tracedge;
