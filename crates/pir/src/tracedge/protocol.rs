@@ -548,6 +548,7 @@ pub struct ClientSession {
     queries: Option<Queries>,
     response: Option<Response>,
     hint: Option<LweHint>,
+    lwe: Option<LweClient>,
     own: Option<QueryOpening>,
     audit: Option<QueryOpening>,
     key: Option<TableKey>,
@@ -621,6 +622,7 @@ impl TracEdgeClient {
                 queries: None,
                 response: None,
                 hint: None,
+                lwe: None,
                 own: None,
                 audit: None,
                 key: None,
@@ -695,6 +697,7 @@ impl TracEdgeClient {
         sess.commit = Some(commit);
         sess.queries = Some(queries.clone());
         sess.hint = Some(hint);
+        sess.lwe = Some(lwe);
         sess.own = Some(own);
         sess.audit = audit;
         sess.step = ClientStep::AwaitResponse;
@@ -708,14 +711,13 @@ impl TracEdgeClient {
         if !matches!(sess.step, ClientStep::AwaitResponse) {
             return Err(Error::Refused("response out of order".into()));
         }
-        let (Some(commit), Some(queries), Some(hint), Some(own)) = (&sess.commit, &sess.queries, &sess.hint, &sess.own)
+        let (Some(commit), Some(queries), Some(lwe), Some(own)) = (&sess.commit, &sess.queries, &sess.lwe, &sess.own)
         else {
             return Err(Error::Refused("response out of order".into()));
         };
         verify_response(&self.server, &sess.hello, commit, queries, &resp)?;
         let header = commit.header;
-        let lwe = LweClient::new(hint.clone())?;
-        let row = own.decode(&lwe, &resp.answers[0])?.to_row_bytes(keytable::ROW_BYTES);
+        let row = own.decode(lwe, &resp.answers[0])?.to_row_bytes(keytable::ROW_BYTES);
         let ephemeral = decode_public(&header.ephemeral)?;
         let server_dh = decode_public(&header.server_dh_key)?;
         let (k, shared) = self.secret.decrypt_row(&ephemeral, header.epoch, self.row, &row)?;
@@ -777,9 +779,8 @@ impl TracEdgeClient {
                 sess.not_enrolled = true;
             }
         }
-        if let (Some(k), Some(a), Some(resp), Some(hint)) = (&sess.key, &sess.audit, &sess.response, &sess.hint) {
-            let lwe = LweClient::new(hint.clone())?;
-            let decoded = a.decode(&lwe, &resp.answers[1])?;
+        if let (Some(k), Some(a), Some(resp), Some(lwe)) = (&sess.key, &sess.audit, &sess.response, &sess.lwe) {
+            let decoded = a.decode(lwe, &resp.answers[1])?;
             let expected = expected_audit(k, &header, a.selection(), &entries.entries, lwe.symbols())?;
             if decoded.symbols != expected {
                 sess.verdict = Some(Verdict::Audit);
