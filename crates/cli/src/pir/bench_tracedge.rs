@@ -443,11 +443,15 @@ pub fn detection(a: &DetectionArgs) -> Result<()> {
             }
         }
         let elapsed = t0.elapsed().as_secs_f64();
-        let p_nd: f64 = (0..a.auths).map(|i| 1.0 - m as f64 / (n - i) as f64).product();
+        // The paper's formula over the rows checked: a own rows, plus α audited rows
+        // per authentication (then an approximation: audited rows may repeat and
+        // share a slot).
+        let checked = (a.auths * (1 + a.audits as u64)).min(n - m);
+        let p_nd: f64 = (0..checked).map(|i| 1.0 - m as f64 / (n - i) as f64).product();
         let measured = undetected as f64 / a.trials as f64;
         let total = a.trials * a.auths;
         let line = serde_json::json!({
-            "m": m, "n": n, "auths_per_trial": a.auths, "audits": a.audits, "trials": a.trials,
+            "m": m, "n": n, "auths_per_trial": a.auths, "rows_checked_per_trial": checked, "audits": a.audits, "trials": a.trials,
             "p_nd_formula": p_nd, "p_nd_measured": measured,
             "detection_formula": 1.0 - p_nd, "detection_measured": 1.0 - measured,
             "per_auth_exposure_formula": m as f64 / n as f64,
