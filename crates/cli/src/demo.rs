@@ -1,6 +1,6 @@
 //! `tacit demo`: two local parties run every subsystem end to end over loopback and
 //! print what each learned. Each subsystem's scene lives in its folder
-//! (`psi/demo.rs`, `drop/demo.rs`, `discovery/demo.rs`); this file only runs them in
+//! (`psi/demo.rs`, `drop/demo.rs`, `discovery/demo.rs`, `pir/demo.rs`); this file only runs them in
 //! order.
 
 use anyhow::Result;
@@ -40,7 +40,8 @@ pub fn run(a: DemoArgs) -> Result<()> {
     }
     rt.block_on(crate::discovery::demo::discovery_demo())?;
     rt.block_on(crate::pros::demo::schedule_demo())?;
-    rt.block_on(crate::mpc::demo::gmw_demo())
+    rt.block_on(crate::mpc::demo::gmw_demo())?;
+    crate::pir::demo::hotspot_demo()
 }
 
 /// A random US-style phone number for generated address books.

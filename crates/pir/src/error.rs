@@ -77,4 +77,17 @@ pub enum Error {
     /// The GPU backend cannot run here, or a CUDA call failed (one line: what and why).
     #[error("lwe-gpu: {0}")]
     Gpu(String),
+    /// The peer refused a message or a message is out of place (a replayed
+    /// timestamp, a stale table epoch, a message out of order).
+    #[error("refused: {0}")]
+    Refused(String),
+    /// A signature by the server does not verify.
+    #[error("the server's signature over {0} does not verify")]
+    Signature(&'static str),
+    /// An invalid group element or key.
+    #[error("invalid key: {0}")]
+    InvalidKey(String),
+    /// A proof of misbehaviour that does not show misbehaviour.
+    #[error("the proof does not hold: {0}")]
+    InvalidProof(String),
 }

@@ -53,5 +53,5 @@ pub use contact::{Contact, ContactIdentifier};
 pub use error::{Error, Result};
 pub use identifier::{Identifier, IdentifierKind, NormalizeOptions, normalize_email, normalize_phone};
 pub use schema::SCHEMA_VERSION;
-pub use store::{CaAccount, ImportReport, Store, StoredKey, StoredRevocationList};
+pub use store::{CaAccount, ImportReport, PirSubscriber, PirTableRecord, Store, StoredKey, StoredRevocationList};
 pub use vcard::{Card, Problem, VcardParse};

@@ -89,8 +89,38 @@ CREATE TABLE revocation_lists (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Version 4: TracEdge table management (§3.5): subscribers with the row they keep
+/// across tables, the server's settings, and the key tables by epoch.
+const V4: &str = "
+CREATE TABLE pir_subscribers (
+    row             INTEGER PRIMARY KEY CHECK (row >= 0),
+    public_key      BLOB NOT NULL UNIQUE CHECK (length(public_key) = 32),
+    label           TEXT NOT NULL DEFAULT '',
+    registered_unix INTEGER NOT NULL CHECK (registered_unix >= 0)
+) STRICT;
+
+CREATE TABLE pir_config (
+    name  TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE pir_tables (
+    epoch           INTEGER PRIMARY KEY CHECK (epoch >= 0),
+    table_key       BLOB NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('pool', 'current', 'deprecated', 'expired')),
+    created_unix    INTEGER NOT NULL CHECK (created_unix >= 0),
+    expires_unix    INTEGER CHECK (expires_unix IS NULL OR expires_unix >= 0)
+) STRICT;
+
+CREATE TABLE pir_counters (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO pir_counters (name, value) VALUES ('subscribers_version', 0);
+";
+
 /// The migration steps; entry `i` takes the schema from version `i` to `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -84,6 +84,41 @@ pub struct StoredRevocationList {
 /// tacit's local database: the user's own identifiers, the address book,
 /// secret keys and cached precomputations.
 ///
+/// A TracEdge key table as stored (§3.5).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PirTableRecord {
+    /// Epoch.
+    pub epoch: u64,
+    /// The table key `K` (secret).
+    pub key: Zeroizing<Vec<u8>>,
+    /// `pool`, `current`, `deprecated` or `expired`.
+    pub status: String,
+    /// When it was created (Unix seconds).
+    pub created_unix: u64,
+    /// When the keys of a deprecated table expire (Unix seconds).
+    pub expires_unix: Option<u64>,
+}
+
+impl fmt::Debug for PirTableRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PirTableRecord")
+            .field("epoch", &self.epoch)
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A TracEdge subscriber: its row (kept across tables) and public key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PirSubscriber {
+    /// The row.
+    pub row: u64,
+    /// The ristretto255 public key.
+    pub public_key: [u8; 32],
+    /// A label for the operator.
+    pub label: String,
+}
+
 /// All methods are synchronous and take no clock: times are passed in.
 #[derive(Debug)]
 pub struct Store {
@@ -725,6 +760,175 @@ impl Store {
             params![kind, epoch_db],
         )?)
     }
+    // ----- TracEdge table management (§3.5) ----------------------------------
+
+    /// Sets a TracEdge server setting.
+    pub fn pir_config_put(&mut self, name: &str, value: &[u8]) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO pir_config (name, value) VALUES (?1, ?2)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            params![name, value],
+        )?;
+        Ok(())
+    }
+
+    /// A TracEdge server setting.
+    pub fn pir_config_get(&self, name: &str) -> Result<Option<Zeroizing<Vec<u8>>>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM pir_config WHERE name = ?1", params![name], |r| {
+                r.get::<_, Vec<u8>>(0)
+            })
+            .optional()?
+            .map(Zeroizing::new))
+    }
+
+    /// Registers a subscriber in the lowest free row below `capacity`; the row is
+    /// kept across tables. `None` if the key is already registered (its row is
+    /// returned as `Err`-free `Some` by [`Store::pir_row_of`]) or the table is full.
+    pub fn pir_register(&mut self, public_key: &[u8; 32], label: &str, capacity: u64, now: u64) -> Result<Option<u64>> {
+        let tx = self.conn.transaction()?;
+        let exists: Option<i64> = tx
+            .query_row(
+                "SELECT row FROM pir_subscribers WHERE public_key = ?1",
+                params![&public_key[..]],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if exists.is_some() {
+            return Ok(None);
+        }
+        let free: i64 = tx.query_row(
+            "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM pir_subscribers WHERE row = 0) THEN 0
+                    ELSE (SELECT MIN(s.row) + 1 FROM pir_subscribers s
+                          WHERE NOT EXISTS (SELECT 1 FROM pir_subscribers t WHERE t.row = s.row + 1)) END",
+            [],
+            |r| r.get(0),
+        )?;
+        let free = to_u64("row", free)?;
+        if free >= capacity {
+            return Ok(None);
+        }
+        tx.execute(
+            "INSERT INTO pir_subscribers (row, public_key, label, registered_unix) VALUES (?1, ?2, ?3, ?4)",
+            params![to_i64("row", free)?, &public_key[..], label, to_i64("time", now)?],
+        )?;
+        tx.execute(
+            "UPDATE pir_counters SET value = value + 1 WHERE name = 'subscribers_version'",
+            [],
+        )?;
+        tx.commit()?;
+        Ok(Some(free))
+    }
+
+    /// The row of a registered key.
+    pub fn pir_row_of(&self, public_key: &[u8; 32]) -> Result<Option<u64>> {
+        let r: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT row FROM pir_subscribers WHERE public_key = ?1",
+                params![&public_key[..]],
+                |r| r.get(0),
+            )
+            .optional()?;
+        r.map(|v| to_u64("row", v)).transpose()
+    }
+
+    /// Removes the subscriber of `row`; returns whether there was one.
+    pub fn pir_remove(&mut self, row: u64) -> Result<bool> {
+        let tx = self.conn.transaction()?;
+        let n = tx.execute(
+            "DELETE FROM pir_subscribers WHERE row = ?1",
+            params![to_i64("row", row)?],
+        )?;
+        if n > 0 {
+            tx.execute(
+                "UPDATE pir_counters SET value = value + 1 WHERE name = 'subscribers_version'",
+                [],
+            )?;
+        }
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
+    /// All subscribers, by row.
+    pub fn pir_subscribers(&self) -> Result<Vec<PirSubscriber>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT row, public_key, label FROM pir_subscribers ORDER BY row")?;
+        let rows = st.query_map([], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get::<_, String>(2)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (row, key, label) = row?;
+            let public_key: [u8; 32] = key
+                .try_into()
+                .map_err(|_| Error::Corrupt("a subscriber key is not 32 bytes".into()))?;
+            out.push(PirSubscriber {
+                row: to_u64("row", row)?,
+                public_key,
+                label,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A counter that changes with every registration and removal.
+    pub fn pir_subscribers_version(&self) -> Result<u64> {
+        let v: i64 = self.conn.query_row(
+            "SELECT value FROM pir_counters WHERE name = 'subscribers_version'",
+            [],
+            |r| r.get(0),
+        )?;
+        to_u64("subscribers version", v)
+    }
+
+    /// Records a key table (a new epoch) with `status`.
+    pub fn pir_put_table(&mut self, epoch: u64, key: &[u8], status: &str, now: u64) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO pir_tables (epoch, table_key, status, created_unix) VALUES (?1, ?2, ?3, ?4)",
+            params![to_i64("epoch", epoch)?, key, status, to_i64("time", now)?],
+        )?;
+        Ok(())
+    }
+
+    /// Sets a table's status (and the expiry of a deprecated table's keys).
+    pub fn pir_set_table_status(&mut self, epoch: u64, status: &str, expires_unix: Option<u64>) -> Result<bool> {
+        let exp = expires_unix.map(|e| to_i64("time", e)).transpose()?;
+        Ok(self.conn.execute(
+            "UPDATE pir_tables SET status = ?2, expires_unix = ?3 WHERE epoch = ?1",
+            params![to_i64("epoch", epoch)?, status, exp],
+        )? > 0)
+    }
+
+    /// All key tables, by epoch.
+    pub fn pir_tables(&self) -> Result<Vec<PirTableRecord>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT epoch, table_key, status, created_unix, expires_unix FROM pir_tables ORDER BY epoch")?;
+        let rows = st.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Vec<u8>>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, Option<i64>>(4)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (epoch, key, status, created, expires) = row?;
+            out.push(PirTableRecord {
+                epoch: to_u64("epoch", epoch)?,
+                key: Zeroizing::new(key),
+                status,
+                created_unix: to_u64("time", created)?,
+                expires_unix: expires.map(|e| to_u64("time", e)).transpose()?,
+            });
+        }
+        Ok(out)
+    }
 }
 
 fn read_contacts_version(conn: &Connection) -> Result<u64> {
@@ -1301,5 +1505,31 @@ mod tests {
         assert_eq!(store.known_peer("psi/h:1").unwrap(), Some([1; 32]));
         assert!(store.forget_peer("psi/h:1").unwrap());
         assert!(!store.forget_peer("psi/h:1").unwrap());
+    }
+
+    #[test]
+    fn pir_rows_are_reused_and_kept() {
+        let mut store = Store::open_in_memory().unwrap();
+        let k = |b: u8| [b; 32];
+        assert_eq!(store.pir_register(&k(1), "a", 3, 0).unwrap(), Some(0));
+        assert_eq!(store.pir_register(&k(2), "b", 3, 0).unwrap(), Some(1));
+        assert_eq!(
+            store.pir_register(&k(1), "a", 3, 0).unwrap(),
+            None,
+            "a key registers once"
+        );
+        assert_eq!(store.pir_register(&k(3), "c", 3, 0).unwrap(), Some(2));
+        assert_eq!(store.pir_register(&k(4), "d", 3, 0).unwrap(), None, "full");
+        let v = store.pir_subscribers_version().unwrap();
+        assert!(store.pir_remove(0).unwrap());
+        assert!(!store.pir_remove(0).unwrap());
+        assert!(store.pir_subscribers_version().unwrap() > v);
+        // The freed row is reused; the others keep theirs.
+        assert_eq!(store.pir_register(&k(4), "d", 3, 0).unwrap(), Some(0));
+        assert_eq!(store.pir_row_of(&k(2)).unwrap(), Some(1));
+        store.pir_put_table(1, &[9; 16], "current", 5).unwrap();
+        store.pir_set_table_status(1, "deprecated", Some(99)).unwrap();
+        let t = store.pir_tables().unwrap();
+        assert_eq!((t[0].status.as_str(), t[0].expires_unix), ("deprecated", Some(99)));
     }
 }

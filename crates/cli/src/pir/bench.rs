@@ -29,6 +29,20 @@ Examples:
   tacit bench pir backends --rows 10000000 --peers none
   tacit bench pir backends --backend lwe-gpu --rows 10000000 --json   # on an NVIDIA GPU")]
     Backends(BackendsArgs),
+    /// TracEdge: table creation against n with the scalar-multiplication floor
+    /// (Table 5), one authentication split into its parts (Table 7), and
+    /// authentications per second with concurrent sessions batched into one pass.
+    #[command(after_help = "\
+Examples:
+  tacit bench pir auth --rows 100000,1000000
+  tacit bench pir auth --rows 10000000 --json")]
+    Auth(super::bench_tracedge::AuthBenchArgs),
+    /// TracEdge: a cheating server that gives m rows a second key, caught over many
+    /// real authentications, against p_nd = Π_{i<a} (1 − m/(n − i)) and Table 1.
+    #[command(
+        after_help = "Example:\n  tacit bench pir detection --rows 256 --flagged 1,4,16,64 --auths 8 --trials 100"
+    )]
+    Detection(super::bench_tracedge::DetectionArgs),
 }
 
 /// Options of `bench pir backends`.
@@ -86,6 +100,8 @@ pub struct BackendsArgs {
 pub fn run(cmd: PirBenchCommand) -> Result<()> {
     match cmd {
         PirBenchCommand::Backends(a) => backends(&a),
+        PirBenchCommand::Auth(a) => super::bench_tracedge::auth(&a),
+        PirBenchCommand::Detection(a) => super::bench_tracedge::detection(&a),
     }
 }
 

@@ -43,6 +43,15 @@ Examples:
   tacit pir query --table keys.tbl --bytes 41 --row 123456 --json
   tacit pir query --table keys.tbl --bytes 41 --row 7 --backend ntru-paper")]
     Query(QueryArgs),
+    /// TracEdge server: keys, subscribers, tables, serving (§3.5).
+    #[command(subcommand)]
+    Server(super::tracedge::ServerCommand),
+    /// TracEdge subscriber: enrol, authenticate, audit.
+    #[command(subcommand)]
+    Client(super::tracedge::ClientCommand),
+    /// Check a proof of misbehaviour offline (anyone can).
+    #[command(after_help = "Example:\n  tacit pir verify-proof caught.proof --server-key 9a0b…")]
+    VerifyProof(super::tracedge::VerifyArgs),
 }
 
 /// `tacit pir table …`.
@@ -96,6 +105,9 @@ pub fn run(cmd: PirCommand) -> Result<()> {
     match cmd {
         PirCommand::Table(TableCommand::Gen(a)) => gen_table(&a),
         PirCommand::Query(a) => query(&a),
+        PirCommand::Server(c) => super::tracedge::run_server(c),
+        PirCommand::Client(c) => super::tracedge::run_client(c),
+        PirCommand::VerifyProof(a) => super::tracedge::verify_proof(a),
     }
 }
 

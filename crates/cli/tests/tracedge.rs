@@ -1,0 +1,151 @@
+//! End-to-end tests of TracEdge over TLS: `tacit pir server init|serve`, `tacit pir
+//! client enroll|auth`, a cheating server caught and `tacit pir verify-proof`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+fn tacit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tacit"))
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tacit-tracedge-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str]) -> Output {
+    tacit().args(args).output().unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+struct Server(Child);
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(store: &str, port: u16, extra: &[&str]) -> Server {
+    let addr = format!("127.0.0.1:{port}");
+    let mut args = vec!["pir", "server", "serve", "--store", store, "--listen", &addr];
+    args.extend_from_slice(extra);
+    let child = tacit()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until it accepts connections.
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(&addr).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Server(child)
+}
+
+#[test]
+fn enrol_authenticate_catch_and_verify_over_tls() {
+    let d = dir();
+    let store = d.join("op.sqlite3");
+    let store = store.to_str().unwrap();
+    let init = ok(&run(&["pir", "server", "init", "--store", store, "--rows", "300"]));
+    let field = |name: &str| {
+        init.lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+            .unwrap()
+    };
+    let (pin, key) = (field("pin"), field("server-key"));
+    let port = 20000 + (std::process::id() % 20000) as u16;
+    let addr = format!("127.0.0.1:{port}");
+    let alice = d.join("alice.json");
+    let alice = alice.to_str().unwrap();
+    {
+        let _s = serve(store, port, &["--open-enrollment"]);
+        let out = ok(&run(&[
+            "pir",
+            "client",
+            "enroll",
+            "--connect",
+            &addr,
+            "--pin",
+            &pin,
+            "--server-key",
+            &key,
+            "--out",
+            alice,
+        ]));
+        assert!(out.contains("enrolled at row 0"), "{out}");
+        let out = ok(&run(&["pir", "client", "auth", "--id", alice, "--json"]));
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["outcome"], "authenticated");
+        // A wrong pin is refused by TLS, in one line.
+        let bob = d.join("bob.json");
+        let o = run(&[
+            "pir",
+            "client",
+            "enroll",
+            "--connect",
+            &addr,
+            "--pin",
+            &"00".repeat(32),
+            "--server-key",
+            &key,
+            "--out",
+            bob.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success());
+    }
+    // The same operator, cheating on row 0.
+    let proof = d.join("caught.proof");
+    let proof = proof.to_str().unwrap();
+    {
+        let _s = serve(store, port + 1, &["--cheat-rows", "0"]);
+        // Point the identity at the cheating server's port.
+        let text = std::fs::read_to_string(alice)
+            .unwrap()
+            .replace(&addr, &format!("127.0.0.1:{}", port + 1));
+        let alice2 = d.join("alice2.json");
+        std::fs::write(&alice2, text).unwrap();
+        let o = run(&[
+            "pir",
+            "client",
+            "auth",
+            "--id",
+            alice2.to_str().unwrap(),
+            "--proof",
+            proof,
+        ]);
+        assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("SERVER CAUGHT"));
+    }
+    let out = ok(&run(&["pir", "verify-proof", proof, "--server-key", &key, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["valid"], true);
+    // A damaged proof does not verify, with a one-line error.
+    let mut bytes = std::fs::read(proof).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 1;
+    let bad = d.join("bad.proof");
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = run(&["pir", "verify-proof", bad.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("tacit: error:")).count(),
+        1,
+        "{err}"
+    );
+    // Status shows the tables.
+    let out = ok(&run(&["pir", "server", "status", "--store", store, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["subscribers"], 1);
+}

@@ -1,0 +1,491 @@
+//! Wire encodings of the TracEdge messages (tags `0x0620`–`0x062b`, `docs/wire.md`).
+//!
+//! ```text
+//! Header     = u64 epoch || u8 scheme || u64 rows || table_id (32) || dir_root (32)
+//!              || R (32) || Γ (32) || c (32) || server_dh_key (32) || u64 expires_ms (0: current)
+//! Hello      = 01 0620 || u64 t_s || nonce (32)
+//! Commit     = 01 0621 || Header || u64 t_s || server_nonce (32) || sig (64)
+//! Queries    = 01 0622 || u64 epoch || LweQuery || u32 n (≤ 16) || n × LweQuery
+//! Response   = 01 0623 || u64 epoch || u32 n (≤ 17) || n × LweAnswer || sig (64)
+//! DirLookup  = 01 0624 || u32 n (≤ 64) || n × u64 bucket
+//! DirEntries = 01 0625 || u32 n (≤ 64) || n × (u64 bucket || u32 k (≤ 64) || k × key (32)
+//!              || u32 p (≤ 64) || p × hash (32))
+//! ClientAuth = 01 0626 || mac (32)
+//! ServerAuth = 01 0627 || mac (32)
+//! HintReq    = 01 0628 || u64 epoch
+//! EnrollReq  = 01 062a || key (32) || str label (≤ 64)
+//! EnrollRep  = 01 062b || u64 row || u64 rows
+//! ```
+//!
+//! Signatures are Ed25519 by the server over a domain-separated string
+//! ([`commit_signed_bytes`], [`response_signed_bytes`]). Decoders bound every count
+//! before allocating and reject trailing bytes.
+
+use sha2::{Digest, Sha256};
+use tacit_wire::{Decode, Encode, Reader, Writer};
+
+use super::commit::{CommitScheme, Commitment};
+use super::keytable::DirEntry;
+use crate::lwe::{LweAnswer, LweQuery, TableId};
+
+/// Tag of [`Hello`].
+pub const TAG_HELLO: u16 = 0x0620;
+/// Tag of [`Commit`].
+pub const TAG_COMMIT: u16 = 0x0621;
+/// Tag of [`Queries`].
+pub const TAG_QUERIES: u16 = 0x0622;
+/// Tag of [`Response`].
+pub const TAG_RESPONSE: u16 = 0x0623;
+/// Tag of [`DirLookup`].
+pub const TAG_DIR_LOOKUP: u16 = 0x0624;
+/// Tag of [`DirEntries`].
+pub const TAG_DIR_ENTRIES: u16 = 0x0625;
+/// Tag of [`ClientAuth`].
+pub const TAG_CLIENT_AUTH: u16 = 0x0626;
+/// Tag of [`ServerAuth`].
+pub const TAG_SERVER_AUTH: u16 = 0x0627;
+/// Tag of [`HintRequest`].
+pub const TAG_HINT_REQUEST: u16 = 0x0628;
+/// Tag of a proof of misbehaviour ([`super::MisbehaviourProof`]).
+pub const TAG_PROOF: u16 = 0x0629;
+
+/// Tag of [`EnrollRequest`].
+pub const TAG_ENROLL_REQUEST: u16 = 0x062a;
+/// Tag of [`EnrollReply`].
+pub const TAG_ENROLL_REPLY: u16 = 0x062b;
+
+/// A subscriber asks to be registered with its public key (the server decides
+/// whether it accepts enrolment on this channel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnrollRequest {
+    /// The subscriber's ristretto255 public key.
+    pub public_key: [u8; 32],
+    /// A label for the operator (at most 64 bytes).
+    pub label: String,
+}
+
+/// The row assigned at registration (kept across tables, §3.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnrollReply {
+    /// The row.
+    pub row: u64,
+    /// Rows of the table.
+    pub rows: u64,
+}
+
+impl Encode for EnrollRequest {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_ENROLL_REQUEST);
+        w.put_fixed(&self.public_key);
+        w.put_str(&self.label);
+    }
+}
+impl Decode for EnrollRequest {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_ENROLL_REQUEST, "tracedge enrol request")?;
+        Ok(EnrollRequest {
+            public_key: r.array("public key")?,
+            label: r.str("label", 64)?.to_owned(),
+        })
+    }
+}
+impl Encode for EnrollReply {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_ENROLL_REPLY);
+        w.put_u64(self.row);
+        w.put_u64(self.rows);
+    }
+}
+impl Decode for EnrollReply {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_ENROLL_REPLY, "tracedge enrol reply")?;
+        Ok(EnrollReply {
+            row: r.u64()?,
+            rows: r.u64()?,
+        })
+    }
+}
+
+/// The most audit queries one authentication may carry.
+pub const MAX_AUDIT_QUERIES: usize = 16;
+/// The most directory buckets one lookup may ask for.
+pub const MAX_LOOKUP_BUCKETS: usize = 64;
+const MAX_PATH: usize = 64;
+
+/// What the server signs about a table, in every [`Commit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableHeader {
+    /// The table's epoch (increases with every rekey).
+    pub epoch: u64,
+    /// Which commitment `Γ` is.
+    pub scheme: CommitScheme,
+    /// Rows `n`.
+    pub rows: u64,
+    /// The PIR table id (hash of the `lwe` hint, which changes with every row update).
+    pub table_id: TableId,
+    /// Root of the directory of public keys the rows encrypt to.
+    pub dir_root: [u8; 32],
+    /// `R = H(K)·B`, the table's shared ElGamal ephemeral point.
+    pub ephemeral: [u8; 32],
+    /// `Γ` and `c = K{r}`.
+    pub commitment: Commitment,
+    /// The server's ristretto255 key (empty rows encrypt to it; `h` of the paper's
+    /// commitment).
+    pub server_dh_key: [u8; 32],
+    /// 0 for the current table; for a deprecated one, when its keys expire (unix ms).
+    pub expires_ms: u64,
+}
+
+impl TableHeader {
+    fn put(&self, w: &mut Writer) {
+        w.put_u64(self.epoch);
+        w.put_u8(self.scheme.code());
+        w.put_u64(self.rows);
+        w.put_fixed(&self.table_id);
+        w.put_fixed(&self.dir_root);
+        w.put_fixed(&self.ephemeral);
+        w.put_fixed(&self.commitment.point);
+        w.put_fixed(&self.commitment.opening);
+        w.put_fixed(&self.server_dh_key);
+        w.put_u64(self.expires_ms);
+    }
+
+    fn read(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        let epoch = r.u64()?;
+        let scheme = CommitScheme::from_code(r.u8()?)
+            .ok_or_else(|| tacit_wire::Error::invalid("table header", "unknown commitment scheme"))?;
+        let rows = r.u64()?;
+        if rows == 0 || rows > crate::MAX_ROWS {
+            return Err(tacit_wire::Error::invalid("table header", "row count out of range"));
+        }
+        Ok(TableHeader {
+            epoch,
+            scheme,
+            rows,
+            table_id: r.array("table id")?,
+            dir_root: r.array("directory root")?,
+            ephemeral: r.array("ephemeral point")?,
+            commitment: Commitment {
+                point: r.array("commitment")?,
+                opening: r.array("commitment opening")?,
+            },
+            server_dh_key: r.array("server key")?,
+            expires_ms: r.u64()?,
+        })
+    }
+}
+
+/// `C → S: t_s` (with a nonce, the client's challenge for the mutual authentication).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hello {
+    /// The client's timestamp (unix ms).
+    pub t_s: u64,
+    /// A fresh random nonce.
+    pub nonce: [u8; 32],
+}
+
+/// `C ← S: Sig(Γ ‖ t_s)`: the signed table header for this session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The table the session runs on.
+    pub header: TableHeader,
+    /// The client's timestamp, echoed.
+    pub t_s: u64,
+    /// The server's nonce (its challenge).
+    pub server_nonce: [u8; 32],
+    /// Ed25519 signature over [`commit_signed_bytes`].
+    pub sig: [u8; 64],
+}
+
+/// `C → S: PIR_Q(A)` and the audit queries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queries {
+    /// The epoch the queries are for.
+    pub epoch: u64,
+    /// The query for the client's own row.
+    pub own: LweQuery,
+    /// Audit queries (weighted sums of other rows), at most [`MAX_AUDIT_QUERIES`].
+    pub audits: Vec<LweQuery>,
+}
+
+/// `C ← S: PIR_Resp, Sig(PIR_Resp ‖ t_s)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The epoch.
+    pub epoch: u64,
+    /// One answer per query, own first.
+    pub answers: Vec<LweAnswer>,
+    /// Ed25519 signature over [`response_signed_bytes`].
+    pub sig: [u8; 64],
+}
+
+/// A request for directory buckets (the public keys of audited rows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirLookup {
+    /// Bucket numbers.
+    pub buckets: Vec<u64>,
+}
+
+/// The buckets asked for, with Merkle paths to the signed root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntries {
+    /// One per bucket asked for.
+    pub entries: Vec<DirEntry>,
+}
+
+/// The client's half of the challenge–response: `MAC(k_client, transcript)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAuth {
+    /// The MAC.
+    pub mac: [u8; 32],
+}
+
+/// The server's half: `MAC(k_server, transcript)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerAuth {
+    /// The MAC.
+    pub mac: [u8; 32],
+}
+
+/// A request for the `lwe` hint of an epoch's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HintRequest {
+    /// The epoch.
+    pub epoch: u64,
+}
+
+/// The bytes the server signs in a [`Commit`].
+pub fn commit_signed_bytes(
+    header: &TableHeader,
+    t_s: u64,
+    client_nonce: &[u8; 32],
+    server_nonce: &[u8; 32],
+) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.put_fixed(b"tacit/tracedge/v1/commit\0");
+    header.put(&mut w);
+    w.put_u64(t_s);
+    w.put_fixed(client_nonce);
+    w.put_fixed(server_nonce);
+    w.into_bytes()
+}
+
+/// The bytes the server signs in a [`Response`]: the session (t_s and both nonces),
+/// the epoch, the hash of the queries as received, and the answers.
+pub fn response_signed_bytes(
+    t_s: u64,
+    client_nonce: &[u8; 32],
+    server_nonce: &[u8; 32],
+    epoch: u64,
+    queries_hash: &[u8; 32],
+    answers: &[LweAnswer],
+) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.put_fixed(b"tacit/tracedge/v1/response\0");
+    w.put_u64(t_s);
+    w.put_fixed(client_nonce);
+    w.put_fixed(server_nonce);
+    w.put_u64(epoch);
+    w.put_fixed(queries_hash);
+    w.put_count(answers.len());
+    for a in answers {
+        a.encode(&mut w);
+    }
+    w.into_bytes()
+}
+
+/// SHA-256 of an encoded message.
+pub fn hash_bytes(b: &[u8]) -> [u8; 32] {
+    Sha256::digest(b).into()
+}
+
+impl Encode for Hello {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_HELLO);
+        w.put_u64(self.t_s);
+        w.put_fixed(&self.nonce);
+    }
+}
+impl Decode for Hello {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_HELLO, "tracedge hello")?;
+        Ok(Hello {
+            t_s: r.u64()?,
+            nonce: r.array("nonce")?,
+        })
+    }
+}
+
+impl Encode for Commit {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_COMMIT);
+        self.header.put(w);
+        w.put_u64(self.t_s);
+        w.put_fixed(&self.server_nonce);
+        w.put_fixed(&self.sig);
+    }
+}
+impl Decode for Commit {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_COMMIT, "tracedge commit")?;
+        Ok(Commit {
+            header: TableHeader::read(r)?,
+            t_s: r.u64()?,
+            server_nonce: r.array("server nonce")?,
+            sig: r.array("signature")?,
+        })
+    }
+}
+
+impl Encode for Queries {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_QUERIES);
+        w.put_u64(self.epoch);
+        self.own.encode(w);
+        w.put_count(self.audits.len());
+        for q in &self.audits {
+            q.encode(w);
+        }
+    }
+}
+impl Decode for Queries {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_QUERIES, "tracedge queries")?;
+        let epoch = r.u64()?;
+        let own = LweQuery::decode(r)?;
+        let n = r.count("audit queries", MAX_AUDIT_QUERIES, 39)?;
+        let audits = (0..n)
+            .map(|_| LweQuery::decode(r))
+            .collect::<tacit_wire::Result<Vec<_>>>()?;
+        Ok(Queries { epoch, own, audits })
+    }
+}
+
+impl Encode for Response {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_RESPONSE);
+        w.put_u64(self.epoch);
+        w.put_count(self.answers.len());
+        for a in &self.answers {
+            a.encode(w);
+        }
+        w.put_fixed(&self.sig);
+    }
+}
+impl Decode for Response {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_RESPONSE, "tracedge response")?;
+        let epoch = r.u64()?;
+        let n = r.count("answers", MAX_AUDIT_QUERIES + 1, 39)?;
+        let answers = (0..n)
+            .map(|_| LweAnswer::decode(r))
+            .collect::<tacit_wire::Result<Vec<_>>>()?;
+        Ok(Response {
+            epoch,
+            answers,
+            sig: r.array("signature")?,
+        })
+    }
+}
+
+impl Encode for DirLookup {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_DIR_LOOKUP);
+        w.put_count(self.buckets.len());
+        for b in &self.buckets {
+            w.put_u64(*b);
+        }
+    }
+}
+impl Decode for DirLookup {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_DIR_LOOKUP, "tracedge directory lookup")?;
+        let n = r.count("buckets", MAX_LOOKUP_BUCKETS, 8)?;
+        let buckets = (0..n).map(|_| r.u64()).collect::<tacit_wire::Result<Vec<_>>>()?;
+        Ok(DirLookup { buckets })
+    }
+}
+
+pub(crate) fn put_dir_entry(w: &mut Writer, e: &DirEntry) {
+    w.put_u64(e.bucket);
+    w.put_count(e.keys.len());
+    for k in &e.keys {
+        w.put_fixed(k);
+    }
+    w.put_count(e.path.len());
+    for h in &e.path {
+        w.put_fixed(h);
+    }
+}
+
+pub(crate) fn read_dir_entry(r: &mut Reader<'_>) -> tacit_wire::Result<DirEntry> {
+    let bucket = r.u64()?;
+    let k = r.count("bucket keys", super::keytable::BUCKET_ROWS as usize, 32)?;
+    let keys = (0..k)
+        .map(|_| r.array("key"))
+        .collect::<tacit_wire::Result<Vec<[u8; 32]>>>()?;
+    let p = r.count("merkle path", MAX_PATH, 32)?;
+    let path = (0..p)
+        .map(|_| r.array("hash"))
+        .collect::<tacit_wire::Result<Vec<[u8; 32]>>>()?;
+    Ok(DirEntry { bucket, keys, path })
+}
+
+impl Encode for DirEntries {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_DIR_ENTRIES);
+        w.put_count(self.entries.len());
+        for e in &self.entries {
+            put_dir_entry(w, e);
+        }
+    }
+}
+impl Decode for DirEntries {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_DIR_ENTRIES, "tracedge directory entries")?;
+        let n = r.count("directory entries", MAX_LOOKUP_BUCKETS, 16)?;
+        let entries = (0..n)
+            .map(|_| read_dir_entry(r))
+            .collect::<tacit_wire::Result<Vec<_>>>()?;
+        Ok(DirEntries { entries })
+    }
+}
+
+impl Encode for ClientAuth {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_CLIENT_AUTH);
+        w.put_fixed(&self.mac);
+    }
+}
+impl Decode for ClientAuth {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_CLIENT_AUTH, "tracedge client auth")?;
+        Ok(ClientAuth { mac: r.array("mac")? })
+    }
+}
+
+impl Encode for ServerAuth {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_SERVER_AUTH);
+        w.put_fixed(&self.mac);
+    }
+}
+impl Decode for ServerAuth {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_SERVER_AUTH, "tracedge server auth")?;
+        Ok(ServerAuth { mac: r.array("mac")? })
+    }
+}
+
+impl Encode for HintRequest {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_HINT_REQUEST);
+        w.put_u64(self.epoch);
+    }
+}
+impl Decode for HintRequest {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_HINT_REQUEST, "tracedge hint request")?;
+        Ok(HintRequest { epoch: r.u64()? })
+    }
+}
