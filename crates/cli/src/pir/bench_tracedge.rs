@@ -15,6 +15,7 @@ use tacit_crypto::sign::SigningKey;
 use tacit_pir::lwe::{LweParams, LweServer};
 use tacit_pir::tracedge::keytable::{self, Directory};
 use tacit_pir::tracedge::*;
+use tacit_pir::{LweAnyServer, LweBackend};
 use tacit_pir::{PirServer, Table};
 use tacit_wire::Encode;
 
@@ -35,6 +36,12 @@ pub struct AuthBenchArgs {
     /// Concurrent sessions answered in one pass (the load figure; one line each).
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 8, 16, 32])]
     batch: Vec<usize>,
+    /// Where the PIR server runs: lwe (CPU cores) or lwe-gpu (NVIDIA GPUs).
+    #[arg(long, default_value = "lwe", value_parser = ["lwe", "lwe-gpu"])]
+    backend: String,
+    /// GPUs for --backend lwe-gpu: all, or ordinals like 0,1.
+    #[arg(long, default_value = "all")]
+    gpus: String,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -94,13 +101,13 @@ fn fast_keys(n: u64, rng: &mut ChaCha20Rng) -> Vec<[u8; 32]> {
 }
 
 struct Built {
-    server: TracEdgeServer<LweServer>,
+    server: TracEdgeServer<LweAnyServer>,
     line: serde_json::Value,
 }
 
-fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)]) -> Result<Built> {
+fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backend: &LweBackend) -> Result<Built> {
     let server =
-        TracEdgeServer::<LweServer>::new(SigningKey::generate(rng), Scalar::random(rng), ServerConfig::default());
+        TracEdgeServer::<LweAnyServer>::new(SigningKey::generate(rng), Scalar::random(rng), ServerConfig::default());
     let mut keys = fast_keys(n, rng);
     for (row, s) in subs {
         keys[*row as usize] = s.public_bytes();
@@ -127,7 +134,7 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)]) -> Res
     let table = Table::from_bytes(rows, keytable::ROW_BYTES)?;
     let mut seed = [0u8; 16];
     rng.fill_bytes(&mut seed);
-    let pir = LweServer::setup(&table, LweParams::new(table.shape(), seed)?)?;
+    let pir = LweAnyServer::setup(&table, LweParams::new(table.shape(), seed)?, backend)?;
     let hint_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let dir = Directory::build(keys)?;
@@ -158,6 +165,10 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)]) -> Res
 
 /// Runs `bench pir auth`.
 pub fn auth(a: &AuthBenchArgs) -> Result<()> {
+    let backend = LweBackend::from_names(&a.backend, &a.gpus)?;
+    if a.backend == "lwe-gpu" {
+        tacit_pir::gpu::available()?;
+    }
     if a.rows.is_empty() || a.rows.iter().any(|&n| n < 64) {
         bail!("--rows: at least 64 rows");
     }
@@ -179,7 +190,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         } else {
             Vec::new()
         };
-        let b = build(n, &mut rng, &subs)?;
+        let b = build(n, &mut rng, &subs, &backend)?;
         if !a.json {
             let l = &b.line;
             eprintln!(
@@ -310,6 +321,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         load.push(serde_json::json!({"batch": bsz, "pass_ms": millis(t_pass), "other_ms": millis(t_rest), "auth_per_s": per_s}));
     }
     let out = serde_json::json!({
+        "backend": a.backend, "gpus": a.gpus,
         "rows": last,
         "audits": a.audits,
         "threads": rayon::current_num_threads(),

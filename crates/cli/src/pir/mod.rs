@@ -3,7 +3,7 @@
 pub mod bench;
 pub mod bench_tracedge;
 pub mod cmd;
-mod gpu_bench;
 pub mod demo;
+mod gpu_bench;
 pub mod peers;
 pub mod tracedge;

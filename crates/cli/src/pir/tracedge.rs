@@ -11,8 +11,9 @@ use curve25519_dalek::scalar::Scalar;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::{SigningKey, VerifyingKey};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_pir::lwe::{LweHint, LweServer};
+use tacit_pir::lwe::LweHint;
 use tacit_pir::tracedge::*;
+use tacit_pir::{LweAnyServer, LweBackend};
 use tacit_store::Store;
 use tacit_wire::{Decode, Encode, Envelope, ErrorMessage};
 use tokio::sync::{mpsc, oneshot};
@@ -139,6 +140,13 @@ pub struct ServeArgs {
     /// Stop after this many authentications (0: never).
     #[arg(long, default_value_t = 0)]
     sessions: u64,
+    /// Where the PIR server runs: lwe (all CPU cores) or lwe-gpu (NVIDIA GPUs; the
+    /// same answers; without a GPU it stops with a one-line reason).
+    #[arg(long, default_value = "lwe", value_parser = ["lwe", "lwe-gpu"])]
+    backend: String,
+    /// GPUs for --backend lwe-gpu: all, or ordinals like 0,1 (the table is split by rows).
+    #[arg(long, default_value = "all")]
+    gpus: String,
     /// SIMULATION: give these rows a second key (a cheating server, §3.4).
     #[arg(long, value_delimiter = ',')]
     cheat_rows: Vec<u64>,
@@ -369,8 +377,9 @@ fn directory_keys(store: &Store, rows: u64, server_key: [u8; 32]) -> Result<Vec<
     Ok(keys)
 }
 
-type Shared = Arc<RwLock<TracEdgeServer<LweServer>>>;
+type Shared = Arc<RwLock<TracEdgeServer<LweAnyServer>>>;
 
+#[allow(clippy::too_many_arguments)]
 fn build_table(
     k: &ServerKeys,
     epoch: u64,
@@ -379,7 +388,8 @@ fn build_table(
     cheat: &[u64],
     equivocate: bool,
     dh_public: &curve25519_dalek::ristretto::RistrettoPoint,
-) -> Result<LiveTable<LweServer>> {
+    backend: &LweBackend,
+) -> Result<LiveTable<LweAnyServer>> {
     let mut rng = SecureRng::from_os();
     let pb = crate::util::progress(keys.len() as u64, "table rows");
     let t0 = Instant::now();
@@ -388,7 +398,7 @@ fn build_table(
         key: &second,
         rows: cheat,
     });
-    let mut table = build_lwe_table(
+    let mut table = build_lwe_table_on(
         epoch,
         key.clone(),
         k.scheme,
@@ -396,6 +406,7 @@ fn build_table(
         keys,
         flagged,
         &|n| pb.set_position(n),
+        backend,
         &mut rng,
     )?;
     pb.finish_and_clear();
@@ -431,7 +442,11 @@ fn serve(a: ServeArgs) -> Result<()> {
             cheat
         );
     }
-    let server = TracEdgeServer::<LweServer>::new(
+    let backend = LweBackend::from_names(&a.backend, &a.gpus)?;
+    if a.backend == "lwe-gpu" {
+        tacit_pir::gpu::available()?;
+    }
+    let server = TracEdgeServer::<LweAnyServer>::new(
         SigningKey::from_seed(&k.signing.to_seed()),
         k.dh,
         ServerConfig {
@@ -465,7 +480,7 @@ fn serve(a: ServeArgs) -> Result<()> {
     };
     let keys = directory_keys(&store, k.rows, server_key)?;
     let version = store.pir_subscribers_version()?;
-    let table = build_table(&k, epoch, key, keys, &cheat, a.cheat_equivocate, &dh_public)?;
+    let table = build_table(&k, epoch, key, keys, &cheat, a.cheat_equivocate, &dh_public, &backend)?;
     store.pir_set_table_status(epoch, "current", None)?;
     let hint_bytes = table.hint().to_wire().len();
     let shared: Shared = Arc::new(RwLock::new(server));
@@ -482,7 +497,8 @@ fn serve(a: ServeArgs) -> Result<()> {
         let k2 = load_keys(&*store.lock().map_err(|_| anyhow!("lock poisoned"))?)?;
         let cheat = cheat.clone();
         let equiv = a.cheat_equivocate;
-        std::thread::spawn(move || manage(shared, store, k2, version, cheat, equiv, server_key, dh_public));
+        let backend = backend.clone();
+        std::thread::spawn(move || manage(shared, store, k2, version, cheat, equiv, server_key, dh_public, backend));
     }
 
     let net = NetConfig::default()
@@ -576,6 +592,7 @@ fn manage(
     equiv: bool,
     server_key: [u8; 32],
     dh_public: curve25519_dalek::ristretto::RistrettoPoint,
+    backend: LweBackend,
 ) {
     loop {
         std::thread::sleep(Duration::from_millis(500));
@@ -623,7 +640,7 @@ fn manage(
             };
             if let Some((e, key)) = pool {
                 // Built without holding the lock: the server keeps answering.
-                let table = build_table(&k, e, key, keys, &cheat, equiv, &dh_public)?;
+                let table = build_table(&k, e, key, keys, &cheat, equiv, &dh_public, &backend)?;
                 let now = now_ms();
                 let old = {
                     let mut srv = shared.write().map_err(|_| anyhow!("lock poisoned"))?;

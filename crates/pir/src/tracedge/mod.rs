@@ -54,6 +54,6 @@ pub use messages::*;
 pub use proof::{Finding, MisbehaviourProof, ProofKind, QueryOpening};
 pub use protocol::{
     ClientConfig, ClientOutcome, ClientSession, HintSource, LiveTable, ServerConfig, ServerOutcome, ServerSession,
-    TracEdgeClient, TracEdgeServer, audit_selection, build_lwe_table, expected_audit, key_matches, verify_commit,
-    verify_response,
+    TracEdgeClient, TracEdgeServer, audit_selection, build_lwe_table, build_lwe_table_on, expected_audit, key_matches,
+    verify_commit, verify_response,
 };

@@ -150,6 +150,37 @@ impl HintSource for LweServer {
     }
 }
 
+impl HintSource for crate::LweAnyServer {
+    fn current_hint(&self) -> LweHint {
+        self.hint()
+    }
+}
+
+/// [`build_lwe_table`] with the `lwe` server on `backend` (the CPU, or the GPUs with
+/// `lwe-gpu`): the same rows, hint and table id either way.
+#[allow(clippy::too_many_arguments)]
+pub fn build_lwe_table_on<R: RngCore + CryptoRng>(
+    epoch: u64,
+    key: TableKey,
+    scheme: CommitScheme,
+    server_dh: &RistrettoPoint,
+    keys: Vec<[u8; 32]>,
+    flagged: Option<Flagged<'_>>,
+    progress: &(dyn Fn(u64) + Sync),
+    backend: &crate::LweBackend,
+    rng: &mut R,
+) -> Result<LiveTable<crate::LweAnyServer>> {
+    let rows = keytable::build_rows(&key, epoch, &keys, flagged, progress)?;
+    let table = Table::from_bytes(rows, keytable::ROW_BYTES)?;
+    let mut seed = [0u8; 16];
+    rng.fill_bytes(&mut seed);
+    let pir = crate::LweAnyServer::setup(&table, LweParams::new(table.shape(), seed)?, backend)?;
+    drop(table);
+    let hint = pir.hint();
+    let dir = Directory::build(keys)?;
+    LiveTable::new(epoch, key, scheme, server_dh, pir, hint, dir, None, rng)
+}
+
 /// Builds an `lwe` key table for `epoch`: the rows (one variable-base scalar
 /// multiplication each, on all cores), the PIR matrix and hint, and the directory.
 /// `keys[i]` is the public key of row `i` (the server's own key for an empty row).
