@@ -30,6 +30,8 @@ use super::commit::{self, CommitScheme};
 use super::keytable::{self, BUCKET_ROWS, Directory, Flagged, SubscriberSecret, TableKey, decode_public};
 use super::messages::*;
 use super::proof::{MisbehaviourProof, ProofKind, QueryOpening};
+use rayon::prelude::*;
+
 use crate::lwe::{LweClient, LweHint, LweParams, LweQuery, LweServer};
 use crate::{Error, PirClient, PirServer, Result, Selection, Table};
 
@@ -459,26 +461,35 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
                     }
                 }
                 Ok(answers) => {
+                    // Each session's answers, then the per-session work (encoding,
+                    // signature, transcript) on all cores.
+                    let mut per: Vec<Option<Vec<crate::lwe::LweAnswer>>> = (0..items.len()).map(|_| None).collect();
                     let mut it = answers.into_iter();
                     for &i in &idx {
-                        let (sess, q) = &mut items[i];
-                        let n = 1 + q.audits.len();
-                        let answers: Vec<_> = it.by_ref().take(n).collect();
-                        let qbytes = q.to_wire();
-                        let sig = self.signing.sign(&response_signed_bytes(
-                            sess.t_s,
-                            &sess.client_nonce,
-                            &sess.server_nonce,
-                            epoch,
-                            &hash_bytes(&qbytes),
-                            &answers,
-                        ));
-                        let resp = Response { epoch, answers, sig };
-                        sess.transcript.update(&qbytes);
-                        sess.transcript.update(resp.to_wire());
-                        sess.step = ServerStep::AwaitAuth;
-                        results[i] = Some(Ok(resp));
+                        let n = 1 + items[i].1.audits.len();
+                        per[i] = Some(it.by_ref().take(n).collect());
                     }
+                    items
+                        .par_iter_mut()
+                        .zip(per.par_iter_mut())
+                        .zip(results.par_iter_mut())
+                        .for_each(|(((sess, q), ans), res)| {
+                            let Some(answers) = ans.take() else { return };
+                            let qbytes = q.to_wire();
+                            let sig = self.signing.sign(&response_signed_bytes(
+                                sess.t_s,
+                                &sess.client_nonce,
+                                &sess.server_nonce,
+                                epoch,
+                                &hash_bytes(&qbytes),
+                                &answers,
+                            ));
+                            let resp = Response { epoch, answers, sig };
+                            sess.transcript.update(&qbytes);
+                            sess.transcript.update(resp.to_wire());
+                            sess.step = ServerStep::AwaitAuth;
+                            *res = Some(Ok(resp));
+                        });
                 }
             }
         }
