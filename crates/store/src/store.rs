@@ -1071,7 +1071,7 @@ mod tests {
             .unwrap();
         }
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 3);
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         assert_eq!(store.ca_account(&[9; 16]).unwrap().unwrap().revoked_unix, Some(7));
         assert!(store.put_revocation_list("drop-ca/k", 1, 10, b"l").unwrap());
     }
