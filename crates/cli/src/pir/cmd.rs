@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use rand_core::RngCore;
 use tacit_crypto::rng::SecureRng;
-use tacit_pir::lwe::{LweClient, LweParams, LweServer};
+use tacit_pir::lwe::{LweClient, LweParams};
 use tacit_pir::ntru::{NtruClient, NtruLayout, NtruServer};
 use tacit_pir::{PirClient, PirServer, Selection, Sizes, Table, TableShape};
 
@@ -197,35 +197,13 @@ fn query(a: &QueryArgs) -> Result<()> {
     let mut rng = SecureRng::from_os();
     let sel = Selection::row(a.row);
     let (row, sizes, setup_ms, query_ms, answer_ms, decode_ms): (Vec<u8>, Sizes, f64, f64, f64, f64) = match a.backend {
-        Backend::Lwe => {
+        Backend::Lwe | Backend::LweGpu => {
             let mut seed = [0u8; 16];
             rng.fill_bytes(&mut seed);
             let params = LweParams::new(table.shape(), seed)?;
-            let (server, setup_ms) = timed(|| LweServer::setup(&table, params));
-            let server = server?;
-            let client = LweClient::new(server.hint())?;
-            let (q, query_ms) = timed(|| client.query(&sel, &mut rng));
-            let (state, q) = q?;
-            let (ans, answer_ms) = timed(|| server.answer(&q));
-            let (d, decode_ms) = timed(|| client.decode(&state, &ans?));
-            (
-                d?.to_row_bytes(a.bytes),
-                server.sizes(),
-                setup_ms,
-                query_ms,
-                answer_ms,
-                decode_ms,
-            )
-        }
-        Backend::LweGpu => {
-            let mut seed = [0u8; 16];
-            rng.fill_bytes(&mut seed);
-            let params = LweParams::new(table.shape(), seed)?;
-            let config = tacit_pir::gpu::GpuConfig {
-                gpus: a.gpus.parse()?,
-                ..Default::default()
-            };
-            let (server, setup_ms) = timed(|| tacit_pir::gpu::GpuLweServer::setup(&table, params, config));
+            let name = if a.backend == Backend::Lwe { "lwe" } else { "lwe-gpu" };
+            let backend = tacit_pir::LweBackend::from_names(name, &a.gpus)?;
+            let (server, setup_ms) = timed(|| tacit_pir::LweAnyServer::setup(&table, params, &backend));
             let server = server?;
             let client = LweClient::new(server.hint())?;
             let (q, query_ms) = timed(|| client.query(&sel, &mut rng));

@@ -173,6 +173,49 @@ impl Drop for Gemm {
     }
 }
 
+/// One int8 product `C = D[:, k0..k0+kc]·S[:, k0..k0+kc]ᵀ` through cuBLASLt on `stream`
+/// (int32 result, beta = 0).
+///
+/// # Safety
+/// The pointers are live device buffers of the sizes `g`'s layouts describe, with
+/// `k0` inside each row; the handle and `g` are live; `stream` belongs to their
+/// context.
+#[allow(clippy::too_many_arguments)]
+unsafe fn matmul_i8(
+    handle: ltsys::cublasLtHandle_t,
+    g: &Gemm,
+    d: u64,
+    limbs: u64,
+    k0: usize,
+    c: u64,
+    workspace: u64,
+    stream: &CudaStream,
+) -> Result<()> {
+    let (alpha, beta) = (1i32, 0i32);
+    // SAFETY: as the caller promises.
+    unsafe {
+        lt::matmul(
+            handle,
+            g.desc,
+            &alpha as *const i32 as *const c_void,
+            &beta as *const i32 as *const c_void,
+            (d + k0 as u64) as *const c_void,
+            g.a,
+            (limbs + k0 as u64) as *const c_void,
+            g.b,
+            c as *const c_void,
+            g.c,
+            c as *mut c_void,
+            g.c,
+            &g.algo,
+            workspace as *mut c_void,
+            WORKSPACE,
+            stream.cu_stream() as ltsys::cudaStream_t,
+        )
+    }
+    .map_err(|e| gpu_err("the int8 product (cuBLASLt)", e))
+}
+
 /// The cuBLASLt handle and the product shapes made so far.
 struct Lt {
     handle: ltsys::cublasLtHandle_t,
@@ -476,36 +519,14 @@ impl Shared<'_> {
         while k0 < cols_pad {
             let kc = K_CHUNK.min(cols_pad - k0);
             let g = self.lt.gemm(rows_pad, cols_pad, kc, 4 * nq)?;
-            let (alpha, beta) = (1i32, 0i32);
             {
                 let (dp, _r1) = self.d.device_ptr(&s);
                 let (lp, _r2) = limbs.device_ptr(&s);
                 let (cp, _r3) = c.device_ptr_mut(&s);
                 let (wp, _r4) = lane.workspace.device_ptr_mut(&s);
-                // SAFETY: the pointers are live device buffers of the sizes the layouts
-                // describe (offset k0 < cols_pad inside each row); the handle and
-                // descriptors are live; the stream belongs to this context.
-                unsafe {
-                    lt::matmul(
-                        handle,
-                        g.desc,
-                        &alpha as *const i32 as *const c_void,
-                        &beta as *const i32 as *const c_void,
-                        (dp + k0 as u64) as *const c_void,
-                        g.a,
-                        (lp + k0 as u64) as *const c_void,
-                        g.b,
-                        cp as *const c_void,
-                        g.c,
-                        cp as *mut c_void,
-                        g.c,
-                        &g.algo,
-                        wp as *mut c_void,
-                        WORKSPACE,
-                        s.cu_stream() as ltsys::cudaStream_t,
-                    )
-                }
-                .map_err(|e| gpu_err("the int8 product (cuBLASLt)", e))?;
+                // SAFETY: D, the limbs, the product and the workspace are live and
+                // sized for `g`'s layouts; k0 < cols_pad.
+                unsafe { matmul_i8(handle, g, dp, lp, k0, cp, wp, &s)? };
             }
             let (rp, r64, n64) = (rows_pad as u64, rows as u64, nq as u64);
             let acc: i32 = i32::from(k0 > 0);
@@ -1050,33 +1071,12 @@ impl GpuLweServer {
             while k0 < cols_pad {
                 let kc = K_CHUNK.min(cols_pad - k0);
                 let g = st.lt.gemm(rows_pad, cols_pad, kc, n)?;
-                let (alpha, beta) = (1i32, 0i32);
                 let (dp, _r1) = st.d.device_ptr(&s);
                 let (lp, _r2) = limbs.device_ptr(&s);
                 let (cp, _r3) = c.device_ptr_mut(&s);
                 let (wp, _r4) = st.lanes[0].workspace.device_ptr_mut(&s);
                 // SAFETY: as in `Shared::compute`.
-                unsafe {
-                    lt::matmul(
-                        handle,
-                        g.desc,
-                        &alpha as *const i32 as *const c_void,
-                        &beta as *const i32 as *const c_void,
-                        (dp + k0 as u64) as *const c_void,
-                        g.a,
-                        (lp + k0 as u64) as *const c_void,
-                        g.b,
-                        cp as *const c_void,
-                        g.c,
-                        cp as *mut c_void,
-                        g.c,
-                        &g.algo,
-                        wp as *mut c_void,
-                        WORKSPACE,
-                        s.cu_stream() as ltsys::cudaStream_t,
-                    )
-                }
-                .map_err(|e| gpu_err("the int8 product (cuBLASLt)", e))?;
+                unsafe { matmul_i8(handle, g, dp, lp, k0, cp, wp, &s)? };
                 k0 += kc;
             }
             s.synchronize().map_err(|e| gpu_err("sync", e))?;
