@@ -24,7 +24,8 @@ fn psi<G: PrimeGroup>(sel: u8, rng: &mut SecureRng) {
     let mk = |rng: &mut SecureRng, set: &[&str]| {
         let key = SenderKey::<G>::generate(rng, 1);
         let pre = SenderPrecomputation::compute(&p, &key, set, Reuse::WithinEpoch, rng).unwrap();
-        (key.clone(), pre.clone(), Sender::new(&p, key, pre).unwrap())
+        let (key_bytes, pre_bytes) = (key.to_bytes(), pre.to_bytes());
+        (key_bytes, pre_bytes, Sender::new(&p, key, pre).unwrap())
     };
     let (key, pre, s) = mk(rng, &["a", "b"]);
     let rp = ReceiverPrecomputation::<G>::compute(&p, &["a"], rng).unwrap();
@@ -32,8 +33,8 @@ fn psi<G: PrimeGroup>(sel: u8, rng: &mut SecureRng) {
     let resp = s.respond(&req, rng).unwrap();
     write("psi_request", &format!("req{sel}"), &with_sel(sel, &req));
     write("psi_response", &format!("resp{sel}"), &with_sel(sel, &resp));
-    write("psi_stored", &format!("key{sel}"), &key.to_bytes());
-    write("psi_stored", &format!("spre{sel}"), &pre.to_bytes());
+    write("psi_stored", &format!("key{sel}"), &key);
+    write("psi_stored", &format!("spre{sel}"), &pre);
     write("psi_stored", &format!("rpre{sel}"), &rp.to_bytes());
     let (_, _, s2) = mk(rng, &["c"]);
     let rp2 = ReceiverPrecomputation::<G>::compute(&p, &["b"], rng).unwrap();

@@ -129,6 +129,9 @@ pub mod pir {
             let client = NtruClient::new(layout, &mut rng);
             (server, client)
         })
+    }
+}
+
 /// The fixed PROS world of the pros targets: a 256-bit Paillier key from two fixed
 /// 128-bit primes (so corpora stay valid across runs) and small parameters.
 pub mod pros {
