@@ -385,6 +385,28 @@ pub trait Encode {
         self.encode(&mut w);
         w.into_bytes()
     }
+
+    /// Calls `f` with the encoding of `self`, written into a buffer that the thread
+    /// keeps between calls (up to 16 MiB), so that hashing a large message allocates
+    /// nothing. The bytes stay in that buffer until the thread's next call: use it for
+    /// public messages only, never for ones that carry secrets.
+    fn with_wire<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R
+    where
+        Self: Sized,
+    {
+        thread_local! {
+            static BUF: core::cell::Cell<Vec<u8>> = const { core::cell::Cell::new(Vec::new()) };
+        }
+        let mut buf = BUF.take();
+        buf.clear();
+        let mut w = Writer { buf };
+        self.encode(&mut w);
+        let r = f(&w.buf);
+        if w.buf.capacity() <= 16 << 20 {
+            BUF.set(w.buf);
+        }
+        r
+    }
 }
 
 /// A value that can be decoded from its canonical encoding.
@@ -447,6 +469,24 @@ impl Decode for ErrorMessage {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn with_wire_sees_the_same_bytes_as_to_wire_and_nests() {
+        struct Bytes(Vec<u8>);
+        impl Encode for Bytes {
+            fn encode(&self, w: &mut Writer) {
+                w.put_var_bytes(&self.0);
+            }
+        }
+        let big = Bytes(vec![7; 100_000]);
+        let small = Bytes(vec![1, 2, 3]);
+        // The second call reuses the first call's (larger) buffer and must not see
+        // its stale tail; a nested call gets a buffer of its own.
+        assert_eq!(big.with_wire(|b| b.to_vec()), big.to_wire());
+        assert_eq!(small.with_wire(|b| b.to_vec()), small.to_wire());
+        let (outer, inner) = big.with_wire(|b| (b.to_vec(), small.with_wire(|c| c.to_vec())));
+        assert_eq!((outer, inner), (big.to_wire(), small.to_wire()));
+    }
 
     #[test]
     fn roundtrip_fields() {

@@ -271,27 +271,55 @@ pub fn commit_signed_bytes(
 }
 
 /// The bytes the server signs in a [`Response`]: the session (t_s and both nonces),
-/// the epoch, the hash of the queries as received, and the answers.
+/// the epoch, the hash of the queries as received, and the hash of the answers
+/// ([`answers_hash`]). The signature covers digests, not the ~100 KB of queries and
+/// answers themselves, so that signing costs the same at every table size (v2; v1
+/// signed the answers' encodings whole).
 pub fn response_signed_bytes(
     t_s: u64,
     client_nonce: &[u8; 32],
     server_nonce: &[u8; 32],
     epoch: u64,
     queries_hash: &[u8; 32],
-    answers: &[LweAnswer],
+    answers_hash: &[u8; 32],
 ) -> Vec<u8> {
-    let mut w = Writer::new();
-    w.put_fixed(b"tacit/tracedge/v1/response\0");
+    let mut w = Writer::with_capacity(160);
+    w.put_fixed(b"tacit/tracedge/v2/response\0");
     w.put_u64(t_s);
     w.put_fixed(client_nonce);
     w.put_fixed(server_nonce);
     w.put_u64(epoch);
     w.put_fixed(queries_hash);
-    w.put_count(answers.len());
-    for a in answers {
-        a.encode(&mut w);
-    }
+    w.put_fixed(answers_hash);
     w.into_bytes()
+}
+
+/// SHA-256 of `u32 n ‖ n × LweAnswer` (the answers as a [`Response`] carries them),
+/// computed without building that encoding.
+pub fn answers_hash(answers: &[LweAnswer]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(u32::try_from(answers.len()).unwrap_or(u32::MAX).to_be_bytes());
+    for a in answers {
+        a.with_wire(|b| h.update(b));
+    }
+    h.finalize().into()
+}
+
+/// SHA-256 of a message's encoding, computed in a per-thread buffer (no allocation
+/// for large public messages such as [`Queries`]).
+pub fn wire_hash<T: Encode>(m: &T) -> [u8; 32] {
+    m.with_wire(hash_bytes)
+}
+
+/// What a [`Response`] adds to the session transcript: its epoch, the hash of its
+/// answers and its signature (which binds that hash), rather than its encoding.
+pub fn response_transcript_bytes(epoch: u64, answers_hash: &[u8; 32], sig: &[u8; 64]) -> [u8; 106] {
+    let mut out = [0u8; 106];
+    out[..2].copy_from_slice(&TAG_RESPONSE.to_be_bytes());
+    out[2..10].copy_from_slice(&epoch.to_be_bytes());
+    out[10..42].copy_from_slice(answers_hash);
+    out[42..].copy_from_slice(sig);
+    out
 }
 
 /// SHA-256 of an encoded message.
@@ -487,5 +515,41 @@ impl Decode for HintRequest {
     fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
         r.envelope(TAG_HINT_REQUEST, "tracedge hint request")?;
         Ok(HintRequest { epoch: r.u64()? })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_streamed_hashes_are_hashes_of_the_encodings() {
+        let a = |v: u32, n: usize| LweAnswer {
+            table_id: [v as u8; 32],
+            values: (0..n as u32).map(|i| i.wrapping_mul(v)).collect(),
+        };
+        let answers = vec![a(3, 20_000), a(5, 7)];
+        let mut w = Writer::new();
+        w.put_count(answers.len());
+        for x in &answers {
+            x.encode(&mut w);
+        }
+        assert_eq!(answers_hash(&answers), hash_bytes(&w.into_bytes()));
+        let q = Queries {
+            epoch: 4,
+            own: LweQuery {
+                table_id: [1; 32],
+                values: vec![9; 30_000],
+            },
+            audits: vec![LweQuery {
+                table_id: [1; 32],
+                values: vec![2; 30_000],
+            }],
+        };
+        assert_eq!(wire_hash(&q), hash_bytes(&q.to_wire()));
+        // Another answer list (one value changed) hashes differently.
+        let mut other = answers.clone();
+        other[0].values[19_999] ^= 1;
+        assert_ne!(answers_hash(&answers), answers_hash(&other));
     }
 }

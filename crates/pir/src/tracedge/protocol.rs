@@ -4,7 +4,7 @@
 //! C → S  Hello{t_s, nonce}
 //! C ← S  Commit{header(epoch, Γ, c, R, dir_root, table_id), t_s, nonce_S, Sig}
 //! C → S  Queries{own row, audit = one weighted query over α other rows}
-//! C ← S  Response{answers, Sig(t_s ‖ nonces ‖ H(queries) ‖ answers)}
+//! C ← S  Response{answers, Sig(t_s ‖ nonces ‖ epoch ‖ H(queries) ‖ H(answers))}
 //! C → S  DirLookup{buckets of the audited rows}      (optional)
 //! C ← S  DirEntries{keys + Merkle paths to dir_root}
 //! C → S  ClientAuth{MAC(k_client, transcript)}       (random MAC if a check failed)
@@ -12,8 +12,10 @@
 //! ```
 //!
 //! `k_label = SHA-256("tacit/tracedge/v1/session" ‖ label ‖ K ‖ transcript)` where the
-//! transcript is the hash of the first four messages (§5.1: keys from `t_s`, `K` and
-//! the labels `"server"`/`"client"`).
+//! transcript is SHA-256 over Hello, Commit, H(Queries) and the response's epoch,
+//! H(answers) and signature (§5.1: keys from `t_s`, `K` and the labels
+//! `"server"`/`"client"`). The two large messages enter as their hashes, so the
+//! per-session hashing is one pass over each.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -111,6 +113,11 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> LiveTable<S
     /// The hint clients download.
     pub fn hint(&self) -> &LweHint {
         &self.hint
+    }
+
+    /// The table's PIR server (for benches that time the PIR pass alone).
+    pub fn pir(&self) -> &S {
+        &self.pir
     }
 
     /// The directory.
@@ -449,11 +456,11 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
         }
         for (epoch, idx) in by_epoch {
             let Some(table) = self.tables.get(&epoch) else { continue };
-            let mut flat: Vec<LweQuery> = Vec::new();
-            for &i in &idx {
-                flat.push(items[i].1.own.clone());
-                flat.extend(items[i].1.audits.iter().cloned());
-            }
+            // One contiguous batch for the backend, copied on all cores.
+            let flat: Vec<LweQuery> = idx
+                .par_iter()
+                .flat_map_iter(|&i| core::iter::once(&items[i].1.own).chain(&items[i].1.audits).cloned())
+                .collect();
             match table.pir.answer_batch(&flat) {
                 Err(e) => {
                     for &i in &idx {
@@ -475,18 +482,19 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
                         .zip(results.par_iter_mut())
                         .for_each(|(((sess, q), ans), res)| {
                             let Some(answers) = ans.take() else { return };
-                            let qbytes = q.to_wire();
+                            let qhash = wire_hash(*q);
+                            let ahash = answers_hash(&answers);
                             let sig = self.signing.sign(&response_signed_bytes(
                                 sess.t_s,
                                 &sess.client_nonce,
                                 &sess.server_nonce,
                                 epoch,
-                                &hash_bytes(&qbytes),
-                                &answers,
+                                &qhash,
+                                &ahash,
                             ));
+                            sess.transcript.update(qhash);
+                            sess.transcript.update(response_transcript_bytes(epoch, &ahash, &sig));
                             let resp = Response { epoch, answers, sig };
-                            sess.transcript.update(&qbytes);
-                            sess.transcript.update(resp.to_wire());
                             sess.step = ServerStep::AwaitAuth;
                             *res = Some(Ok(resp));
                         });
@@ -735,7 +743,7 @@ impl TracEdgeClient {
             audits,
         };
         sess.transcript.update(commit.to_wire());
-        sess.transcript.update(queries.to_wire());
+        sess.transcript.update(wire_hash(&queries));
         sess.commit = Some(commit);
         sess.queries = Some(queries.clone());
         sess.hint = Some(hint);
@@ -757,14 +765,15 @@ impl TracEdgeClient {
         else {
             return Err(Error::Refused("response out of order".into()));
         };
-        verify_response(&self.server, &sess.hello, commit, queries, &resp)?;
+        let ahash = verify_response(&self.server, &sess.hello, commit, queries, &resp)?;
         let header = commit.header;
         let row = own.decode(lwe, &resp.answers[0])?.to_row_bytes(keytable::ROW_BYTES);
         let ephemeral = decode_public(&header.ephemeral)?;
         let server_dh = decode_public(&header.server_dh_key)?;
         let (k, shared) = self.secret.decrypt_row(&ephemeral, header.epoch, self.row, &row)?;
         let ok = key_matches(&header, &server_dh, &k);
-        sess.transcript.update(resp.to_wire());
+        sess.transcript
+            .update(response_transcript_bytes(resp.epoch, &ahash, &resp.sig));
         sess.response = Some(resp);
         if ok {
             sess.key = Some(k);
@@ -957,17 +966,19 @@ pub fn verify_commit(server: &VerifyingKey, hello: &Hello, commit: &Commit) -> R
 }
 
 /// Checks the server's signature on a response to `queries` in the session of
-/// `hello`/`commit`, and its shape.
+/// `hello`/`commit`, and its shape. Returns the hash of the answers
+/// ([`answers_hash`]), which the transcript takes.
 pub fn verify_response(
     server: &VerifyingKey,
     hello: &Hello,
     commit: &Commit,
     queries: &Queries,
     resp: &Response,
-) -> Result<()> {
+) -> Result<[u8; 32]> {
     if resp.epoch != commit.header.epoch || resp.answers.len() != 1 + queries.audits.len() {
         return Err(Error::Refused("the response does not match the queries".into()));
     }
+    let ahash = answers_hash(&resp.answers);
     server
         .verify(
             &response_signed_bytes(
@@ -975,12 +986,13 @@ pub fn verify_response(
                 &hello.nonce,
                 &commit.server_nonce,
                 resp.epoch,
-                &hash_bytes(&queries.to_wire()),
-                &resp.answers,
+                &wire_hash(queries),
+                &ahash,
             ),
             &resp.sig,
         )
-        .map_err(|_| Error::Signature("the PIR response"))
+        .map_err(|_| Error::Signature("the PIR response"))?;
+    Ok(ahash)
 }
 
 /// A weighted selection of `alpha` rows of one random slot, other than `own`, with
