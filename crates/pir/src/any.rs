@@ -115,6 +115,14 @@ impl PirServer for LweAnyServer {
         }
     }
 
+    fn answer_batch_refs(&self, queries: &[&LweQuery]) -> Result<Vec<LweAnswer>> {
+        match self {
+            LweAnyServer::Cpu(s) => s.answer_batch_refs(queries),
+            #[cfg(feature = "gpu")]
+            LweAnyServer::Gpu(s) => s.answer_batch_refs(queries),
+        }
+    }
+
     fn update_row(&mut self, row: u64, bytes: &[u8]) -> Result<LweHintUpdate> {
         match self {
             LweAnyServer::Cpu(s) => s.update_row(row, bytes),

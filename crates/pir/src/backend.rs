@@ -306,6 +306,17 @@ pub trait PirServer: Send + Sync {
     /// same as one [`PirServer::answer`] per query.
     fn answer_batch(&self, queries: &[Self::Query]) -> Result<Vec<Self::Answer>>;
 
+    /// [`PirServer::answer_batch`] over queries held elsewhere (one session's own
+    /// and audit queries, say), without copying them into one slice first. The
+    /// default copies; the `lwe` backends read the queries in place.
+    fn answer_batch_refs(&self, queries: &[&Self::Query]) -> Result<Vec<Self::Answer>>
+    where
+        Self::Query: Clone,
+    {
+        let owned: Vec<Self::Query> = queries.iter().map(|q| (*q).clone()).collect();
+        self.answer_batch(&owned)
+    }
+
     /// Replaces row `row` without rebuilding the table.
     fn update_row(&mut self, row: u64, bytes: &[u8]) -> Result<Self::Update>;
 }

@@ -922,7 +922,7 @@ impl GpuLweServer {
         self.parts.iter().map(|p| p.rows_pad * self.cols_pad).sum()
     }
 
-    fn check(&self, queries: &[LweQuery]) -> Result<()> {
+    fn check(&self, queries: &[&LweQuery]) -> Result<()> {
         let l = self.params.cols();
         for x in queries {
             if x.table_id != self.id {
@@ -1107,6 +1107,10 @@ impl PirServer for GpuLweServer {
     }
 
     fn answer_batch(&self, queries: &[LweQuery]) -> Result<Vec<LweAnswer>> {
+        self.answer_batch_refs(&queries.iter().collect::<Vec<_>>())
+    }
+
+    fn answer_batch_refs(&self, queries: &[&LweQuery]) -> Result<Vec<LweAnswer>> {
         if queries.is_empty() {
             return Ok(Vec::new());
         }

@@ -461,6 +461,10 @@ impl PirServer for LweServer {
     }
 
     fn answer_batch(&self, queries: &[LweQuery]) -> Result<Vec<LweAnswer>> {
+        self.answer_batch_refs(&queries.iter().collect::<Vec<_>>())
+    }
+
+    fn answer_batch_refs(&self, queries: &[&LweQuery]) -> Result<Vec<LweAnswer>> {
         for q in queries {
             self.check_query(q)?;
         }

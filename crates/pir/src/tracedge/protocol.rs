@@ -456,12 +456,12 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
         }
         for (epoch, idx) in by_epoch {
             let Some(table) = self.tables.get(&epoch) else { continue };
-            // One contiguous batch for the backend, copied on all cores.
-            let flat: Vec<LweQuery> = idx
-                .par_iter()
-                .flat_map_iter(|&i| core::iter::once(&items[i].1.own).chain(&items[i].1.audits).cloned())
+            // The backend reads the sessions' queries in place.
+            let flat: Vec<&LweQuery> = idx
+                .iter()
+                .flat_map(|&i| core::iter::once(&items[i].1.own).chain(&items[i].1.audits))
                 .collect();
-            match table.pir.answer_batch(&flat) {
+            match table.pir.answer_batch_refs(&flat) {
                 Err(e) => {
                     for &i in &idx {
                         results[i] = Some(Err(e.clone()));
