@@ -420,6 +420,12 @@ impl Calendar {
         };
         let mut set = rrule::RRuleSet::new(dtstart);
         for p in props(r.comp, "RRULE") {
+            // RFC 5545's recurrence grammar is ASCII; the rrule crate slices BYDAY
+            // values by byte and panics inside a multi-byte character (found by the
+            // calendar_ics fuzz target), so anything else is refused here.
+            if !p.val.as_str().is_ascii() {
+                return Err(Error::Ics(format!("RRULE of {:?}: not ASCII", r.uid)));
+            }
             let rule: rrule::RRule<rrule::Unvalidated> = p
                 .val
                 .as_str()
