@@ -216,7 +216,10 @@ fn bad_input_is_one_error() {
         cal(&ev("x", &["DTSTART:20250101T100000Z", "DURATION:1H"])),
         // The calendar_ics fuzz target's crash: a multi-byte character in BYDAY
         // made the rrule crate panic.
-        cal(&ev("x", &["DTSTART:20250101T100000Z", "RRULE:FREQ=WEEKLY;BYDAY=M\u{2eb}O"])),
+        cal(&ev(
+            "x",
+            &["DTSTART:20250101T100000Z", "RRULE:FREQ=WEEKLY;BYDAY=M\u{2eb}O"],
+        )),
     ] {
         let e = Calendar::parse(&bad, w.0, w.1, chrono_tz::UTC).unwrap_err();
         assert!(!e.to_string().contains('\n'), "{e}");
