@@ -9,7 +9,7 @@ timeout 120 .dev/gpu-test --test-threads 1 2>&1 | grep 'test result'
 R=${ROWS:-10000000}
 for G in 0 all; do
   echo "== bench pir auth --backend lwe-gpu --gpus $G"
-  timeout 200 .dev/tacit bench pir auth --rows $R --backend lwe-gpu --gpus $G --batch 1,64,512 --samples 5 --json > $OUT/auth-$G.json 2>$OUT/auth-$G.err; echo "rc $?"; tail -2 $OUT/auth-$G.err
+  timeout 200 .dev/tacit bench pir auth --rows $R --backend lwe-gpu --gpus $G --batch 1,64,512,1024,2048,4096 --samples 5 --json > $OUT/auth-$G.json 2>$OUT/auth-$G.err; echo "rc $?"; tail -2 $OUT/auth-$G.err
   python3 -c "
 import json,os,sys; b=json.load(open(os.environ['OUT']+'/auth-$G.json'))
 print({k: b.get(k) for k in ('backend','gpus','rows','threads','table_create_s','auth_per_s','auth_latency_ms')})
