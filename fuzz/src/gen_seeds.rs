@@ -244,6 +244,9 @@ fn main() {
     }
     discovery_seeds();
     pir_seeds(&mut rng);
+    tracedge_seeds();
+    key_request_seeds();
+    mpc_seeds();
     println!("seed corpora written under fuzz/corpus/");
 }
 
@@ -334,4 +337,121 @@ fn pir_seeds(rng: &mut SecureRng) {
     let (_, q) = client.query(&Selection::row(450), rng).unwrap();
     write("pir_ntru_query", "query", &q.to_wire());
     write("pir_ntru_answer", "answer", &server.answer(&q).unwrap().to_wire());
+}
+
+/// One honest TracEdge authentication and one caught server (every row but the
+/// client's flagged), over a 300-row table: every message, and a proof.
+fn tracedge_seeds() {
+    use rand_chacha::ChaCha20Rng;
+    use rand_core::SeedableRng;
+    use tacit_crypto::sign::SigningKey;
+    use tacit_pir::lwe::LweServer;
+    use tacit_pir::tracedge::*;
+    const NOW: u64 = 1_700_000_000_000;
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    for (k, flagged) in [(0u8, false), (1, true)] {
+        let mut server: TracEdgeServer<LweServer> = TracEdgeServer::new(
+            SigningKey::generate(&mut rng),
+            curve25519_dalek::Scalar::random(&mut rng),
+            ServerConfig::default(),
+        );
+        let subs: Vec<SubscriberSecret> = (0..4).map(|_| SubscriberSecret::random(&mut rng)).collect();
+        let mut keys = vec![server.dh_public().compress().to_bytes(); 300];
+        for (i, s) in subs.iter().enumerate() {
+            keys[i] = s.public_bytes();
+        }
+        let key = TableKey::random(&mut rng);
+        let second = TableKey::random(&mut rng);
+        let rows: Vec<u64> = (1..300).collect();
+        let flag = flagged.then_some(keytable::Flagged {
+            key: &second,
+            rows: &rows,
+        });
+        let mut table =
+            build_lwe_table(1, key, CommitScheme::Binding, &server.dh_public(), keys, flag, &|_| {}, &mut rng)
+                .unwrap();
+        if flagged {
+            table.add_second_key(second.clone());
+        }
+        let hint = table.hint().clone();
+        server.install(table, NOW);
+        let c = TracEdgeClient::new(
+            server.verifying_key(),
+            0,
+            subs[0].clone(),
+            ClientConfig {
+                audits: 3,
+                ..Default::default()
+            },
+        );
+        let (mut cs, hello) = c.start(NOW, &mut rng);
+        let (mut ss, commit) = server.hello(&hello, NOW, &mut rng).unwrap();
+        let q = c.on_commit(&mut cs, commit.clone(), hint, &mut rng).unwrap();
+        let resp = server.respond(&mut ss, &q).unwrap();
+        let lookup = c.on_response(&mut cs, resp.clone()).unwrap();
+        let entries = server.directory(&ss, &lookup).unwrap();
+        let auth = c.on_directory(&mut cs, entries.clone(), &mut rng).unwrap();
+        let t = "pir_tracedge_messages";
+        write(t, &format!("hello{k}"), &hello.to_wire());
+        write(t, &format!("commit{k}"), &commit.to_wire());
+        write(t, &format!("queries{k}"), &q.to_wire());
+        write(t, &format!("response{k}"), &resp.to_wire());
+        write(t, &format!("lookup{k}"), &lookup.to_wire());
+        write(t, &format!("entries{k}"), &entries.to_wire());
+        write(t, &format!("client_auth{k}"), &auth.to_wire());
+        write(t, &format!("hint_request{k}"), &HintRequest { epoch: 1 }.to_wire());
+        match server.finish(&mut ss, &auth) {
+            Ok((reply, _)) => {
+                write(t, &format!("server_auth{k}"), &reply.to_wire());
+                let _ = c.on_server_auth(&mut cs, Ok(reply));
+            }
+            Err(e) => {
+                if let ClientOutcome::Caught(p) = c.on_server_auth(&mut cs, Err(e.to_string())) {
+                    write("pir_tracedge_proof", &format!("proof{k}"), &p.to_wire());
+                }
+            }
+        }
+    }
+}
+
+/// The key-request exchange of a fixed world like the target's.
+fn key_request_seeds() {
+    use std::sync::Arc;
+    use tacit_discovery::blessing::{Principal, TrustedRoots};
+    use tacit_discovery::key_request::{KeyAuthority, Requester};
+    use tacit_discovery::prefix::PrefixAuthority;
+    const NOW: u64 = 1_800_000_000;
+    let mut rng = SecureRng::from_seed([42; 32]);
+    let (home, home_b) = Principal::new_root(&mut rng, "Home", NOW + 1000).unwrap();
+    let cam = Principal::generate(&mut rng);
+    let blessing = home.bless(&home_b, &cam.public_key(), "Camera", NOW + 1000, vec![]).unwrap();
+    let mut roots = TrustedRoots::new();
+    roots.add("Home", home.public_key()).unwrap();
+    let ibe = Arc::new(PrefixAuthority::generate(&mut rng));
+    let mpk = Arc::new(ibe.public().clone());
+    let authority = KeyAuthority::new(ibe, roots);
+    let (req, hello) = Requester::start(Arc::new(cam), blessing, mpk).unwrap();
+    let (root, challenge) = authority.on_hello(&hello, &mut rng).unwrap();
+    let (waiting, request) = req.on_challenge(&challenge, &mut rng).unwrap();
+    let t = "discovery_key_request";
+    write(t, "hello", &hello);
+    write(t, "challenge", &challenge);
+    write(t, "request", &request);
+    if let Ok((_, grant)) = root.on_request(&request, NOW, &mut rng) {
+        write(t, "grant", &grant);
+        let _ = waiting.on_grant(&grant);
+    }
+    write(t, "lists", &tacit_discovery::root_service::encode_lists(&[]));
+}
+
+/// Small Bristol circuits from the repository's test data.
+fn mpc_seeds() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/mpc/testdata/circuits");
+    for f in std::fs::read_dir(dir).unwrap() {
+        let f = f.unwrap().path();
+        let bytes = std::fs::read(&f).unwrap();
+        if f.extension().is_some_and(|e| e == "txt") && !f.ends_with("License.txt") && bytes.len() <= 16 << 10 {
+            write("mpc_bristol", f.file_name().unwrap().to_str().unwrap(), &bytes);
+        }
+    }
 }
