@@ -118,8 +118,13 @@ fn read_params(r: &mut Reader<'_>) -> tacit_wire::Result<LweParams> {
 
 fn put_u32s(w: &mut Writer, v: &[u32]) {
     w.put_count(v.len());
-    for x in v {
-        w.put_u32(*x);
+    // Big-endian in blocks through a stack buffer (the byte swaps vectorise).
+    let mut buf = [0u8; 4096];
+    for chunk in v.chunks(1024) {
+        for (d, x) in buf.chunks_exact_mut(4).zip(chunk) {
+            d.copy_from_slice(&x.to_be_bytes());
+        }
+        w.put_fixed(&buf[..4 * chunk.len()]);
     }
 }
 

@@ -294,21 +294,23 @@ pub fn response_signed_bytes(
     w.into_bytes()
 }
 
-/// SHA-256 of `u32 n ‖ n × LweAnswer` (the answers as a [`Response`] carries them),
-/// computed without building that encoding.
+/// BLAKE3 of `u32 n ‖ n × LweAnswer` (the answers as a [`Response`] carries them),
+/// computed without building that encoding. BLAKE3 rather than SHA-256 because
+/// this and [`wire_hash`] of the queries are the server's main per-session cost
+/// (~100 KB each at 10⁷ rows): about 5× faster on one core with AVX-512.
 pub fn answers_hash(answers: &[LweAnswer]) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(u32::try_from(answers.len()).unwrap_or(u32::MAX).to_be_bytes());
+    let mut h = blake3::Hasher::new();
+    h.update(&u32::try_from(answers.len()).unwrap_or(u32::MAX).to_be_bytes());
     for a in answers {
         a.with_wire(|b| h.update(b));
     }
     h.finalize().into()
 }
 
-/// SHA-256 of a message's encoding, computed in a per-thread buffer (no allocation
+/// BLAKE3 of a message's encoding, computed in a per-thread buffer (no allocation
 /// for large public messages such as [`Queries`]).
 pub fn wire_hash<T: Encode>(m: &T) -> [u8; 32] {
-    m.with_wire(hash_bytes)
+    m.with_wire(|b| blake3::hash(b).into())
 }
 
 /// What a [`Response`] adds to the session transcript: its epoch, the hash of its
@@ -534,7 +536,7 @@ mod tests {
         for x in &answers {
             x.encode(&mut w);
         }
-        assert_eq!(answers_hash(&answers), hash_bytes(&w.into_bytes()));
+        assert_eq!(answers_hash(&answers), <[u8; 32]>::from(blake3::hash(&w.into_bytes())));
         let q = Queries {
             epoch: 4,
             own: LweQuery {
@@ -546,7 +548,7 @@ mod tests {
                 values: vec![2; 30_000],
             }],
         };
-        assert_eq!(wire_hash(&q), hash_bytes(&q.to_wire()));
+        assert_eq!(wire_hash(&q), <[u8; 32]>::from(blake3::hash(&q.to_wire())));
         // Another answer list (one value changed) hashes differently.
         let mut other = answers.clone();
         other[0].values[19_999] ^= 1;

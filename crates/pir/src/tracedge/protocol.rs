@@ -13,7 +13,7 @@
 //!
 //! `k_label = SHA-256("tacit/tracedge/v1/session" ‖ label ‖ K ‖ transcript)` where the
 //! transcript is SHA-256 over Hello, Commit, H(Queries) and the response's epoch,
-//! H(answers) and signature (§5.1: keys from `t_s`, `K` and the labels
+//! H(answers) and signature, H being BLAKE3 (§5.1: keys from `t_s`, `K` and the labels
 //! `"server"`/`"client"`). The two large messages enter as their hashes, so the
 //! per-session hashing is one pass over each.
 
