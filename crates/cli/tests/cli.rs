@@ -1,39 +1,13 @@
 //! End-to-end tests of the `tacit` binary: two processes over loopback, the store,
 //! the demo, and one-line errors for bad input.
 
+mod common;
+use common::*;
+use common::{err as stderr, out as stdout};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn tacit() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tacit"))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "tacit-cli-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn write(name: &str, text: &str) -> PathBuf {
-    let p = tmp(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Starts `tacit psi serve` on a free port; returns the child and its address.
 fn serve(args: &[&str]) -> (Child, String) {
@@ -370,25 +344,6 @@ fn serve_from_contacts_reuses_the_stored_precomputation_until_the_book_changes()
         session("precomputed and stored"),
         "ann@example.com\nnobody@example.com\n"
     );
-}
-
-/// Starts a process that prints "listening on ADDR" on stderr; returns it and ADDR.
-fn spawn_listening(args: &[&str]) -> (Child, String) {
-    let mut child = tacit()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("printed its address").unwrap();
-        if let Some(i) = line.find("listening on ") {
-            break line[i + "listening on ".len()..].trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
 }
 
 #[test]

@@ -3,62 +3,9 @@
 //! serve|query`, two processes over loopback, each compared with a plaintext
 //! computation.
 
-use std::io::{BufRead, BufReader};
+mod common;
+use common::*;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn tacit() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tacit"))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "tacit-mpc-apps-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn write(name: &str, text: &str) -> PathBuf {
-    let p = tmp(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Starts a server; returns it (stdout captured) and the address it printed.
-fn spawn(args: &[&str]) -> (Child, String) {
-    let mut child = tacit()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("printed its address").unwrap();
-        if let Some(i) = line.find("listening on ") {
-            break line[i + "listening on ".len()..].trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
-}
-
-fn examples() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
-}
 
 const WINDOW: [&str; 14] = [
     "--from",

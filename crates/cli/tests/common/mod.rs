@@ -1,0 +1,77 @@
+//! Helpers shared by the CLI's end-to-end tests (each test file is its own crate and
+//! includes this module with `mod common;`; not every file uses every helper).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The `tacit` binary under test.
+pub fn tacit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tacit"))
+}
+
+/// A path named `name` in a fresh directory of its own under the temp directory.
+pub fn tmp(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "tacit-{}-test-{}-{}",
+        env!("CARGO_CRATE_NAME"),
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Writes `text` to a fresh [`tmp`] path.
+pub fn write(name: &str, text: &str) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A run's standard output.
+pub fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A run's standard error.
+pub fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The repository's `examples/` folder.
+pub fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn start(args: &[&str], stdout: Stdio) -> (Child, String) {
+    let mut child = tacit()
+        .args(args)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("printed its address").unwrap();
+        if let Some(i) = line.find("listening on ") {
+            break line[i + "listening on ".len()..].trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+/// Starts a server with its standard output captured; returns it and the address it
+/// printed ("listening on ADDR" on standard error, which is then drained).
+pub fn spawn(args: &[&str]) -> (Child, String) {
+    start(args, Stdio::piped())
+}
+
+/// [`spawn`] with standard output discarded.
+pub fn spawn_listening(args: &[&str]) -> (Child, String) {
+    start(args, Stdio::null())
+}
