@@ -29,7 +29,7 @@ impl AccountId {
     /// Parses the hyphenated form.
     pub fn parse(s: &str) -> Option<Self> {
         let hex: String = s.chars().filter(|c| *c != '-').collect();
-        if hex.len() != 32 {
+        if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
         let mut b = [0u8; 16];
@@ -71,5 +71,6 @@ mod tests {
         assert_eq!(&s[14..15], "4");
         assert_eq!(AccountId::parse(&s), Some(a));
         assert_eq!(AccountId::parse("nope"), None);
+        assert_eq!(AccountId::parse(&format!("+{}", "a".repeat(31))), None);
     }
 }

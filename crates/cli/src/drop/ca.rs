@@ -239,6 +239,9 @@ fn hex(b: &[u8]) -> String {
 
 fn unhex(s: &str) -> Result<Vec<u8>> {
     let s = s.trim();
+    if !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!("not a hex string");
+    }
     if s.len() % 2 != 0 {
         bail!("not a hex string of whole bytes");
     }
@@ -924,4 +927,19 @@ fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unhex;
+
+    #[test]
+    fn unhex_takes_hex_digits_only() {
+        assert_eq!(unhex(" 0aFf ").unwrap(), vec![0x0a, 0xff]);
+        // A sign was taken by from_str_radix, and a multi-byte character made the
+        // byte slicing panic.
+        for bad in ["+b", "aé1", "é1", "0g", "abc"] {
+            assert!(unhex(bad).is_err(), "{bad}");
+        }
+    }
 }
