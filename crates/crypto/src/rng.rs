@@ -31,6 +31,17 @@ impl SecureRng {
     }
 }
 
+/// Overwrites the generator's key, counter and buffered block on drop (rand_chacha
+/// 0.3 has no `Zeroize`, and this crate forbids `unsafe`, so the state is replaced by
+/// a zero-keyed one and `black_box` keeps the store from being elided).
+impl Drop for SecureRng {
+    fn drop(&mut self) {
+        self.0 = ChaCha20Rng::from_seed([0; 32]);
+        core::hint::black_box(&mut self.0);
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 impl core::fmt::Debug for SecureRng {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("SecureRng(<redacted>)")
