@@ -87,6 +87,28 @@ fn enrol_authenticate_catch_and_verify_over_tls() {
         let out = ok(&run(&["pir", "client", "auth", "--id", alice, "--json"]));
         let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
         assert_eq!(v["outcome"], "authenticated");
+        assert_eq!(v["times"]["hint_cached"], false);
+        // The second authentication takes the hint from the cache beside the identity.
+        let out = ok(&run(&["pir", "client", "auth", "--id", alice, "--json"]));
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(
+            (&v["outcome"], &v["times"]["hint_cached"]),
+            (&"authenticated".into(), &true.into())
+        );
+        // A damaged cached hint is not used: the client downloads it again.
+        let hints = std::path::PathBuf::from(format!("{alice}.hints"));
+        let cached: Vec<_> = std::fs::read_dir(&hints).unwrap().flatten().map(|e| e.path()).collect();
+        assert_eq!(cached.len(), 1, "{cached:?}");
+        let mut bytes = std::fs::read(&cached[0]).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&cached[0], bytes).unwrap();
+        let out = ok(&run(&["pir", "client", "auth", "--id", alice, "--json"]));
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(
+            (&v["outcome"], &v["times"]["hint_cached"]),
+            (&"authenticated".into(), &false.into())
+        );
         // A wrong pin is refused by TLS, in one line.
         let bob = d.join("bob.json");
         let o = run(&[

@@ -191,6 +191,14 @@ pub struct AuthArgs {
     /// Accept the paper's equivocable commitment.
     #[arg(long)]
     accept_paper_commitment: bool,
+    /// Folder for the table's hint, kept between authentications and used again
+    /// while the server's signed table id matches it (default: the identity file's
+    /// path with `.hints` appended). The hint is public.
+    #[arg(long)]
+    hint_cache: Option<PathBuf>,
+    /// Download the hint every time and keep nothing.
+    #[arg(long, conflicts_with = "hint_cache")]
+    no_hint_cache: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -976,6 +984,34 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+fn cached_hint_path(dir: &Path, table_id: &[u8; 32]) -> PathBuf {
+    dir.join(format!("{}.hint", hex::encode(table_id)))
+}
+
+/// The cached hint of `table_id`, if a readable one is there (its id is checked by
+/// `on_commit`).
+fn read_cached_hint(dir: &Path, table_id: &[u8; 32]) -> Option<LweHint> {
+    let bytes = std::fs::read(cached_hint_path(dir, table_id)).ok()?;
+    LweHint::from_wire(&bytes).ok()
+}
+
+/// Writes the hint of `table_id` (through a temporary file and a rename, so a
+/// reader never sees half a file) and removes the hints of older tables.
+fn write_cached_hint(dir: &Path, table_id: &[u8; 32], hint: &LweHint) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = cached_hint_path(dir, table_id);
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, hint.to_wire()).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let p = e.path();
+        if p != path && p.extension().is_some_and(|x| x == "hint") {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    Ok(())
+}
+
 async fn auth(a: AuthArgs, default_audits: usize) -> Result<()> {
     // A row written on the fly changes the table id; a session caught in between is
     // refused by the server and run again.
@@ -1006,13 +1042,56 @@ async fn auth_once(a: &AuthArgs, default_audits: usize) -> Result<()> {
     conn.send(&hello.to_wire()).await?;
     let commit: Commit = recv_expect(&mut conn, TAG_COMMIT).await?;
     let header = client.check_commit(&cs, &commit)?;
+    // The hint: from the cache when its table id is the one the server just signed
+    // (`on_commit` recomputes the id from the hint and refuses another), else
+    // downloaded and cached.
+    let cache = (!a.no_hint_cache).then(|| {
+        a.hint_cache.clone().unwrap_or_else(|| {
+            let mut p = a.id.clone().into_os_string();
+            p.push(".hints");
+            PathBuf::from(p)
+        })
+    });
     let t1 = Instant::now();
-    conn.send(&HintRequest { epoch: header.epoch }.to_wire()).await?;
-    let hint: LweHint = recv_expect(&mut conn, tacit_pir::lwe::TAG_HINT).await?;
-    let t_hint = t1.elapsed();
+    let cached = cache.as_deref().and_then(|d| read_cached_hint(d, &header.table_id));
+    let mut t_hint = t1.elapsed();
     let t2 = Instant::now();
-    let queries = client.on_commit(&mut cs, commit, hint, &mut rng)?;
-    let t_query = t2.elapsed();
+    let mut hint_cached = false;
+    let mut queries = None;
+    if let Some(hint) = cached {
+        match client.on_commit(&mut cs, commit.clone(), hint, &mut rng) {
+            Ok(q) => {
+                queries = Some(q);
+                hint_cached = true;
+            }
+            Err(tacit_pir::Error::WrongTable { .. }) => {
+                // A damaged or stale file: drop it and download.
+                if let Some(d) = cache.as_deref() {
+                    let _ = std::fs::remove_file(cached_hint_path(d, &header.table_id));
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut t_query = t2.elapsed();
+    let queries = match queries {
+        Some(q) => q,
+        None => {
+            let t1 = Instant::now();
+            conn.send(&HintRequest { epoch: header.epoch }.to_wire()).await?;
+            let hint: LweHint = recv_expect(&mut conn, tacit_pir::lwe::TAG_HINT).await?;
+            t_hint = t1.elapsed();
+            let t2 = Instant::now();
+            let q = client.on_commit(&mut cs, commit, hint.clone(), &mut rng)?;
+            t_query = t2.elapsed();
+            if let Some(d) = cache.as_deref()
+                && let Err(e) = write_cached_hint(d, &header.table_id, &hint)
+            {
+                eprintln!("tacit: warning: the hint was not cached: {e:#}");
+            }
+            q
+        }
+    };
     let t3 = Instant::now();
     conn.send(&queries.to_wire()).await?;
     let resp: Response = recv_expect(&mut conn, TAG_RESPONSE).await?;
@@ -1031,7 +1110,7 @@ async fn auth_once(a: &AuthArgs, default_audits: usize) -> Result<()> {
     let t_check = t4.elapsed();
     let _ = conn.shutdown().await;
     let times = serde_json::json!({
-        "connect_ms": crate::util::millis(t_connect), "hint_ms": crate::util::millis(t_hint),
+        "connect_ms": crate::util::millis(t_connect), "hint_ms": crate::util::millis(t_hint), "hint_cached": hint_cached,
         "query_ms": crate::util::millis(t_query), "answer_ms": crate::util::millis(t_answer),
         "check_and_auth_ms": crate::util::millis(t_check), "total_ms": crate::util::millis(t0.elapsed())});
     match outcome {
