@@ -1486,30 +1486,6 @@ fn drop_send_to_a_name_matches_authenticated_contacts_only() {
 }
 
 /// [`spawn_listening`], keeping every later line of stderr for the test to read.
-fn spawn_listening_logged(args: &[&str]) -> (Child, String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    let mut child = tacit()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("printed its address").unwrap();
-        if let Some(i) = line.find("listening on ") {
-            break line[i + "listening on ".len()..].trim().to_string();
-        }
-    };
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let l2 = log.clone();
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            l2.lock().unwrap().push(line);
-        }
-    });
-    (child, addr, log)
-}
-
 /// Issue 10, between processes: the CA revokes a lost device's account. The CA never
 /// renews it; a device that fetched the list (`id refresh`) refuses it as a sender
 /// (its receiver closes the connection) and as a receiver (its sender sends nothing);

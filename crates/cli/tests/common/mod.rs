@@ -47,7 +47,10 @@ pub fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
-fn start(args: &[&str], stdout: Stdio) -> (Child, String) {
+/// The standard-error lines a server printed after its address, collected as it runs.
+pub type Log = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+fn start(args: &[&str], stdout: Stdio) -> (Child, String, Log) {
     let mut child = tacit()
         .args(args)
         .stdout(stdout)
@@ -61,17 +64,30 @@ fn start(args: &[&str], stdout: Stdio) -> (Child, String) {
             break line[i + "listening on ".len()..].trim().to_string();
         }
     };
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
+    let log = Log::default();
+    let l2 = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            l2.lock().unwrap().push(line);
+        }
+    });
+    (child, addr, log)
 }
 
 /// Starts a server with its standard output captured; returns it and the address it
 /// printed ("listening on ADDR" on standard error, which is then drained).
 pub fn spawn(args: &[&str]) -> (Child, String) {
-    start(args, Stdio::piped())
+    let (child, addr, _) = start(args, Stdio::piped());
+    (child, addr)
 }
 
 /// [`spawn`] with standard output discarded.
 pub fn spawn_listening(args: &[&str]) -> (Child, String) {
+    let (child, addr, _) = start(args, Stdio::null());
+    (child, addr)
+}
+
+/// [`spawn_listening`], also returning what the server prints on standard error.
+pub fn spawn_listening_logged(args: &[&str]) -> (Child, String, Log) {
     start(args, Stdio::null())
 }
