@@ -166,11 +166,6 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backen
     Ok(Built { server, line })
 }
 
-fn median(v: &mut [std::time::Duration]) -> std::time::Duration {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or_default()
-}
-
 /// Runs `bench pir auth`.
 pub fn auth(a: &AuthBenchArgs) -> Result<()> {
     let backend = LweBackend::from_names(&a.backend, &a.gpus)?;
@@ -298,10 +293,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
             })
             .collect::<Result<_>>()?;
         let (mut cs_all, qs): (Vec<_>, Vec<_>) = prepared.into_iter().unzip();
-        let flat: Vec<&LweQuery> = qs
-            .iter()
-            .flat_map(|q| core::iter::once(&q.own).chain(&q.audits))
-            .collect();
+        let flat: Vec<&LweQuery> = qs.iter().flat_map(Queries::all).collect();
         let pir = server.current().ok_or_else(|| anyhow::anyhow!("no table"))?.pir();
         // Warm-up: a server in steady state has its staging buffers (page-locked
         // memory on a GPU) sized for its batch; the first batch of a new size pays
@@ -339,8 +331,8 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
             server.respond_batch(&mut items)
         };
         pass_times.push(t0.elapsed());
-        let t_pass = median(&mut pass_times);
-        let t_pir = median(&mut pir_times);
+        let t_pass = crate::util::median(pass_times);
+        let t_pir = crate::util::median(pir_times);
         // The rest of the server's work per session (directory, MAC), timed on all
         // cores as a server runs its connections; the clients' steps in between
         // are not timed.

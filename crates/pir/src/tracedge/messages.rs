@@ -208,6 +208,13 @@ pub struct Queries {
     pub audits: Vec<LweQuery>,
 }
 
+impl Queries {
+    /// Every query, own first then the audits (the order of the answers).
+    pub fn all(&self) -> impl Iterator<Item = &LweQuery> {
+        core::iter::once(&self.own).chain(&self.audits)
+    }
+}
+
 /// `C ← S: PIR_Resp, Sig(PIR_Resp ‖ t_s)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {

@@ -457,10 +457,7 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
         for (epoch, idx) in by_epoch {
             let Some(table) = self.tables.get(&epoch) else { continue };
             // The backend reads the sessions' queries in place.
-            let flat: Vec<&LweQuery> = idx
-                .iter()
-                .flat_map(|&i| core::iter::once(&items[i].1.own).chain(&items[i].1.audits))
-                .collect();
+            let flat: Vec<&LweQuery> = idx.iter().flat_map(|&i| items[i].1.all()).collect();
             match table.pir.answer_batch_refs(&flat) {
                 Err(e) => {
                     for &i in &idx {
