@@ -2,6 +2,7 @@
 //! floor, measured in one run so that the ratios hold on a noisy machine; and the
 //! paper's Tables 3, 6, 7 and 8 for `ntru-paper`.
 
+use crate::util::median;
 use std::time::Instant;
 
 use anyhow::{Result, bail};
@@ -103,11 +104,6 @@ pub fn run(cmd: PirBenchCommand) -> Result<()> {
         PirBenchCommand::Auth(a) => super::bench_tracedge::auth(&a),
         PirBenchCommand::Detection(a) => super::bench_tracedge::detection(&a),
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 fn ms_since(t: Instant) -> f64 {

@@ -4,6 +4,7 @@
 //! with no limb split or recombination — plus the table build and correctness
 //! checks by a real client.
 
+use crate::util::median;
 use std::time::Instant;
 
 use anyhow::{Result, bail};
@@ -17,9 +18,17 @@ use tacit_pir::{PirClient, PirServer, Selection, Table, TableShape};
 
 use super::bench::BackendsArgs;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// Milliseconds for one batch end to end (median of three, after one warm-up).
+fn end_to_end_ms(server: &GpuLweServer, qs: &[LweQuery]) -> Result<f64> {
+    let mut times = Vec::new();
+    for i in 0..4 {
+        let t = Instant::now();
+        std::hint::black_box(server.answer_batch(qs)?);
+        if i >= 1 {
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    Ok(median(times))
 }
 
 /// `n` queries of random elements for `server`'s table: the server's work does not
@@ -99,15 +108,7 @@ fn shape_run(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> 
     let (mut best, mut best_b, mut best_dev) = (0.0f64, 1usize, 0.0f64);
     for &b in &a.gpu_batch {
         let qs = random_queries(&server, b, b as u64);
-        let mut times = Vec::new();
-        for i in 0..4 {
-            let t = Instant::now();
-            std::hint::black_box(server.answer_batch(&qs)?);
-            if i >= 1 {
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-        let ms = median(times);
+        let ms = end_to_end_ms(&server, &qs)?;
         let dev_ms = server.time_device_batch(b, 3, false)?;
         let qps = b as f64 / ms * 1e3;
         let dev_qps = b as f64 / dev_ms * 1e3;
@@ -190,15 +191,7 @@ fn scaling(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> Re
             }
         }
         let qs = random_queries(&server, batch, 4);
-        let mut times = Vec::new();
-        for i in 0..4 {
-            let t = Instant::now();
-            std::hint::black_box(server.answer_batch(&qs)?);
-            if i >= 1 {
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-        let ms = median(times);
+        let ms = end_to_end_ms(&server, &qs)?;
         let dev_ms = server.time_device_all(batch, 3)?;
         let mut v = json!({
             "gpus": spec, "table_build_s": build_s, "latency_ms": median(lat),

@@ -13,6 +13,7 @@
 //! is built by the peer's own generator (their answer time does not depend on the
 //! content).
 
+use crate::util::median;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -39,11 +40,6 @@ pub struct PeerResult {
     pub answer_bytes: Option<u64>,
     /// What was measured and how.
     pub note: String,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// `simplepir` on `rows × row_bytes` bytes: a square database of 8-bit entries.

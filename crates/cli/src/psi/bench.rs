@@ -1,6 +1,7 @@
 //! `tacit bench psi`: the PSI engine's costs next to the raw primitives they are made
 //! of, measured in one run so the ratios hold on a noisy machine.
 
+use crate::util::median;
 use crate::util::ms;
 use anyhow::Result;
 use clap::Args;
@@ -85,11 +86,6 @@ pub fn run(a: PsiBenchArgs) -> Result<()> {
         GroupId::Ristretto255 => bench_psi::<Ristretto255>(&a),
         GroupId::P256 => bench_psi::<P256>(&a),
     }
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn per(d: Duration, n: usize) -> f64 {

@@ -99,6 +99,15 @@ pub fn millis(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// The upper median (`v[len / 2]` after sorting) of floats or durations.
+///
+/// # Panics
+/// If `v` is empty.
+pub fn median<T: PartialOrd + Copy>(mut v: Vec<T>) -> T {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(core::cmp::Ordering::Equal));
+    v[v.len() / 2]
+}
+
 /// Nearest-rank quantile of sorted values (NaN when empty).
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
