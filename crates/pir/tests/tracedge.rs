@@ -307,6 +307,11 @@ fn replayed_and_stale_messages_are_refused() {
         c.on_response(&mut cs3, resp.clone()),
         Err(Error::Signature(_)) | Err(Error::Refused(_))
     ));
+    // One answer value changed (the signature covers the answers' digest): refused,
+    // and the session still takes the genuine response.
+    let mut tampered = resp.clone();
+    tampered.answers[1].values[0] ^= 1;
+    assert!(matches!(c.on_response(&mut cs, tampered), Err(Error::Signature(_))));
     c.on_response(&mut cs, resp).unwrap();
 }
 
