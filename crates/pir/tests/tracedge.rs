@@ -289,6 +289,11 @@ fn replayed_and_stale_messages_are_refused() {
     let mut forged = commit.clone();
     forged.header.rows -= 1;
     assert!(matches!(c.check_commit(&cs, &forged), Err(Error::Signature(_))));
+    // Directory entries only after a response in the session.
+    assert!(matches!(
+        w.server.directory(&ss, &DirLookup { buckets: vec![0] }),
+        Err(Error::Refused(_))
+    ));
     // Queries for another epoch are refused; the session survives.
     let h = hint(&w);
     let mut q = c.on_commit(&mut cs, commit, h, &mut w.rng).unwrap();
