@@ -157,3 +157,49 @@ fn gpu_updates_match_cpu_updates() {
     assert!(matches!("9".parse::<GpuSelection>(), Ok(GpuSelection::List(_))));
     assert!(GpuLweServer::setup(&table, params, config("63", 8, 64)).is_err());
 }
+
+/// TracEdge key-table rows with the scalar multiplications on the GPU equal the CPU's
+/// byte for byte (flagged rows included, one part and two), and a key that is no
+/// public key is refused with the CPU's message.
+#[test]
+fn gpu_key_table_rows_equal_cpu_rows() {
+    use tacit_pir::tracedge::keytable::{self, Flagged, SubscriberSecret, TableKey};
+    let Some(_) = gpu_or_skip("gpu_key_table_rows_equal_cpu_rows") else {
+        return;
+    };
+    let mut rng = ChaCha20Rng::seed_from_u64(16);
+    let key = TableKey::random(&mut rng);
+    let second = TableKey::random(&mut rng);
+    let n = 3_000;
+    let keys: Vec<[u8; 32]> = (0..n)
+        .map(|_| SubscriberSecret::random(&mut rng).public_bytes())
+        .collect();
+    let flagged_rows = [0u64, 17, 2_999];
+    let flagged = || {
+        Some(Flagged {
+            key: &second,
+            rows: &flagged_rows,
+        })
+    };
+    let cpu = keytable::build_rows(&key, 7, &keys, flagged(), &|_| {}).unwrap();
+    for gpus in ["0", "0,0"] {
+        let sel: GpuSelection = gpus.parse().unwrap();
+        let done = std::sync::atomic::AtomicU64::new(0);
+        let gpu = keytable::build_rows_gpu(&sel, &key, 7, &keys, flagged(), &|k| {
+            done.fetch_max(k, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+        assert!(gpu == cpu, "rows differ on --gpus {gpus}");
+        assert_eq!(done.into_inner(), n as u64);
+    }
+    // The identity, and a negative (odd) encoding.
+    for (row, bad_key) in [(1234, [0u8; 32]), (2000, [1u8; 32])] {
+        let mut bad = keys.clone();
+        bad[row] = bad_key;
+        let sel: GpuSelection = "0".parse().unwrap();
+        let e = keytable::build_rows_gpu(&sel, &key, 7, &bad, None, &|_| {}).unwrap_err();
+        let c = keytable::build_rows(&key, 7, &bad, None, &|_| {}).unwrap_err();
+        assert_eq!(e.to_string(), c.to_string());
+        assert!(e.to_string().contains(&format!("row {row}")), "{e}");
+    }
+}

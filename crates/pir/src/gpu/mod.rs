@@ -42,6 +42,8 @@ use crate::backend::{PirServer, Sizes, Table, TableShape};
 use crate::lwe::{LWE_N, LweAnswer, LweHint, LweHintUpdate, LweParams, LweQuery, TableId, reference};
 use crate::{Error, Result};
 
+pub mod ristretto;
+
 /// The name of this backend.
 pub const BACKEND: &str = "lwe-gpu";
 
@@ -89,6 +91,26 @@ impl core::str::FromStr for GpuSelection {
             return Err(Error::Gpu(format!("--gpus lists 1 to 64 devices; got {s:?}")));
         }
         Ok(GpuSelection::List(list))
+    }
+}
+
+impl GpuSelection {
+    /// The device ordinals, one per part; `Err` when there is no GPU or an ordinal
+    /// does not exist.
+    pub fn devices(&self) -> Result<Vec<usize>> {
+        let count = available()?;
+        match self {
+            GpuSelection::All => Ok((0..count).collect()),
+            GpuSelection::List(l) => {
+                if let Some(bad) = l.iter().find(|&&g| g >= count) {
+                    return Err(Error::Gpu(format!(
+                        "GPU {bad} does not exist; this machine has {count} (0..{})",
+                        count - 1
+                    )));
+                }
+                Ok(l.clone())
+            }
+        }
     }
 }
 
@@ -295,14 +317,19 @@ impl core::fmt::Debug for GpuLweServer {
 }
 
 fn compile() -> Result<cudarc::nvrtc::Ptx> {
+    compile_source(KERNELS, "the PIR kernels")
+}
+
+/// Compiles CUDA source with NVRTC; `what` names it in the error.
+fn compile_source(src: &str, what: &str) -> Result<cudarc::nvrtc::Ptx> {
     cudarc::nvrtc::compile_ptx_with_opts(
-        KERNELS,
+        src,
         cudarc::nvrtc::CompileOptions {
             options: vec!["--std=c++14".into()],
             ..Default::default()
         },
     )
-    .map_err(|e| gpu_err("compiling the kernels with NVRTC", e))
+    .map_err(|e| gpu_err(&format!("compiling {what} with NVRTC"), e))
 }
 
 fn load(ctx: &Arc<CudaContext>, ptx: &cudarc::nvrtc::Ptx) -> Result<Funcs> {
@@ -705,19 +732,7 @@ impl GpuLweServer {
                 table.shape()
             )));
         }
-        let count = available()?;
-        let devices = match &config.gpus {
-            GpuSelection::All => (0..count).collect::<Vec<_>>(),
-            GpuSelection::List(l) => {
-                if let Some(bad) = l.iter().find(|&&g| g >= count) {
-                    return Err(Error::Gpu(format!(
-                        "GPU {bad} does not exist; this machine has {count} (0..{})",
-                        count - 1
-                    )));
-                }
-                l.clone()
-            }
-        };
+        let devices = config.gpus.devices()?;
         if config.small_batch > 64 || config.chunk == 0 || config.chunk > 65_536 {
             return Err(Error::Gpu("small batch must be at most 64 and chunk 1..=65536".into()));
         }

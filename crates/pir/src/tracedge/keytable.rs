@@ -271,21 +271,87 @@ pub fn build_rows(
             }
             let shared = RistrettoPoint::double_and_compress_batch(&pts);
             for (k, (o, s)) in out.chunks_exact_mut(KEY_LEN).zip(&shared).enumerate() {
-                let row = (b * BATCH + k) as u64;
-                let pad = row_pad(s, epoch, row);
-                let kk = match &flagged {
-                    Some(f) if f.rows.binary_search(&row).is_ok() => f.key.as_bytes(),
-                    _ => key.as_bytes(),
-                };
-                for (x, (a, c)) in o.iter_mut().zip(pad.iter().zip(kk)) {
-                    *x = a ^ c;
-                }
+                fill_row(o, key, epoch, (b * BATCH + k) as u64, s, flagged.as_ref());
             }
             let n = done.fetch_add(keys.len() as u64, std::sync::atomic::Ordering::Relaxed) + keys.len() as u64;
             progress(n);
             Ok(())
         })?;
     Ok(out)
+}
+
+/// Row `row`: the key (or the flagged second key) under the pad of `shared` = `r·Yᵢ`.
+fn fill_row(
+    o: &mut [u8],
+    key: &TableKey,
+    epoch: u64,
+    row: u64,
+    shared: &CompressedRistretto,
+    flagged: Option<&Flagged<'_>>,
+) {
+    let pad = row_pad(shared, epoch, row);
+    let kk = match flagged {
+        Some(f) if f.rows.binary_search(&row).is_ok() => f.key.as_bytes(),
+        _ => key.as_bytes(),
+    };
+    for (x, (a, c)) in o.iter_mut().zip(pad.iter().zip(kk)) {
+        *x = a ^ c;
+    }
+}
+
+/// [`build_rows`] with the multiplications `r·Yᵢ` on the GPUs of `gpus` (the pads and
+/// the rest on all cores): the same rows, byte for byte. A key that is no public key
+/// is refused with the CPU's message.
+#[cfg(feature = "gpu")]
+pub fn build_rows_gpu(
+    gpus: &crate::gpu::GpuSelection,
+    key: &TableKey,
+    epoch: u64,
+    keys: &[[u8; 32]],
+    flagged: Option<Flagged<'_>>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<u8>> {
+    let m = crate::gpu::ristretto::mul_encode(gpus, &key.ephemeral_scalar(), keys, progress)?;
+    if let Some(&i) = m.refused.first() {
+        return Err(match decode_public(&keys[i]) {
+            Err(e) => Error::InvalidKey(format!("row {i}: {e}")),
+            Ok(_) => Error::Gpu(format!("the GPU refused the key of row {i}, which the CPU accepts")),
+        });
+    }
+    let mut out = vec![0u8; keys.len() * KEY_LEN];
+    out.par_chunks_mut(BATCH * KEY_LEN)
+        .zip(m.points.par_chunks(BATCH))
+        .enumerate()
+        .for_each(|(b, (out, pts))| {
+            for (k, (o, s)) in out.chunks_exact_mut(KEY_LEN).zip(pts).enumerate() {
+                fill_row(
+                    o,
+                    key,
+                    epoch,
+                    (b * BATCH + k) as u64,
+                    &CompressedRistretto(*s),
+                    flagged.as_ref(),
+                );
+            }
+        });
+    Ok(out)
+}
+
+/// [`build_rows`] on `backend`: the CPU, or the GPUs of `lwe-gpu`
+/// ([`build_rows_gpu`]).
+pub fn build_rows_on(
+    backend: &crate::LweBackend,
+    key: &TableKey,
+    epoch: u64,
+    keys: &[[u8; 32]],
+    flagged: Option<Flagged<'_>>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<u8>> {
+    match backend {
+        crate::LweBackend::Cpu => build_rows(key, epoch, keys, flagged, progress),
+        #[cfg(feature = "gpu")]
+        crate::LweBackend::Gpu(c) => build_rows_gpu(&c.gpus, key, epoch, keys, flagged, progress),
+    }
 }
 
 /// The floor that [`build_rows`] is measured against: one variable-base scalar

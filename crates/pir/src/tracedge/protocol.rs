@@ -166,7 +166,8 @@ impl HintSource for crate::LweAnyServer {
 }
 
 /// [`build_lwe_table`] with the `lwe` server on `backend` (the CPU, or the GPUs with
-/// `lwe-gpu`): the same rows, hint and table id either way.
+/// `lwe-gpu`, which also do the rows' scalar multiplications): the same rows, hint
+/// and table id either way.
 #[allow(clippy::too_many_arguments)]
 pub fn build_lwe_table_on<R: RngCore + CryptoRng>(
     epoch: u64,
@@ -179,7 +180,7 @@ pub fn build_lwe_table_on<R: RngCore + CryptoRng>(
     backend: &crate::LweBackend,
     rng: &mut R,
 ) -> Result<LiveTable<crate::LweAnyServer>> {
-    let rows = keytable::build_rows(&key, epoch, &keys, flagged, progress)?;
+    let rows = keytable::build_rows_on(backend, &key, epoch, &keys, flagged, progress)?;
     let table = Table::from_bytes(rows, keytable::ROW_BYTES)?;
     let mut seed = [0u8; 16];
     rng.fill_bytes(&mut seed);
