@@ -182,10 +182,22 @@ fn gpu_key_table_rows_equal_cpu_rows() {
         })
     };
     let cpu = keytable::build_rows(&key, 7, &keys, flagged(), &|_| {}).unwrap();
+    // Informational: the kernel's resources and speed (the bench measures it at 10⁷).
+    let many = keys.repeat(100);
+    let m =
+        tacit_pir::gpu::ristretto::mul_encode(&"0".parse().unwrap(), &key.ephemeral_scalar(), &many, &|_| {}).unwrap();
+    eprintln!(
+        "ristretto_mul: {} registers, {} bytes local memory per thread, compiled and loaded in {:.2} s, {:.3} s on the GPU for {} keys",
+        m.stats.regs,
+        m.stats.local_bytes,
+        m.stats.compile_s,
+        m.stats.gpu_s,
+        many.len()
+    );
     for gpus in ["0", "0,0"] {
         let sel: GpuSelection = gpus.parse().unwrap();
         let done = std::sync::atomic::AtomicU64::new(0);
-        let gpu = keytable::build_rows_gpu(&sel, &key, 7, &keys, flagged(), &|k| {
+        let (gpu, _) = keytable::build_rows_gpu(&sel, &key, 7, &keys, flagged(), &|k| {
             done.fetch_max(k, std::sync::atomic::Ordering::Relaxed);
         })
         .unwrap();

@@ -130,7 +130,16 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backen
 
     let pb = crate::util::progress(n, "table rows");
     let t = Instant::now();
-    let rows = keytable::build_rows_on(backend, &key, 1, &keys, None, &|k| pb.set_position(k))?;
+    let (rows, gpu) = match backend {
+        LweBackend::Cpu => (
+            keytable::build_rows(&key, 1, &keys, None, &|k| pb.set_position(k))?,
+            None,
+        ),
+        LweBackend::Gpu(c) => {
+            let (rows, stats) = keytable::build_rows_gpu(&c.gpus, &key, 1, &keys, None, &|k| pb.set_position(k))?;
+            (rows, Some(stats))
+        }
+    };
     let rows_s = t.elapsed().as_secs_f64();
     pb.finish_and_clear();
     let t = Instant::now();
@@ -161,7 +170,9 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backen
     let line = serde_json::json!({
         "rows": n, "table_create_s": total, "rows_s": rows_s, "hint_s": hint_s, "directory_s": dir_s,
         "scalar_mul_floor_s": floor_s, "rows_vs_floor": rows_s / floor_s, "create_vs_floor": total / floor_s,
-        "rows_on": if matches!(backend, LweBackend::Cpu) { "cpu" } else { "gpu" },
+        "rows_on": if gpu.is_some() { "gpu" } else { "cpu" },
+        "rows_gpu_s": gpu.map(|g| g.gpu_s), "rows_gpu_compile_s": gpu.map(|g| g.compile_s),
+        "rows_gpu_regs": gpu.map(|g| g.regs), "rows_gpu_local_bytes": gpu.map(|g| g.local_bytes),
         "hint_bytes": sizes.hint_bytes, "query_bytes": sizes.query_bytes, "answer_bytes": sizes.answer_bytes,
     });
     Ok(Built { server, line })

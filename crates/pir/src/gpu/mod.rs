@@ -321,15 +321,27 @@ fn compile() -> Result<cudarc::nvrtc::Ptx> {
 }
 
 /// Compiles CUDA source with NVRTC; `what` names it in the error.
+///
+/// NVRTC runs on a thread of its own with a 256 MiB stack: inlining the ristretto255
+/// code takes more stack than a test or async worker thread has (2 MiB overflowed).
 fn compile_source(src: &str, what: &str) -> Result<cudarc::nvrtc::Ptx> {
-    cudarc::nvrtc::compile_ptx_with_opts(
-        src,
-        cudarc::nvrtc::CompileOptions {
-            options: vec!["--std=c++14".into()],
-            ..Default::default()
-        },
-    )
-    .map_err(|e| gpu_err(&format!("compiling {what} with NVRTC"), e))
+    let src = src.to_owned();
+    std::thread::Builder::new()
+        .name("nvrtc".into())
+        .stack_size(256 << 20)
+        .spawn(move || {
+            cudarc::nvrtc::compile_ptx_with_opts(
+                src,
+                cudarc::nvrtc::CompileOptions {
+                    options: vec!["--std=c++14".into()],
+                    ..Default::default()
+                },
+            )
+        })
+        .map_err(|e| gpu_err("starting the NVRTC thread", e))?
+        .join()
+        .map_err(|_| Error::Gpu(format!("NVRTC panicked compiling {what}")))?
+        .map_err(|e| gpu_err(&format!("compiling {what} with NVRTC"), e))
 }
 
 fn load(ctx: &Arc<CudaContext>, ptx: &cudarc::nvrtc::Ptx) -> Result<Funcs> {

@@ -18,8 +18,13 @@
 // multiplication reads its table of 1P..8P with constant-time selects and always
 // adds, so its running time does not depend on the (secret) scalar.
 
+// RFN: inlined field arithmetic. RCALL: the point-level functions, kept as calls on
+// the GPU so that the PTX stays small (with everything inlined, NVRTC and the
+// driver's PTX compiler took tens of seconds).
 #ifdef __CUDACC_RTC__
 #define RFN __device__ __forceinline__
+#define RCALL __device__ __noinline__
+#define NO_UNROLL _Pragma("unroll 1")
 typedef unsigned long long u64;
 typedef unsigned int u32;
 typedef unsigned char u8;
@@ -28,6 +33,8 @@ RFN u64 mulhi(u64 a, u64 b) { return __umul64hi(a, b); }
 #else
 #include <stdint.h>
 #define RFN static inline
+#define RCALL static
+#define NO_UNROLL
 typedef uint64_t u64;
 typedef uint32_t u32;
 typedef uint8_t u8;
@@ -143,7 +150,8 @@ RFN fe fe_sq(const fe &f) {
     return h;
 }
 
-RFN fe fe_sqn(fe f, int n) {
+RCALL fe fe_sqn(fe f, int n) {
+    NO_UNROLL
     for (int i = 0; i < n; i++) f = fe_sq(f);
     return f;
 }
@@ -209,7 +217,7 @@ RFN fe fe_abs(const fe &f) {
 }
 
 // x^(2^252 - 3) = x^((p - 5) / 8).
-RFN fe fe_pow_p58(const fe &x) {
+RCALL fe fe_pow_p58(const fe &x) {
     fe t0 = fe_sq(x);                    // 2
     fe t1 = fe_sqn(t0, 2);               // 8
     t1 = fe_mul(x, t1);                  // 9
@@ -236,7 +244,7 @@ RFN fe fe_pow_p58(const fe &x) {
 
 // SQRT_RATIO_M1(u, v) of RFC 9496 §4.2: returns whether u/v is a square; r is the
 // non-negative square root of u/v, or of i·u/v when it is not a square.
-RFN int fe_sqrt_ratio_m1(fe &r, const fe &u, const fe &v) {
+RCALL int fe_sqrt_ratio_m1(fe &r, const fe &u, const fe &v) {
     const fe sqrt_m1 = FE_SQRT_M1;
     const fe v3 = fe_mul(fe_sq(v), v);
     const fe v7 = fe_mul(fe_sq(v3), v);
@@ -266,7 +274,7 @@ RFN ge_cached ge_to_cached(const ge &p) {
     return c;
 }
 
-RFN ge ge_add(const ge &p, const ge_cached &q) {
+RCALL ge ge_add(const ge &p, const ge_cached &q) {
     const fe a = fe_mul(fe_sub(p.Y, p.X), q.YmX);
     const fe b = fe_mul(fe_add(p.Y, p.X), q.YpX);
     const fe c = fe_mul(p.T, q.T2d);
@@ -278,7 +286,7 @@ RFN ge ge_add(const ge &p, const ge_cached &q) {
 }
 
 // 2p; `with_t` = 0 leaves T unset (for a doubling that another doubling follows).
-RFN ge ge_dbl(const ge &p, int with_t) {
+RCALL ge ge_dbl(const ge &p, int with_t) {
     const fe a = fe_sq(p.X);
     const fe b = fe_sq(p.Y);
     const fe zz = fe_sq(p.Z);
@@ -305,7 +313,7 @@ RFN void cached_cmov(ge_cached &a, const ge_cached &b, int m) {
 
 // RFC 9496 §4.3.1. Returns 0 for a non-canonical encoding or one that is no point;
 // also 0 for the identity (all zero), which is no public key.
-RFN int ristretto_decode(ge &p, const u8 *b) {
+RCALL int ristretto_decode(ge &p, const u8 *b) {
     const fe s = fe_frombytes(b);
     u8 chk[32];
     fe_tobytes(chk, s);
@@ -335,7 +343,7 @@ RFN int ristretto_decode(ge &p, const u8 *b) {
 }
 
 // RFC 9496 §4.3.2.
-RFN void ristretto_encode(u8 *out, const ge &p) {
+RCALL void ristretto_encode(u8 *out, const ge &p) {
     const fe sqrt_m1 = FE_SQRT_M1, invsqrt_a_minus_d = FE_INVSQRT_A_MINUS_D;
     const fe u1 = fe_mul(fe_add(p.Z, p.Y), fe_sub(p.Z, p.Y));
     const fe u2 = fe_mul(p.X, p.Y);
@@ -359,7 +367,7 @@ RFN void ristretto_encode(u8 *out, const ge &p) {
 
 // out = encode(k·decode(in)), k = sum digits[i]·16^i with digits in [-8, 8].
 // Returns 0 (out unspecified) when `in` is no public key.
-RFN int ristretto_mul_encode(u8 *out, const u8 *in, const i8 *digits) {
+RCALL int ristretto_mul_encode(u8 *out, const u8 *in, const i8 *digits) {
     ge p;
     const int ok = ristretto_decode(p, in);
     ge_cached table[8];
@@ -370,6 +378,7 @@ RFN int ristretto_mul_encode(u8 *out, const u8 *in, const i8 *digits) {
         table[j] = ge_to_cached(m);
     }
     ge q = {fe_const(0), fe_const(1), fe_const(1), fe_const(0)};
+    NO_UNROLL
     for (int i = 63; i >= 0; i--) {
         if (i != 63) {
             q = ge_dbl(q, 0);

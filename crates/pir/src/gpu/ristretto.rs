@@ -48,6 +48,21 @@ pub struct MulOutput {
     /// The indices of the keys that are no public key (not a canonical ristretto255
     /// encoding, or the identity), ascending.
     pub refused: Vec<usize>,
+    /// How the kernel ran.
+    pub stats: MulStats,
+}
+
+/// How [`mul_encode`]'s kernel ran (on the first GPU).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MulStats {
+    /// Registers per thread.
+    pub regs: i32,
+    /// Local (spilled) memory per thread, in bytes.
+    pub local_bytes: i32,
+    /// Seconds in copies and kernels.
+    pub gpu_s: f64,
+    /// Seconds compiling the kernel (NVRTC) and loading it (the driver's PTX compiler).
+    pub compile_s: f64,
 }
 
 /// `encode(k·decode(keys[i]))` for every key, on the GPUs of `gpus` (each takes an
@@ -59,19 +74,22 @@ pub fn mul_encode(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<MulOutput> {
     let devices = gpus.devices()?;
+    let t0 = std::time::Instant::now();
     let ptx = super::compile_source(SOURCE, "the ristretto255 kernel")?;
     let digits = radix16(k);
     let mut points = vec![[0u8; 32]; keys.len()];
     let mut ok = vec![0u8; keys.len()];
     let per = keys.len().div_ceil(devices.len()).max(1);
     let done = AtomicU64::new(0);
+    let stats = std::sync::Mutex::new(MulStats::default());
     std::thread::scope(|s| -> Result<()> {
         let workers: Vec<_> = devices
             .iter()
             .zip(keys.chunks(per))
             .zip(points.chunks_mut(per).zip(ok.chunks_mut(per)))
-            .map(|((&dev, keys), (points, ok))| {
-                let (ptx, digits, done) = (&ptx, &digits, &done);
+            .enumerate()
+            .map(|(w, ((&dev, keys), (points, ok)))| {
+                let (ptx, digits, done, stats) = (&ptx, &digits, &done, &stats);
                 s.spawn(move || -> Result<()> {
                     let ctx = CudaContext::new(dev).map_err(|e| gpu_err(&format!("opening GPU {dev}"), e))?;
                     let module = ctx
@@ -84,6 +102,7 @@ pub fn mul_encode(
                     let dig = st
                         .clone_htod(&digits[..])
                         .map_err(|e| gpu_err("copying the scalar", e))?;
+                    let t = std::time::Instant::now();
                     for ((keys, points), ok) in keys
                         .chunks(CHUNK)
                         .zip(points.chunks_mut(CHUNK))
@@ -113,6 +132,18 @@ pub fn mul_encode(
                         st.synchronize().map_err(|e| gpu_err("waiting for the GPU", e))?;
                         progress(done.fetch_add(n, Ordering::Relaxed) + n);
                     }
+                    if w == 0 {
+                        let regs = f.num_regs().map_err(|e| gpu_err("kernel attributes", e))?;
+                        let local = f.local_size_bytes().map_err(|e| gpu_err("kernel attributes", e))?;
+                        if let Ok(mut g) = stats.lock() {
+                            *g = MulStats {
+                                regs,
+                                local_bytes: local,
+                                gpu_s: t.elapsed().as_secs_f64(),
+                                compile_s: (t - t0).as_secs_f64(),
+                            };
+                        }
+                    }
                     Ok(())
                 })
             })
@@ -128,7 +159,8 @@ pub fn mul_encode(
         .filter(|&(_, &o)| o == 0)
         .map(|(i, _)| i)
         .collect();
-    Ok(MulOutput { points, refused })
+    let stats = stats.into_inner().unwrap_or_default();
+    Ok(MulOutput { points, refused, stats })
 }
 
 #[cfg(test)]

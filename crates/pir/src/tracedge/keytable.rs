@@ -301,7 +301,7 @@ fn fill_row(
 
 /// [`build_rows`] with the multiplications `r·Yᵢ` on the GPUs of `gpus` (the pads and
 /// the rest on all cores): the same rows, byte for byte. A key that is no public key
-/// is refused with the CPU's message.
+/// is refused with the CPU's message. Also returns how the kernel ran.
 #[cfg(feature = "gpu")]
 pub fn build_rows_gpu(
     gpus: &crate::gpu::GpuSelection,
@@ -310,7 +310,7 @@ pub fn build_rows_gpu(
     keys: &[[u8; 32]],
     flagged: Option<Flagged<'_>>,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Vec<u8>> {
+) -> Result<(Vec<u8>, crate::gpu::ristretto::MulStats)> {
     let m = crate::gpu::ristretto::mul_encode(gpus, &key.ephemeral_scalar(), keys, progress)?;
     if let Some(&i) = m.refused.first() {
         return Err(match decode_public(&keys[i]) {
@@ -334,7 +334,7 @@ pub fn build_rows_gpu(
                 );
             }
         });
-    Ok(out)
+    Ok((out, m.stats))
 }
 
 /// [`build_rows`] on `backend`: the CPU, or the GPUs of `lwe-gpu`
@@ -350,7 +350,7 @@ pub fn build_rows_on(
     match backend {
         crate::LweBackend::Cpu => build_rows(key, epoch, keys, flagged, progress),
         #[cfg(feature = "gpu")]
-        crate::LweBackend::Gpu(c) => build_rows_gpu(&c.gpus, key, epoch, keys, flagged, progress),
+        crate::LweBackend::Gpu(c) => Ok(build_rows_gpu(&c.gpus, key, epoch, keys, flagged, progress)?.0),
     }
 }
 
