@@ -79,8 +79,13 @@ pub struct PhaseStats {
 pub struct RunReport {
     /// The outputs of every instance.
     pub outputs: Outputs,
-    /// Hello and triple generation.
+    /// Triple generation and the ready exchange, timed from the moment the peer's
+    /// hello arrived (bytes include the hellos).
     pub setup: PhaseStats,
+    /// The hello exchange: one round trip, plus however long the peer took to get
+    /// ready (to build its circuit, say). Kept out of `setup`, which would otherwise
+    /// measure the peer's preparation rather than the protocol.
+    pub hello_wait: std::time::Duration,
     /// Layers and output opening.
     pub online: PhaseStats,
     /// Triples consumed.
@@ -185,6 +190,8 @@ pub async fn run<S: TripleSource>(
         context: cfg.context,
     };
     let got = exchange(conn, &hello.to_wire()).await?;
+    let hello_wait = t0.elapsed();
+    let t0 = Instant::now();
     let peer = Hello::from_wire(&got)?;
     let mismatch = if peer.party != party.peer() {
         Some(format!("also plays party {}", peer.party))
@@ -267,6 +274,7 @@ pub async fn run<S: TripleSource>(
         time: t1.elapsed(),
     };
     Ok(RunReport {
+        hello_wait,
         outputs,
         setup,
         online,

@@ -298,3 +298,76 @@ async fn offers_not_covering_the_circuit_are_refused() {
     let e = tacit_mpc::triples::token::holder::check_offer(&offer, &ca.verifying_key(), 6400).unwrap_err();
     assert!(matches!(e, Error::Peer(_)));
 }
+
+/// Over a socket the holder keeps several GET RESPONSE requests in flight: a sequence
+/// of many chunks arrives whole and equal to what the same token state streams
+/// one command at a time in process.
+#[tokio::test]
+async fn pipelined_stream_equals_one_command_at_a_time() {
+    let (_, mut tcp_card) = manufacture(70);
+    let (_, local_card) = manufacture(70);
+    let cfg = NetConfig::default();
+    let tl = FramedListener::bind("127.0.0.1:0", &cfg).await.unwrap();
+    let taddr = tl.local_addr().unwrap();
+    tokio::spawn(async move {
+        let c = tl.accept().await.unwrap();
+        serve_connection(&mut tcp_card, c).await.unwrap();
+    });
+    let link = TcpTokenLink::new(FramedConn::connect(taddr, &cfg).await.unwrap());
+    let mut tcp = TokenHolder::new(link, Pool::in_memory()).await.unwrap();
+    let mut local = TokenHolder::new(LocalTokenLink { card: local_card }, Pool::in_memory())
+        .await
+        .unwrap();
+    // 2^22 + 2^12 triples: a sequence of eight 64 KiB chunks and one of 512 bytes.
+    let n = (1 << 22) + (1 << 12);
+    let a = tcp.fill(n, &mut |_, _| {}).await.unwrap();
+    let b = local.fill(n, &mut |_, _| {}).await.unwrap();
+    assert_eq!(a, b);
+    for id in a {
+        let x = tcp.pool.take(id.d).unwrap().unwrap();
+        let y = local.pool.take(id.d).unwrap().unwrap();
+        assert_eq!(x.c_a.len(), (1usize << id.log) / 64);
+        assert!(x.c_a == y.c_a, "sequence {id:?} differs");
+    }
+}
+
+/// A token that ends the stream early, or streams past the sequence's end, is an
+/// error on the pipelined path too.
+#[tokio::test]
+async fn a_token_ending_early_or_late_is_an_error() {
+    use tacit_mpc::triples::token::apdu::Response;
+    for late in [false, true] {
+        let (_, mut card) = manufacture(71);
+        let cfg = NetConfig::default();
+        let tl = FramedListener::bind("127.0.0.1:0", &cfg).await.unwrap();
+        let taddr = tl.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut c = tl.accept().await.unwrap();
+            let mut chunks = 0;
+            while let Ok(cmd) = c.recv().await {
+                let mut r = Response::decode(&card.process(&cmd)).unwrap();
+                card.prefetch();
+                if cmd.get(1) == Some(&0xC0) {
+                    chunks += 1;
+                    if !late && chunks == 3 {
+                        r.sw = sw::OK; // "that was all" after three of eight chunks
+                    }
+                    if late && r.sw == sw::OK {
+                        r.sw = 0x6100; // "more to come" after the last chunk
+                    }
+                }
+                if c.send(&r.encode()).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let link = TcpTokenLink::new(FramedConn::connect(taddr, &cfg).await.unwrap());
+        let mut h = TokenHolder::new(link, Pool::in_memory()).await.unwrap();
+        let e = h.fill(1 << 22, &mut |_, _| {}).await.unwrap_err();
+        assert!(matches!(e, Error::Token(_)), "{e}");
+        assert!(
+            h.pool.triples(&h.certificate.token_id) == 0,
+            "nothing is stored from a bad stream"
+        );
+    }
+}

@@ -335,6 +335,7 @@ fn row(
         "init_ms": ms(p.init),
         "build_ms": p.build.map(ms),
         "setup_ms": setup,
+        "hello_wait_ms": ms(p.report.hello_wait),
         "online_ms": online,
         "adhoc_ms": setup + online,
         "online_rounds": p.report.online.rounds,

@@ -358,7 +358,7 @@ async fn engine(a: EngineArgs) -> Result<()> {
     };
     let phase = |o: &Online| {
         json!({
-            "setup": {"ms": ms(o.report.setup.time), "bytes_sent": o.report.setup.bytes_sent, "bytes_received": o.report.setup.bytes_received},
+            "setup": {"ms": ms(o.report.setup.time), "hello_wait_ms": ms(o.report.hello_wait), "bytes_sent": o.report.setup.bytes_sent, "bytes_received": o.report.setup.bytes_received},
             "online": {"ms": ms(o.report.online.time), "rounds": o.report.online.rounds, "bytes_sent": o.report.online.bytes_sent, "bytes_received": o.report.online.bytes_received},
             "peer_online_ms": o.peer["online_ms"], "peer_setup_ms": o.peer["setup_ms"],
         })

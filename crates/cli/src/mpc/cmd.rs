@@ -281,6 +281,7 @@ pub fn report_json(c: &Circuit, r: &RunReport, party: Party, triples: TriplesArg
         "and_gates": s.and_gates, "and_depth": s.and_depth, "gates": s.gates,
         "triples": r.triples,
         "setup_ms": r.setup.time.as_secs_f64() * 1e3,
+        "hello_wait_ms": r.hello_wait.as_secs_f64() * 1e3,
         "setup_bytes_sent": r.setup.bytes_sent, "setup_bytes_received": r.setup.bytes_received,
         "online_ms": r.online.time.as_secs_f64() * 1e3,
         "online_rounds": r.online.rounds,

@@ -90,6 +90,7 @@ fn stats_json(r: &PsiReport) -> serde_json::Value {
         "depth": s.map(|s| s.depth),
         "build_ms": r.build.as_secs_f64() * 1e3,
         "setup_ms": r.run.setup.time.as_secs_f64() * 1e3,
+        "hello_wait_ms": r.run.hello_wait.as_secs_f64() * 1e3,
         "online_ms": r.run.online.time.as_secs_f64() * 1e3,
         "online_rounds": r.run.online.rounds,
         "false_positive_bound": r.false_positive_bound,

@@ -28,6 +28,13 @@ use zeroize::Zeroize;
 pub trait TokenLink {
     /// Sends one command APDU and returns the token's response APDU.
     fn transmit(&mut self, cmd: &Command) -> impl std::future::Future<Output = Result<Response, Error>>;
+
+    /// The connection, when this link can queue commands before reading their
+    /// responses (a token process over a socket answers them in order). A card
+    /// reader cannot; the default is `None`.
+    fn queue(&mut self) -> Option<&mut FramedConn> {
+        None
+    }
 }
 
 /// A token process reached over framed TCP (one APDU per frame).
@@ -49,6 +56,10 @@ impl TokenLink for TcpTokenLink {
         self.conn.send(&cmd.encode()).await?;
         let got = self.conn.recv().await?;
         Response::decode(&got)
+    }
+
+    fn queue(&mut self) -> Option<&mut FramedConn> {
+        Some(&mut self.conn)
     }
 }
 
@@ -289,45 +300,75 @@ pub async fn generate<L: TokenLink>(
     }
     let d = u64::from_be_bytes(r.data[..8].try_into().map_err(|_| Error::Token("bad counter".into()))?);
     let total = (1usize << log) / 8;
-    let mut bytes: Vec<u8> = Vec::with_capacity(total);
-    loop {
-        let r = transmit_ok(
-            link,
-            Command {
-                cla: 0x00,
-                ins: INS_GET_RESPONSE,
-                p1: 0,
-                p2: 0,
-                data: vec![],
-                ne: super::apdu::MAX_NE,
-            },
-            "to send c_A",
-        )
-        .await?;
-        if bytes.len() + r.data.len() > total || r.data.len() % 16 != 0 || r.data.is_empty() {
+    // c_A goes straight into words (one copy out of each response).
+    let mut c_a: Vec<u64> = Vec::with_capacity(total / 8);
+    let get = Command {
+        cla: 0x00,
+        ins: INS_GET_RESPONSE,
+        p1: 0,
+        p2: 0,
+        data: vec![],
+        ne: super::apdu::MAX_NE,
+    };
+    // Takes one GET RESPONSE answer; true when it was the last.
+    let mut take = |r: Response, c_a: &mut Vec<u64>| -> Result<bool, Error> {
+        let r = r.check("to send c_A")?;
+        let done = 8 * c_a.len();
+        if done + r.data.len() > total || r.data.len() % 16 != 0 || r.data.is_empty() {
             return Err(Error::Token(format!(
-                "sent {} bytes of c_A after {}; the sequence has {total}",
+                "sent {} bytes of c_A after {done}; the sequence has {total}",
                 r.data.len(),
-                bytes.len()
             )));
         }
-        bytes.extend_from_slice(&r.data);
-        progress(bytes.len() as u64, total as u64);
-        if r.sw == sw::OK {
-            break;
+        c_a.extend(
+            r.data
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+        );
+        let mut data = r.data;
+        data.zeroize();
+        progress(8 * c_a.len() as u64, total as u64);
+        Ok(r.sw == sw::OK)
+    };
+    if let Some(conn) = link.queue() {
+        // Over a socket, keep PIPELINE requests in flight so that the token computes
+        // the next chunk while this side reads and stores the last one. Requests
+        // never cover more than what is left at MAX_NE bytes each, so none is sent
+        // past the end of the stream (a token sending less just gets more requests).
+        const PIPELINE: usize = 3;
+        let get = get.encode();
+        let mut in_flight = 0usize;
+        loop {
+            while in_flight < PIPELINE && 8 * c_a.len() + in_flight * super::apdu::MAX_NE < total {
+                conn.send(&get).await?;
+                in_flight += 1;
+            }
+            if in_flight == 0 {
+                return Err(Error::Token(format!("has not ended c_A after all {total} bytes")));
+            }
+            let r = Response::decode(&conn.recv().await?)?;
+            in_flight -= 1;
+            if take(r, &mut c_a)? {
+                break;
+            }
+        }
+        if in_flight != 0 {
+            return Err(Error::Token("ended c_A before answering every request".into()));
+        }
+    } else {
+        loop {
+            let r = link.transmit(&get).await?;
+            if take(r, &mut c_a)? {
+                break;
+            }
         }
     }
-    if bytes.len() != total {
+    if 8 * c_a.len() != total {
         return Err(Error::Token(format!(
             "ended c_A after {} of {total} bytes",
-            bytes.len()
+            8 * c_a.len()
         )));
     }
-    let c_a = bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-        .collect();
-    bytes.zeroize();
     let id = SequenceId { d, log };
     pool.put(StoredSequence { token_id, id, c_a })?;
     Ok(id)
