@@ -151,7 +151,8 @@ fn bad_inputs_fail_with_one_line() {
 #[test]
 fn contacts_import_and_list() {
     let store = tmp("store.sqlite3");
-    let vcf = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/contacts.vcf");
+    let vcf = common::examples().join("contacts.vcf");
+    let vcf = vcf.to_str().unwrap();
     let out = tacit()
         .args([
             "--store",

@@ -11,15 +11,22 @@ use tacit_mpc::prg::Seed;
 use tacit_mpc::triples::deal;
 use tacit_mpc::{Party, circuit_digest};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/circuits");
+/// The circuits folder, from the manifest folder cargo gives at run time (a test
+/// binary reused from another checkout sharing the target folder reads this one's).
+fn dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
+        .join("testdata/circuits")
+}
 
 fn load(name: &str) -> Circuit {
-    let text = std::fs::read_to_string(format!("{DIR}/{name}.txt")).unwrap();
+    let text = std::fs::read_to_string(dir().join(format!("{name}.txt"))).unwrap();
     bristol::parse(&text).unwrap()
 }
 
 fn all() -> Vec<(String, Circuit)> {
-    let mut v: Vec<_> = std::fs::read_dir(DIR)
+    let mut v: Vec<_> = std::fs::read_dir(dir())
         .unwrap()
         .filter_map(|e| {
             let p = e.unwrap().path();

@@ -20,7 +20,12 @@ use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_wire::{Decode, Encode};
 
 fn aes() -> LayeredCircuit {
-    let t = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/circuits/aes_128.txt")).unwrap();
+    // The manifest folder as cargo gives it at run time: a test binary reused from
+    // another checkout sharing the target folder must still read this one's files.
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
+    let t = std::fs::read_to_string(dir.join("testdata/circuits/aes_128.txt")).unwrap();
     LayeredCircuit::new(bristol::parse(&t).unwrap())
 }
 

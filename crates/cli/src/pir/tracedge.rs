@@ -140,8 +140,9 @@ pub struct ServeArgs {
     /// Stop after this many authentications (0: never).
     #[arg(long, default_value_t = 0)]
     sessions: u64,
-    /// Where the PIR server runs: lwe (all CPU cores) or lwe-gpu (NVIDIA GPUs; the
-    /// same answers; without a GPU it stops with a one-line reason).
+    /// Where the PIR server runs: lwe (all CPU cores) or lwe-gpu (NVIDIA GPUs, which
+    /// also build the table's rows; the same answers and rows; without a GPU it stops
+    /// with a one-line reason).
     #[arg(long, default_value = "lwe", value_parser = ["lwe", "lwe-gpu"])]
     backend: String,
     /// GPUs for --backend lwe-gpu: all, or ordinals like 0,1 (the table is split by rows).

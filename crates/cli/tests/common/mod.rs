@@ -44,7 +44,12 @@ pub fn err(o: &Output) -> String {
 
 /// The repository's `examples/` folder.
 pub fn examples() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+    // The manifest folder as cargo gives it at run time (not the one compiled in: a
+    // test binary may be reused from another checkout sharing the target folder).
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
+        .join("../../examples")
 }
 
 /// The standard-error lines a server printed after its address, collected as it runs.
