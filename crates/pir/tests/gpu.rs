@@ -215,3 +215,20 @@ fn gpu_key_table_rows_equal_cpu_rows() {
         assert!(e.to_string().contains(&format!("row {row}")), "{e}");
     }
 }
+
+/// The paper's per-column kernel (`gpu::ntru`) sums a transformed column against a
+/// transformed query exactly as the CPU does, for any block parameter β.
+#[test]
+fn gpu_ntru_column_equals_cpu() {
+    let Some(_) = gpu_or_skip("gpu_ntru_column_equals_cpu") else {
+        return;
+    };
+    let mut rng = ChaCha20Rng::seed_from_u64(439);
+    let (col, q) = tacit_pir::ntru::random_transformed(301, &mut rng);
+    let want = tacit_pir::ntru::column_accumulate(&col, &q);
+    let mut g = gpu::ntru::GpuColumn::new(0, &col, &q).unwrap();
+    for beta in [1, 7, 64, 96, 301, 1000] {
+        assert!(g.accumulate(beta).unwrap() == want, "β = {beta}");
+    }
+    assert!(g.accumulate(0).is_err());
+}

@@ -81,9 +81,11 @@ pub struct BackendsArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// Measure one backend only: lwe-gpu runs the GPU server beside its two floors
-    /// (a read of the table and the same-shaped cuBLASLt int8 product); without it,
-    /// the CPU backends and the peers.
-    #[arg(long, value_parser = ["lwe-gpu"])]
+    /// (a read of the table and the same-shaped cuBLASLt int8 product);
+    /// ntru-paper-gpu times the paper's per-column GPU kernel against its block
+    /// parameter β (Fig. 4) at the paper's 22 780 regions, beside the CPU's column in
+    /// the same run; without it, the CPU backends and the peers.
+    #[arg(long, value_parser = ["lwe-gpu", "ntru-paper-gpu"])]
     pub(crate) backend: Option<String>,
     /// GPUs for lwe-gpu: all, or ordinals like 0,1 (0,0 splits the table in two parts on GPU 0).
     #[arg(long, default_value = "all")]
@@ -358,8 +360,10 @@ fn ntru_part(a: &BackendsArgs, rng: &mut ChaCha20Rng) -> Result<Value> {
 }
 
 fn backends(a: &BackendsArgs) -> Result<()> {
-    if a.backend.as_deref() == Some("lwe-gpu") {
-        return super::gpu_bench::run(a);
+    match a.backend.as_deref() {
+        Some("lwe-gpu") => return super::gpu_bench::run(a),
+        Some("ntru-paper-gpu") => return super::gpu_bench::run_ntru(a),
+        _ => {}
     }
     let peers = wanted_peers(&a.peers)?;
     let mut rng = ChaCha20Rng::from_entropy();

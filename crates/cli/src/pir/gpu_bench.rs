@@ -289,3 +289,86 @@ pub fn run(a: &BackendsArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// The paper's block parameters and per-column time (§6, Fig. 4): β = 96 on the
+/// GTX 780 (1.077 ms per column, FFT multiplication and both addition steps), β = 64
+/// on the Amazon instance.
+const PAPER_GTX780_COLUMN_MS: f64 = 1.077;
+
+/// Runs `bench pir backends --backend ntru-paper-gpu`: the per-column kernel of
+/// `ntru-paper` on one GPU at the paper's 22 780 regions, swept over β, checked
+/// against the CPU's sum and timed beside one CPU thread's column in the same run.
+pub fn run_ntru(a: &BackendsArgs) -> Result<()> {
+    tacit_pir::gpu::available()?;
+    let sel: GpuSelection = a.gpus.parse()?;
+    let device = sel.devices()?[0];
+    let regions = tacit_pir::ntru::NtruLayout::new(TableShape::new(10_000_000, 41)?, 1)?.regions();
+    let mut rng = ChaCha20Rng::from_entropy();
+    if !a.json {
+        eprintln!("transforming a column and a query of {regions} regions …");
+    }
+    let (col, q) = tacit_pir::ntru::random_transformed(regions, &mut rng);
+    let mut cpu = Vec::new();
+    let mut want = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        want = tacit_pir::ntru::column_accumulate(&col, &q);
+        cpu.push(crate::util::millis(t.elapsed()));
+    }
+    let cpu_ms = median(cpu);
+    let mut g = tacit_pir::gpu::ntru::GpuColumn::new(device, &col, &q)?;
+    let betas = [
+        8u32, 16, 32, 64, 96, 128, 192, 256, 384, 528, 768, 1056, 1584, 2112, 4224,
+    ];
+    for &beta in &betas {
+        if g.accumulate(beta)? != want {
+            bail!("the GPU's column sum with β = {beta} differs from the CPU's");
+        }
+    }
+    let reps = a.runs.max(20);
+    let mut sweep = Vec::new();
+    for &beta in &betas {
+        sweep.push((beta, g.time_ms(beta, reps)?));
+    }
+    let (best_beta, best_ms) = sweep
+        .iter()
+        .copied()
+        .min_by(|x, y| x.1.total_cmp(&y.1))
+        .unwrap_or((0, f64::NAN));
+    let column_bytes = 2 * regions * 1024 * 8;
+    let out = json!({
+        "backend": "ntru-paper-gpu",
+        "insecure": true,
+        "device": g.device_name(),
+        "regions": regions,
+        "column_and_query_bytes": column_bytes,
+        "equal_to_cpu": true,
+        "cpu_one_thread_column_ms": cpu_ms,
+        "ntru_gpu_column_ms": best_ms,
+        "ntru_gpu_best_beta": best_beta,
+        "ntru_gpu_column_gb_per_s": column_bytes as f64 / best_ms / 1e6,
+        "ntru_gpu_sweep": sweep.iter().map(|(b, ms)| json!({"beta": b, "column_ms": ms})).collect::<Vec<_>>(),
+        "paper_gtx780_column_ms": PAPER_GTX780_COLUMN_MS,
+        "paper_gtx780_beta": 96,
+        "paper_amazon_beta": 64,
+        "reps": reps,
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!(
+        "ntru-paper (INSECURE) per-column kernel on {} — one column of {regions} regions, one query",
+        g.device_name()
+    );
+    println!("  equal to the CPU's sum for every β: yes");
+    println!("  {:>6}  {:>12}", "β", "column ms");
+    for (b, ms) in &sweep {
+        println!("  {b:>6}  {ms:>12.4}");
+    }
+    println!(
+        "  best: β = {best_beta}, {best_ms:.4} ms per column ({:.0} GB/s of column and query); one CPU thread {cpu_ms:.1} ms; the paper's GTX 780 {PAPER_GTX780_COLUMN_MS} ms at β = 96",
+        column_bytes as f64 / best_ms / 1e6
+    );
+    Ok(())
+}

@@ -42,6 +42,7 @@ use crate::backend::{PirServer, Sizes, Table, TableShape};
 use crate::lwe::{LWE_N, LweAnswer, LweHint, LweHintUpdate, LweParams, LweQuery, TableId, reference};
 use crate::{Error, Result};
 
+pub mod ntru;
 pub mod ristretto;
 
 /// The name of this backend.

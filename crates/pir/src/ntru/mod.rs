@@ -335,16 +335,57 @@ fn column_answer(ntt: &ntt::Ntt, col: &[u64], regions: usize, queries: &[Vec<u64
             }
         }
     }
+    acc.into_iter().map(|a| finish_column(ntt, a)).collect()
+}
+
+/// A column's answer from its transformed sum: the inverse transform, folded modulo
+/// `X^N − 1` and reduced modulo `q`.
+pub(crate) fn finish_column(ntt: &ntt::Ntt, acc: Vec<u64>) -> Vec<u32> {
     let n = NtruParams::PAPER.n;
     let mask = (1u64 << NtruParams::PAPER.log_q) - 1;
-    acc.into_iter()
-        .map(|a| {
-            let c = ntt.inverse(a);
-            (0..n)
-                .map(|t| ((c[t] + if t + n < ntt::LEN { c[t + n] } else { 0 }) & mask) as u32)
-                .collect()
-        })
+    let c = ntt.inverse(acc);
+    (0..n)
+        .map(|t| ((c[t] + if t + n < ntt::LEN { c[t + n] } else { 0 }) & mask) as u32)
         .collect()
+}
+
+/// One column answered for one transformed query, before the inverse transform:
+/// `Σᵢ qᵢ ⊙ eᵢ` modulo the transform's prime (1 024 words), on one thread — the
+/// reference for the GPU's per-column kernel ([`crate::gpu::ntru`]).
+pub fn column_accumulate(column: &[u64], query: &[u64]) -> Vec<u64> {
+    let mut acc = vec![0u64; ntt::LEN];
+    for (e, q) in column.chunks_exact(ntt::LEN).zip(query.chunks_exact(ntt::LEN)) {
+        for t in 0..ntt::LEN {
+            acc[t] = ntt::add(acc[t], ntt::mul(q[t], e[t]));
+        }
+    }
+    acc
+}
+
+/// A random transformed column and query of `regions` regions each, shaped like the
+/// server's: every column polynomial has `N` coefficients in {0, 1}, every query
+/// polynomial `N` coefficients below `q = 2²¹` (a ciphertext's).
+pub fn random_transformed(regions: usize, rng: &mut impl RngCore) -> (Vec<u64>, Vec<u64>) {
+    let p = NtruParams::PAPER;
+    let ntt = ntt::Ntt::new();
+    let mut column = Vec::with_capacity(regions * ntt::LEN);
+    let mut query = Vec::with_capacity(regions * ntt::LEN);
+    for _ in 0..regions {
+        let e: Vec<u32> = (0..p.n).map(|_| rng.next_u32() & 1).collect();
+        let q: Vec<u32> = (0..p.n).map(|_| rng.next_u32() & p.mask()).collect();
+        column.extend(ntt.forward(&e));
+        query.extend(ntt.forward(&q));
+    }
+    (column, query)
+}
+
+/// The median of `v` (0 for none).
+pub(crate) fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// Timings of the paper's Table 8 on this machine, in microseconds.
@@ -648,5 +689,14 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(12);
         let (k, failed) = additions_until_failure(11, 10_000, &mut rng);
         assert!(failed && k < 10_000, "{k}");
+    }
+
+    #[test]
+    fn column_accumulate_is_the_servers_column_sum() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(9);
+        let (col, q) = random_transformed(7, &mut rng);
+        let ntt = ntt::Ntt::new();
+        let want = column_answer(&ntt, &col, 7, core::slice::from_ref(&q));
+        assert_eq!(finish_column(&ntt, column_accumulate(&col, &q)), want[0]);
     }
 }
