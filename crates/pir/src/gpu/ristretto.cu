@@ -104,16 +104,9 @@ RFN fe fe_sub(const fe &f, const fe &g) {
 
 RFN fe fe_neg(const fe &f) { return fe_sub(fe_const(0), f); }
 
-RFN fe fe_mul(const fe &f, const fe &g) {
-    const u64 f0 = f.l[0], f1 = f.l[1], f2 = f.l[2], f3 = f.l[3], f4 = f.l[4];
-    const u64 g0 = g.l[0], g1 = g.l[1], g2 = g.l[2], g3 = g.l[3], g4 = g.l[4];
-    const u64 g1_19 = 19 * g1, g2_19 = 19 * g2, g3_19 = 19 * g3, g4_19 = 19 * g4;
-    acc c0 = {0, 0}, c1 = {0, 0}, c2 = {0, 0}, c3 = {0, 0}, c4 = {0, 0};
-    mac(c0, f0, g0); mac(c0, f1, g4_19); mac(c0, f2, g3_19); mac(c0, f3, g2_19); mac(c0, f4, g1_19);
-    mac(c1, f0, g1); mac(c1, f1, g0); mac(c1, f2, g4_19); mac(c1, f3, g3_19); mac(c1, f4, g2_19);
-    mac(c2, f0, g2); mac(c2, f1, g1); mac(c2, f2, g0); mac(c2, f3, g4_19); mac(c2, f4, g3_19);
-    mac(c3, f0, g3); mac(c3, f1, g2); mac(c3, f2, g1); mac(c3, f3, g0); mac(c3, f4, g4_19);
-    mac(c4, f0, g4); mac(c4, f1, g3); mac(c4, f2, g2); mac(c4, f3, g1); mac(c4, f4, g0);
+// The five wide column sums of a product, carried into limbs < 2^52 (the last
+// carry wraps around times 19).
+RFN fe fe_from_wide(acc c0, acc c1, acc c2, acc c3, acc c4) {
     fe h;
     acc_add(c1, shr51(c0)); h.l[0] = c0.lo & MASK51;
     acc_add(c2, shr51(c1)); h.l[1] = c1.lo & MASK51;
@@ -127,6 +120,19 @@ RFN fe fe_mul(const fe &f, const fe &g) {
     return h;
 }
 
+RFN fe fe_mul(const fe &f, const fe &g) {
+    const u64 f0 = f.l[0], f1 = f.l[1], f2 = f.l[2], f3 = f.l[3], f4 = f.l[4];
+    const u64 g0 = g.l[0], g1 = g.l[1], g2 = g.l[2], g3 = g.l[3], g4 = g.l[4];
+    const u64 g1_19 = 19 * g1, g2_19 = 19 * g2, g3_19 = 19 * g3, g4_19 = 19 * g4;
+    acc c0 = {0, 0}, c1 = {0, 0}, c2 = {0, 0}, c3 = {0, 0}, c4 = {0, 0};
+    mac(c0, f0, g0); mac(c0, f1, g4_19); mac(c0, f2, g3_19); mac(c0, f3, g2_19); mac(c0, f4, g1_19);
+    mac(c1, f0, g1); mac(c1, f1, g0); mac(c1, f2, g4_19); mac(c1, f3, g3_19); mac(c1, f4, g2_19);
+    mac(c2, f0, g2); mac(c2, f1, g1); mac(c2, f2, g0); mac(c2, f3, g4_19); mac(c2, f4, g3_19);
+    mac(c3, f0, g3); mac(c3, f1, g2); mac(c3, f2, g1); mac(c3, f3, g0); mac(c3, f4, g4_19);
+    mac(c4, f0, g4); mac(c4, f1, g3); mac(c4, f2, g2); mac(c4, f3, g1); mac(c4, f4, g0);
+    return fe_from_wide(c0, c1, c2, c3, c4);
+}
+
 RFN fe fe_sq(const fe &f) {
     const u64 f0 = f.l[0], f1 = f.l[1], f2 = f.l[2], f3 = f.l[3], f4 = f.l[4];
     const u64 f0_2 = 2 * f0, f1_2 = 2 * f1, f3_19 = 19 * f3, f4_19 = 19 * f4;
@@ -137,17 +143,7 @@ RFN fe fe_sq(const fe &f) {
     mac(c2, f0_2, f2); mac(c2, f1, f1); mac(c2, 2 * f3, f4_19);
     mac(c3, f0_2, f3); mac(c3, f1_2, f2); mac(c3, f4, f4_19);
     mac(c4, f0_2, f4); mac(c4, f1_2, f3); mac(c4, f2, f2);
-    fe h;
-    acc_add(c1, shr51(c0)); h.l[0] = c0.lo & MASK51;
-    acc_add(c2, shr51(c1)); h.l[1] = c1.lo & MASK51;
-    acc_add(c3, shr51(c2)); h.l[2] = c2.lo & MASK51;
-    acc_add(c4, shr51(c3)); h.l[3] = c3.lo & MASK51;
-    const u64 carry = shr51(c4);
-    h.l[4] = c4.lo & MASK51;
-    h.l[0] += 19 * carry;
-    h.l[1] += h.l[0] >> 51;
-    h.l[0] &= MASK51;
-    return h;
+    return fe_from_wide(c0, c1, c2, c3, c4);
 }
 
 RCALL fe fe_sqn(fe f, int n) {
