@@ -376,3 +376,45 @@ async fn a_token_ending_early_or_late_is_an_error() {
         );
     }
 }
+
+/// RELEASE A is not committed (only RELEASE B waits on it): a token restarted from
+/// its last durable state after RELEASE A does not release s_B until A asks for s_A
+/// again, and then only once.
+#[tokio::test]
+async fn a_crash_after_release_a_never_releases_s_b_early_or_twice() {
+    let mut s = setup(32).await;
+    let token_id = s.holder.certificate.token_id;
+    let seqs = s.holder.pool.list(&token_id);
+    for q in &seqs {
+        assert_eq!(release_a(&mut s.holder, q.d).await, sw::OK);
+    }
+    // The crash: a new token from what was durable.
+    let durable = s.holder.link().card.eeprom().committed.clone();
+    let restarted = Card::new(
+        TokenState::from_wire(&durable).unwrap(),
+        MemoryEeprom {
+            committed: durable,
+            fail: false,
+        },
+    )
+    .unwrap();
+    s.holder.link().card = restarted;
+    let (req, _) = request(seqs.clone(), 9);
+    let (code, data) = release_b(&mut s.holder, &req).await;
+    assert_ne!(code, sw::OK, "s_B before s_A was asked again");
+    assert!(data.is_empty());
+    let again: Vec<u16> = {
+        let mut v = Vec::new();
+        for q in &seqs {
+            v.push(release_a(&mut s.holder, q.d).await);
+        }
+        v
+    };
+    if again.iter().all(|&c| c == sw::OK) {
+        assert_eq!(release_b(&mut s.holder, &req).await.0, sw::OK);
+        assert_eq!(release_b(&mut s.holder, &req).await.0, sw::NOT_FOUND);
+    } else {
+        // The sequences were still Generating on disk: wasted, never released.
+        assert_ne!(release_b(&mut s.holder, &req).await.0, sw::OK);
+    }
+}

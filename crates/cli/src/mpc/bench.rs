@@ -299,10 +299,11 @@ async fn engine(a: EngineArgs) -> Result<()> {
     let floor_aes = aes_ctr_floor();
     let mut holder = super::cmd::connect_token(&taddr, None).await?;
     let nt = 1usize << a.token_log;
-    // One warm-up fill, then the median of at least three (each a fresh sequence).
+    // One warm-up fill, then the median of 3 × runs (at least nine; each a fresh
+    // sequence; one fill of 2^24 takes a few milliseconds, so single fills scatter).
     holder.fill(nt, &mut |_, _| {}).await?;
     let mut fills = Vec::new();
-    for _ in 0..a.runs.max(3) {
+    for _ in 0..3 * a.runs.max(3) {
         holder.pool = tacit_mpc::triples::token::holder::Pool::in_memory();
         let t = Instant::now();
         holder.fill(nt, &mut |_, _| {}).await?;

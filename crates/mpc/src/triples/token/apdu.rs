@@ -194,6 +194,14 @@ impl Response {
         out
     }
 
+    /// Encodes in place: the status word is appended to the data (no copy of the
+    /// data when its buffer has room for two more bytes).
+    pub fn into_encoded(self) -> Vec<u8> {
+        let mut out = self.data;
+        out.extend_from_slice(&self.sw.to_be_bytes());
+        out
+    }
+
     /// Decodes; the data may be at most [`MAX_NE`] bytes.
     pub fn decode(b: &[u8]) -> Result<Response, Error> {
         if b.len() < 2 {

@@ -320,7 +320,7 @@ impl<E: Eeprom> Card<E> {
             Ok(c) => self.handle(&c),
             Err(_) => Response::status(sw::WRONG_LENGTH),
         };
-        resp.encode()
+        resp.into_encoded()
     }
 
     /// Work the token may do while the host is busy: computes the next `c_A` chunk
@@ -438,10 +438,12 @@ impl<E: Eeprom> Card<E> {
             None => Response::status(sw::NOT_FOUND),
             Some((_, SequenceState::Generating)) => Response::status(sw::CONDITIONS),
             Some(e) => {
+                // Not committed here: this flag only makes RELEASE B wait for RELEASE
+                // A. Lost in a crash, the sequence reads Generated (or Generating)
+                // again, A asks for the same s_A once more (or the sequence is
+                // wasted), and s_B still leaves at most once, because RELEASE B
+                // commits the erasure before answering. The next commit stores it.
                 e.1 = SequenceState::AReleased;
-                if !self.commit() {
-                    return Response::status(sw::UNKNOWN);
-                }
                 Response::ok(derive_seed(&self.state.k_a, d).0.to_vec())
             }
         }
@@ -499,7 +501,8 @@ fn next_chunk(s: &mut Stream, ne: usize) -> Vec<u8> {
     let mut w = vec![0u64; words];
     compute_c_a(&s.s_a, &s.s_b, (s.next_word / 2) as u64, &mut w);
     s.next_word += words;
-    let mut out = Vec::with_capacity(words * 8);
+    // Two bytes spare for the status word (`Response::into_encoded`).
+    let mut out = Vec::with_capacity(words * 8 + 2);
     for x in &w {
         out.extend_from_slice(&x.to_le_bytes());
     }
