@@ -74,8 +74,9 @@ pub enum Error {
     /// The operation is not available in this backend.
     #[error("{0} is not supported by this backend")]
     Unsupported(&'static str),
-    /// The GPU backend cannot run here, or a CUDA call failed (one line: what and why).
-    #[error("lwe-gpu: {0}")]
+    /// A GPU backend or kernel cannot run here, or a CUDA call failed (one line: what
+    /// and why).
+    #[error("GPU: {0}")]
     Gpu(String),
     /// The peer refused a message or a message is out of place (a replayed
     /// timestamp, a stale table epoch, a message out of order).

@@ -144,7 +144,7 @@ pub fn available() -> Result<usize> {
     unsafe {
         if !cudarc::driver::sys::is_culib_present() {
             return Err(Error::Gpu(
-                "no CUDA driver (libcuda.so) on this machine; lwe-gpu needs an NVIDIA GPU".into(),
+                "no CUDA driver (libcuda.so) on this machine; lwe-gpu and the GPU kernels need an NVIDIA GPU".into(),
             ));
         }
         if !cudarc::nvrtc::sys::is_culib_present() {
