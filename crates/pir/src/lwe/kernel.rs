@@ -172,17 +172,22 @@ impl TiledMatrix {
                         let mut g = 0;
                         while g < nq {
                             let take = (nq - g).min(3);
-                            let qs: Vec<&[[i32; 2]]> = (g..g + take)
-                                .map(|i| &queries[i].pairs[pair0..pair0 + npairs])
-                                .collect();
+                            // The group's query slices, without a heap allocation per
+                            // group (this loop runs rows/16 · tiles · batch/3 times).
+                            let empty: &[[i32; 2]] = &[];
+                            let mut group = [empty; 3];
+                            for (k, slot) in group.iter_mut().enumerate().take(take) {
+                                *slot = &queries[g + k].pairs[pair0..pair0 + npairs];
+                            }
+                            let qs = &group[..take];
                             let mut res = [[0u32; BLOCK * BLOCKS_PER_STEP]; 3];
                             if use_avx2 {
                                 // SAFETY: AVX2 was detected at run time; slices are in bounds
                                 // (each block slice has 8·tile bytes = 16·npairs, each query
                                 // slice npairs pairs).
-                                unsafe { avx2::step(blocks, &qs, &mut res) };
+                                unsafe { avx2::step(blocks, qs, &mut res) };
                             } else {
-                                scalar_step(blocks, &qs, &mut res);
+                                scalar_step(blocks, qs, &mut res);
                             }
                             for (k, r) in res.iter().enumerate().take(take) {
                                 let o =
