@@ -50,7 +50,8 @@ Examples:
 /// Options of `bench mpc engine`.
 #[derive(Debug, Args)]
 pub struct EngineArgs {
-    /// log₂ of the triples the token generates for its rate.
+    /// log₂ of the triples per token fill for its rate (the median of 3 × --runs
+    /// fills, at least nine, after one warm-up fill).
     #[arg(long, default_value_t = 24)]
     token_log: u8,
     /// Instances of aes_128 whose OT-extension setup gives the OT triple rate.
