@@ -12,6 +12,9 @@ fuzz_target!(|data: &[u8]| {
         for b in c.busy() {
             assert!(b.start < b.end);
         }
-        let _ = free_slots(c.busy(), &SlotSpec::new(from, to, Duration::minutes(30), Duration::minutes(15)));
+        let _ = free_slots(
+            c.busy(),
+            &SlotSpec::new(from, to, Duration::minutes(30), Duration::minutes(15)),
+        );
     }
 });

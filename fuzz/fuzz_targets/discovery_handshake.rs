@@ -28,7 +28,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = open_advert(data, &w.client, &w.client_prefix, NOW);
     // A valid first flight (from the seeds) is accepted exactly once.
     if w.service.on_hello(data, NOW).is_ok() {
-        assert!(matches!(w.service.on_hello(data, NOW), Err(Error::Replay)), "replay accepted");
+        assert!(
+            matches!(w.service.on_hello(data, NOW), Err(Error::Replay)),
+            "replay accepted"
+        );
     }
     let (waiting, _) = connect(w.found.clone(), &w.client, b"", &mut rng).unwrap();
     assert!(waiting.on_reply(data).is_err(), "random 0-RTT reply accepted");

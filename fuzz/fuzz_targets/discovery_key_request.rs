@@ -5,45 +5,9 @@
 //! hostile bytes; the requester's `on_challenge` and `on_grant` and the root
 //! service's list decoder do the same.
 use libfuzzer_sys::fuzz_target;
-use std::sync::{Arc, OnceLock};
 use tacit_crypto::rng::SecureRng;
-use tacit_discovery::blessing::{Blessing, Principal, TrustedRoots};
-use tacit_discovery::ibe::MasterPublicKey;
-use tacit_discovery::key_request::{KeyAuthority, Requester};
-use tacit_discovery::prefix::PrefixAuthority;
-
-const NOW: u64 = 1_800_000_000;
-
-struct World {
-    authority: KeyAuthority,
-    hello: Vec<u8>,
-    principal: Arc<Principal>,
-    blessing: Blessing,
-    mpk: Arc<MasterPublicKey>,
-}
-
-fn world() -> &'static World {
-    static W: OnceLock<World> = OnceLock::new();
-    W.get_or_init(|| {
-        let mut rng = SecureRng::from_seed([42; 32]);
-        let (home, home_b) = Principal::new_root(&mut rng, "Home", NOW + 1000).unwrap();
-        let cam = Principal::generate(&mut rng);
-        let blessing = home.bless(&home_b, &cam.public_key(), "Camera", NOW + 1000, vec![]).unwrap();
-        let mut roots = TrustedRoots::new();
-        roots.add("Home", home.public_key()).unwrap();
-        let ibe = Arc::new(PrefixAuthority::generate(&mut rng));
-        let mpk = Arc::new(ibe.public().clone());
-        let principal = Arc::new(cam);
-        let (_, hello) = Requester::start(principal.clone(), blessing.clone(), mpk.clone()).unwrap();
-        World {
-            authority: KeyAuthority::new(ibe, roots),
-            hello,
-            principal,
-            blessing,
-            mpk,
-        }
-    })
-}
+use tacit_discovery::key_request::Requester;
+use tacit_fuzz::key_request::{NOW, world};
 
 fuzz_target!(|data: &[u8]| {
     let w = world();

@@ -15,7 +15,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(c) = parse_with(text, &limits) {
         let again = parse_with(&write(&c), &ParseLimits::default()).expect("written circuits parse");
         let (s, t) = (c.stats(), again.stats());
-        assert_eq!((s.and_gates, s.xor_gates, s.inv_gates, s.and_depth), (t.and_gates, t.xor_gates, t.inv_gates, t.and_depth));
+        assert_eq!(
+            (s.and_gates, s.xor_gates, s.inv_gates, s.and_depth),
+            (t.and_gates, t.xor_gates, t.inv_gates, t.and_depth)
+        );
         let zeros: Vec<Vec<bool>> = c.input_widths().iter().map(|&w| vec![false; w as usize]).collect();
         assert_eq!(c.eval(&zeros).unwrap(), again.eval(&zeros).unwrap());
     }

@@ -6,7 +6,9 @@ use rand_core::SeedableRng;
 use tacit_pros::phe;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) else { return };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return;
+    };
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
     let _ = phe::read_public_key(&v);
     let _ = phe::read_private_key(&v, &mut rng);

@@ -58,7 +58,15 @@ fn drop_seeds<G: PrimeGroup>(sel: u8, rng: &mut SecureRng) {
         let e = DeviceEnrollment::<G>::new(&params, ids, rng).unwrap();
         let req = e.request().to_bytes();
         let pending = e.to_bytes();
-        let issued = ca.enroll(e.request(), &|_| true, &mut tacit_drop::ca::MemoryRegistry::new(), now, rng).unwrap();
+        let issued = ca
+            .enroll(
+                e.request(),
+                &|_| true,
+                &mut tacit_drop::ca::MemoryRegistry::new(),
+                now,
+                rng,
+            )
+            .unwrap();
         let issued_bytes = issued.to_bytes();
         let id = e.finish(issued, &ca.public_key(), now).unwrap();
         write(
@@ -167,13 +175,18 @@ fn pros_seeds(rng: &mut SecureRng) {
     let params = ReconcileParams::default();
     let pool = Arc::new(RnPool::new(pk).unwrap());
     let (ia, hello) = A::start(params, key.clone(), &["a", "b"], pool).unwrap();
-    let (rb, acc) = B::new(params, &["b", "c"], 0, 4096).unwrap().on_hello(&hello, rng).unwrap();
+    let (rb, acc) = B::new(params, &["b", "c"], 0, 4096)
+        .unwrap()
+        .on_hello(&hello, rng)
+        .unwrap();
     let (ia, q) = ia.on_accept(&acc, rng).unwrap();
     write("pros_threepr", "hello", &with_sel(0, &hello));
     write("pros_threepr", "query", &with_sel(1, &q));
     write("pros_threepr", "accept", &with_sel(4, &acc));
     write("pros_threepr", "query_to_b", &with_sel(5, &q));
-    let ResponderStep::Answer(rb, ans) = rb.on_message(&q, rng).unwrap() else { panic!() };
+    let ResponderStep::Answer(rb, ans) = rb.on_message(&q, rng).unwrap() else {
+        panic!()
+    };
     write("pros_threepr", "answer", &with_sel(2, &ans));
     let mut ia = ia;
     let mut ans = ans;
@@ -181,7 +194,9 @@ fn pros_seeds(rng: &mut SecureRng) {
     loop {
         match ia.on_answer(&ans, rng).unwrap() {
             InitiatorStep::Continue(a, q) => {
-                let ResponderStep::Answer(b, next) = rb.on_message(&q, rng).unwrap() else { panic!() };
+                let ResponderStep::Answer(b, next) = rb.on_message(&q, rng).unwrap() else {
+                    panic!()
+                };
                 ia = a;
                 rb = b;
                 ans = next;
@@ -206,7 +221,11 @@ fn pros_seeds(rng: &mut SecureRng) {
         write("pros_phe_json", k, v[k].to_string().as_bytes());
     }
     let c = tacit_pros::phe::encrypt_number(pk, "-2.5", rng).unwrap();
-    write("pros_phe_json", "number", tacit_pros::phe::encrypted_json(&c).unwrap().to_string().as_bytes());
+    write(
+        "pros_phe_json",
+        "number",
+        tacit_pros::phe::encrypted_json(&c).unwrap().to_string().as_bytes(),
+    );
     write("calendar_ics", "alice", include_bytes!("../../examples/alice.ics"));
     write("calendar_ics", "bob", include_bytes!("../../examples/bob.ics"));
 }
@@ -266,10 +285,10 @@ fn rdata(txt: &[(String, Vec<u8>)]) -> Vec<u8> {
 /// from the world the handshake target runs in.
 fn discovery_seeds() {
     use tacit_discovery::carrier::{Advert, Carried, FetchAdvert, Pointer, to_txt};
+    use tacit_discovery::handshake::Mode;
     use tacit_discovery::handshake::client::Client;
     use tacit_discovery::handshake::server::on_client_hello;
     use tacit_discovery::handshake::zero_rtt::{connect, open_advert};
-    use tacit_discovery::handshake::Mode;
     use tacit_fuzz::discovery::{NOW, world};
     let w = world();
     let mut rng = SecureRng::from_seed([3; 32]);
@@ -313,11 +332,21 @@ fn discovery_seeds() {
 
     let c = "discovery_carrier";
     write(c, "inline", &rdata(&to_txt(&Carried::Inline(w.advert.clone()))));
-    let p = Pointer { id: [7; 16], port: 7001 };
+    let p = Pointer {
+        id: [7; 16],
+        port: 7001,
+    };
     write(c, "pointer", &rdata(&to_txt(&Carried::Pointer(p))));
     write(c, "ble", &p.to_ble_bytes());
     write(c, "fetch", &FetchAdvert { id: [7; 16] }.to_wire());
-    write(c, "advert", &Advert { bytes: w.advert.clone() }.to_wire());
+    write(
+        c,
+        "advert",
+        &Advert {
+            bytes: w.advert.clone(),
+        }
+        .to_wire(),
+    );
 }
 
 fn pir_seeds(rng: &mut SecureRng) {
@@ -332,7 +361,11 @@ fn pir_seeds(rng: &mut SecureRng) {
         *server.params(),
     )
     .unwrap();
-    write("pir_lwe_hint_update", "update", &s2.update_row(4, &[9; 5]).unwrap().to_wire());
+    write(
+        "pir_lwe_hint_update",
+        "update",
+        &s2.update_row(4, &[9; 5]).unwrap().to_wire(),
+    );
     let (server, client) = tacit_fuzz::pir::ntru();
     let (_, q) = client.query(&Selection::row(450), rng).unwrap();
     write("pir_ntru_query", "query", &q.to_wire());
@@ -367,9 +400,17 @@ fn tracedge_seeds() {
             key: &second,
             rows: &rows,
         });
-        let mut table =
-            build_lwe_table(1, key, CommitScheme::Binding, &server.dh_public(), keys, flag, &|_| {}, &mut rng)
-                .unwrap();
+        let mut table = build_lwe_table(
+            1,
+            key,
+            CommitScheme::Binding,
+            &server.dh_public(),
+            keys,
+            flag,
+            &|_| {},
+            &mut rng,
+        )
+        .unwrap();
         if flagged {
             table.add_second_key(second.clone());
         }
@@ -414,24 +455,14 @@ fn tracedge_seeds() {
     }
 }
 
-/// The key-request exchange of a fixed world like the target's.
+/// The key-request exchange of the target's world.
 fn key_request_seeds() {
-    use std::sync::Arc;
-    use tacit_discovery::blessing::{Principal, TrustedRoots};
-    use tacit_discovery::key_request::{KeyAuthority, Requester};
-    use tacit_discovery::prefix::PrefixAuthority;
-    const NOW: u64 = 1_800_000_000;
-    let mut rng = SecureRng::from_seed([42; 32]);
-    let (home, home_b) = Principal::new_root(&mut rng, "Home", NOW + 1000).unwrap();
-    let cam = Principal::generate(&mut rng);
-    let blessing = home.bless(&home_b, &cam.public_key(), "Camera", NOW + 1000, vec![]).unwrap();
-    let mut roots = TrustedRoots::new();
-    roots.add("Home", home.public_key()).unwrap();
-    let ibe = Arc::new(PrefixAuthority::generate(&mut rng));
-    let mpk = Arc::new(ibe.public().clone());
-    let authority = KeyAuthority::new(ibe, roots);
-    let (req, hello) = Requester::start(Arc::new(cam), blessing, mpk).unwrap();
-    let (root, challenge) = authority.on_hello(&hello, &mut rng).unwrap();
+    use tacit_discovery::key_request::Requester;
+    use tacit_fuzz::key_request::{NOW, world};
+    let w = world();
+    let mut rng = SecureRng::from_seed([43; 32]);
+    let (req, hello) = Requester::start(w.principal.clone(), w.blessing.clone(), w.mpk.clone()).unwrap();
+    let (root, challenge) = w.authority.on_hello(&hello, &mut rng).unwrap();
     let (waiting, request) = req.on_challenge(&challenge, &mut rng).unwrap();
     let t = "discovery_key_request";
     write(t, "hello", &hello);

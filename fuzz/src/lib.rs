@@ -58,8 +58,12 @@ pub mod discovery {
             let ibe = PrefixAuthority::generate(&mut rng);
             let mk = |rng: &mut SecureRng, ext: &str, policy: &str| {
                 let p = Principal::generate(rng);
-                let b = root.bless(&root_b, &p.public_key(), ext, NOW + 1_000_000, vec![]).unwrap();
-                let key = ibe.extract(&Prefix::parse(b.unverified_name().as_str()).unwrap(), rng).unwrap();
+                let b = root
+                    .bless(&root_b, &p.public_key(), ext, NOW + 1_000_000, vec![])
+                    .unwrap();
+                let key = ibe
+                    .extract(&Prefix::parse(b.unverified_name().as_str()).unwrap(), rng)
+                    .unwrap();
                 (
                     Credentials {
                         principal: Arc::new(p),
@@ -88,8 +92,10 @@ pub mod discovery {
                 client,
                 client_prefix,
                 // Both handshakes, so the fuzzer reaches the SIGMA-I paths too.
-                server: ServerConfig::new(server_c, Some(server_p), true)
-                    .with_modes(&[tacit_discovery::handshake::Mode::Sigma, tacit_discovery::handshake::Mode::Private]),
+                server: ServerConfig::new(server_c, Some(server_p), true).with_modes(&[
+                    tacit_discovery::handshake::Mode::Sigma,
+                    tacit_discovery::handshake::Mode::Private,
+                ]),
                 service,
                 advert,
             }
@@ -150,13 +156,20 @@ pub mod pros {
     }
 
     fn openssl_hex(h: &str) -> tacit_pros::bn::Nat {
-        let bytes: Vec<u8> = (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect();
+        let bytes: Vec<u8> = (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect();
         tacit_pros::bn::Nat::from_slice(&bytes).unwrap()
     }
 
     /// FNP parameters picked by a selector byte (bucketed or not).
     pub fn fnp_params(sel: u8) -> PsiParams {
-        let mut p = if sel & 1 == 0 { PsiParams::new(20, 4) } else { PsiParams::new(3, 2) };
+        let mut p = if sel & 1 == 0 {
+            PsiParams::new(20, 4)
+        } else {
+            PsiParams::new(3, 2)
+        };
         p.bucketing = sel & 2 == 0;
         p
     }
@@ -209,5 +222,59 @@ pub mod mpc {
                 let _ = e.on_chunk(msg);
             }
         }
+    }
+}
+
+/// The fixed world the key-request target runs in (and `gen_seeds` writes seeds
+/// from): one trusted naming root `Home`, a camera it blessed, one IBE master key.
+pub mod key_request {
+    use std::sync::{Arc, OnceLock};
+    use tacit_crypto::rng::SecureRng;
+    use tacit_discovery::blessing::{Blessing, Principal, TrustedRoots};
+    use tacit_discovery::ibe::MasterPublicKey;
+    use tacit_discovery::key_request::{KeyAuthority, Requester};
+    use tacit_discovery::prefix::PrefixAuthority;
+
+    /// The time every target uses.
+    pub const NOW: u64 = 1_800_000_000;
+
+    /// The world.
+    pub struct World {
+        /// The root's key authority.
+        pub authority: KeyAuthority,
+        /// A valid hello from the camera.
+        pub hello: Vec<u8>,
+        /// The camera.
+        pub principal: Arc<Principal>,
+        /// Its blessing by `Home`.
+        pub blessing: Blessing,
+        /// The IBE master public key.
+        pub mpk: Arc<MasterPublicKey>,
+    }
+
+    /// The world, built once.
+    pub fn world() -> &'static World {
+        static W: OnceLock<World> = OnceLock::new();
+        W.get_or_init(|| {
+            let mut rng = SecureRng::from_seed([42; 32]);
+            let (home, home_b) = Principal::new_root(&mut rng, "Home", NOW + 1000).unwrap();
+            let cam = Principal::generate(&mut rng);
+            let blessing = home
+                .bless(&home_b, &cam.public_key(), "Camera", NOW + 1000, vec![])
+                .unwrap();
+            let mut roots = TrustedRoots::new();
+            roots.add("Home", home.public_key()).unwrap();
+            let ibe = Arc::new(PrefixAuthority::generate(&mut rng));
+            let mpk = Arc::new(ibe.public().clone());
+            let principal = Arc::new(cam);
+            let (_, hello) = Requester::start(principal.clone(), blessing.clone(), mpk.clone()).unwrap();
+            World {
+                authority: KeyAuthority::new(ibe, roots),
+                hello,
+                principal,
+                blessing,
+                mpk,
+            }
+        })
     }
 }
