@@ -178,6 +178,19 @@ async fn release_a(h: &mut TokenHolder<LocalTokenLink<MemoryEeprom>>, d: u64) ->
         .sw
 }
 
+/// A token with filled sequences whose `s_A` have all been released (each `OK`), and
+/// the sequences.
+async fn setup_released_a(seed: u64) -> (Setup, Vec<tacit_mpc::triples::token::SequenceId>) {
+    let mut s = setup(seed).await;
+    let token_id = s.holder.certificate.token_id;
+    let seqs = s.holder.pool.list(&token_id);
+    assert!(!seqs.is_empty());
+    for q in &seqs {
+        assert_eq!(release_a(&mut s.holder, q.d).await, sw::OK);
+    }
+    (s, seqs)
+}
+
 fn request(
     seqs: Vec<tacit_mpc::triples::token::SequenceId>,
     seed: u64,
@@ -229,12 +242,7 @@ async fn the_token_releases_s_b_once_and_only_after_s_a() {
 
 #[tokio::test]
 async fn b_catches_a_replayed_release() {
-    let mut s = setup(40).await;
-    let token_id = s.holder.certificate.token_id;
-    let seqs = s.holder.pool.list(&token_id);
-    for q in &seqs {
-        release_a(&mut s.holder, q.d).await;
-    }
+    let (mut s, seqs) = setup_released_a(40).await;
     let (old_req, _) = request(seqs.clone(), 3);
     let (_, old) = release_b(&mut s.holder, &old_req).await;
     // Later, B asks with a fresh key and nonce; A replays the old release.
@@ -254,12 +262,7 @@ async fn b_catches_a_replayed_release() {
 
 #[tokio::test]
 async fn a_failed_eeprom_write_releases_nothing() {
-    let mut s = setup(50).await;
-    let token_id = s.holder.certificate.token_id;
-    let seqs = s.holder.pool.list(&token_id);
-    for q in &seqs {
-        release_a(&mut s.holder, q.d).await;
-    }
+    let (mut s, seqs) = setup_released_a(50).await;
     s.holder.link().card.eeprom_mut().fail = true;
     let (req, _) = request(seqs.clone(), 5);
     let (code, data) = release_b(&mut s.holder, &req).await;
@@ -382,12 +385,7 @@ async fn a_token_ending_early_or_late_is_an_error() {
 /// again, and then only once.
 #[tokio::test]
 async fn a_crash_after_release_a_never_releases_s_b_early_or_twice() {
-    let mut s = setup(32).await;
-    let token_id = s.holder.certificate.token_id;
-    let seqs = s.holder.pool.list(&token_id);
-    for q in &seqs {
-        assert_eq!(release_a(&mut s.holder, q.d).await, sw::OK);
-    }
+    let (mut s, seqs) = setup_released_a(32).await;
     // The crash: a new token from what was durable.
     let durable = s.holder.link().card.eeprom().committed.clone();
     let restarted = Card::new(
