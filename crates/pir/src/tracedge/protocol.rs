@@ -594,6 +594,8 @@ pub struct ClientSession {
     hello: Hello,
     commit: Option<Commit>,
     queries: Option<Queries>,
+    /// `wire_hash` of `queries`, taken once when they were sent.
+    queries_hash: [u8; 32],
     response: Option<Response>,
     hint: Option<LweHint>,
     lwe: Option<LweClient>,
@@ -668,6 +670,7 @@ impl TracEdgeClient {
                 hello,
                 commit: None,
                 queries: None,
+                queries_hash: [0; 32],
                 response: None,
                 hint: None,
                 lwe: None,
@@ -741,7 +744,8 @@ impl TracEdgeClient {
             audits,
         };
         sess.transcript.update(commit.to_wire());
-        sess.transcript.update(wire_hash(&queries));
+        sess.queries_hash = wire_hash(&queries);
+        sess.transcript.update(sess.queries_hash);
         sess.commit = Some(commit);
         sess.queries = Some(queries.clone());
         sess.hint = Some(hint);
@@ -763,7 +767,14 @@ impl TracEdgeClient {
         else {
             return Err(Error::Refused("response out of order".into()));
         };
-        let ahash = verify_response(&self.server, &sess.hello, commit, queries, &resp)?;
+        let ahash = verify_response_hashed(
+            &self.server,
+            &sess.hello,
+            commit,
+            &sess.queries_hash,
+            1 + queries.audits.len(),
+            &resp,
+        )?;
         let header = commit.header;
         let row = own.decode(lwe, &resp.answers[0])?.to_row_bytes(keytable::ROW_BYTES);
         let ephemeral = decode_public(&header.ephemeral)?;
@@ -973,7 +984,27 @@ pub fn verify_response(
     queries: &Queries,
     resp: &Response,
 ) -> Result<[u8; 32]> {
-    if resp.epoch != commit.header.epoch || resp.answers.len() != 1 + queries.audits.len() {
+    verify_response_hashed(
+        server,
+        hello,
+        commit,
+        &wire_hash(queries),
+        1 + queries.audits.len(),
+        resp,
+    )
+}
+
+/// [`verify_response`] with the queries' hash already taken (the client took it when
+/// it sent them) and `n_queries` of them.
+fn verify_response_hashed(
+    server: &VerifyingKey,
+    hello: &Hello,
+    commit: &Commit,
+    queries_hash: &[u8; 32],
+    n_queries: usize,
+    resp: &Response,
+) -> Result<[u8; 32]> {
+    if resp.epoch != commit.header.epoch || resp.answers.len() != n_queries {
         return Err(Error::Refused("the response does not match the queries".into()));
     }
     let ahash = answers_hash(&resp.answers);
@@ -984,7 +1015,7 @@ pub fn verify_response(
                 &hello.nonce,
                 &commit.server_nonce,
                 resp.epoch,
-                &wire_hash(queries),
+                queries_hash,
                 &ahash,
             ),
             &resp.sig,
