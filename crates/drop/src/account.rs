@@ -28,14 +28,10 @@ impl AccountId {
 
     /// Parses the hyphenated form.
     pub fn parse(s: &str) -> Option<Self> {
-        let hex: String = s.chars().filter(|c| *c != '-').collect();
-        if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
+        let digits: String = s.chars().filter(|c| *c != '-').collect();
+        // Hex digits only, exactly 32 of them (`from_str_radix` would take a sign).
         let mut b = [0u8; 16];
-        for (i, out) in b.iter_mut().enumerate() {
-            *out = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-        }
+        hex::decode_to_slice(&digits, &mut b).ok()?;
         Some(AccountId(b))
     }
 }

@@ -234,21 +234,15 @@ Examples:
 use crate::util::now_unix as now;
 
 fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    hex::encode(b)
 }
 
+/// Hex digits only (the `hex` crate refuses signs and other characters).
 fn unhex(s: &str) -> Result<Vec<u8>> {
-    let s = s.trim();
-    if !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        bail!("not a hex string");
-    }
-    if s.len() % 2 != 0 {
-        bail!("not a hex string of whole bytes");
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| anyhow!("not a hex string")))
-        .collect()
+    hex::decode(s.trim()).map_err(|e| match e {
+        hex::FromHexError::OddLength => anyhow!("not a hex string of whole bytes"),
+        _ => anyhow!("not a hex string"),
+    })
 }
 
 pub fn parse_ca_key(s: &str) -> Result<CaPublicKey> {

@@ -103,14 +103,10 @@ impl core::str::FromStr for CertificateId {
                 "expected 64 hex digits",
             ))
         };
-        // Hex digits only: `from_str_radix` alone would also take a sign ("+b").
-        if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
+        // `hex` takes hex digits only (a hand-written `from_str_radix` loop also took a
+        // sign, "+b") and exactly 64 of them.
         let mut out = [0u8; 32];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
+        hex::decode_to_slice(s, &mut out).map_err(|_| bad())?;
         Ok(CertificateId(out))
     }
 }
