@@ -171,3 +171,50 @@ fn enrol_authenticate_catch_and_verify_over_tls() {
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["subscribers"], 1);
 }
+
+/// Without `--open-enrollment`, an enrolment over TLS (right pin, right server key) is
+/// refused in one line and the store registers nothing.
+#[test]
+fn closed_enrolment_is_refused_and_stores_nothing() {
+    let d = dir();
+    let store = d.join("closed.sqlite3");
+    let store = store.to_str().unwrap();
+    let init = ok(&run(&["pir", "server", "init", "--store", store, "--rows", "300"]));
+    let field = |name: &str| {
+        init.lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+            .unwrap()
+    };
+    let (pin, key) = (field("pin"), field("server-key"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let out = d.join("eve.json");
+    {
+        let _s = serve(store, port, &[]);
+        let o = run(&[
+            "pir",
+            "client",
+            "enroll",
+            "--connect",
+            &addr,
+            "--pin",
+            &pin,
+            "--server-key",
+            &key,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("enrolment is closed"), "{err}");
+    }
+    assert!(!out.exists(), "no identity is written");
+    let status = ok(&run(&["pir", "server", "status", "--store", store, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(status.trim()).unwrap();
+    assert_eq!(v["subscribers"], 0, "{status}");
+}
