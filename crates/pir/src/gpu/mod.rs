@@ -321,13 +321,21 @@ fn compile() -> Result<cudarc::nvrtc::Ptx> {
     compile_source(KERNELS, "the PIR kernels")
 }
 
-/// Compiles CUDA source with NVRTC; `what` names it in the error.
+/// Compiles CUDA source with NVRTC, once per source and process (a server that
+/// builds a new table every epoch compiles nothing again); `what` names it in the
+/// error.
 ///
 /// NVRTC runs on a thread of its own with a 256 MiB stack: inlining the ristretto255
 /// code takes more stack than a test or async worker thread has (2 MiB overflowed).
-fn compile_source(src: &str, what: &str) -> Result<cudarc::nvrtc::Ptx> {
-    let src = src.to_owned();
-    std::thread::Builder::new()
+fn compile_source(src: &'static str, what: &str) -> Result<cudarc::nvrtc::Ptx> {
+    static CACHE: Mutex<Vec<(&'static str, cudarc::nvrtc::Ptx)>> = Mutex::new(Vec::new());
+    let mut cache = CACHE
+        .lock()
+        .map_err(|_| Error::Gpu("a GPU compilation panicked".into()))?;
+    if let Some((_, ptx)) = cache.iter().find(|(s, _)| core::ptr::eq(*s, src)) {
+        return Ok(ptx.clone());
+    }
+    let ptx = std::thread::Builder::new()
         .name("nvrtc".into())
         .stack_size(256 << 20)
         .spawn(move || {
@@ -342,7 +350,9 @@ fn compile_source(src: &str, what: &str) -> Result<cudarc::nvrtc::Ptx> {
         .map_err(|e| gpu_err("starting the NVRTC thread", e))?
         .join()
         .map_err(|_| Error::Gpu(format!("NVRTC panicked compiling {what}")))?
-        .map_err(|e| gpu_err(&format!("compiling {what} with NVRTC"), e))
+        .map_err(|e| gpu_err(&format!("compiling {what} with NVRTC"), e))?;
+    cache.push((src, ptx.clone()));
+    Ok(ptx)
 }
 
 fn load(ctx: &Arc<CudaContext>, ptx: &cudarc::nvrtc::Ptx) -> Result<Funcs> {

@@ -61,7 +61,8 @@ pub struct MulStats {
     pub local_bytes: i32,
     /// Seconds in copies and kernels.
     pub gpu_s: f64,
-    /// Seconds compiling the kernel (NVRTC) and loading it (the driver's PTX compiler).
+    /// Seconds compiling the kernel (NVRTC; the first call in a process only) and
+    /// loading it (the driver's PTX compiler, cached by the driver across runs).
     pub compile_s: f64,
 }
 
