@@ -82,6 +82,64 @@ fn psi_p256_semi_honest_between_two_processes() {
     assert!(server.wait().unwrap().success());
 }
 
+/// `psi serve --threads 1` answers on its one rayon thread: a burst of concurrent
+/// sessions must not start threads in tokio's blocking pool, which the answers used
+/// to run on and which grows without regard to `--threads`.
+#[test]
+fn psi_serve_threads_bounds_the_answering_threads() {
+    use std::io::{Read, Write};
+    use tacit_psi::{PsiParams, Receiver, ReceiverPrecomputation, Security};
+    let book = write(
+        "book-threads.txt",
+        &(0..2000).map(|i| format!("{i}\n")).collect::<String>(),
+    );
+    let bounds = ["--max-receiver", "300", "--max-sender", "2000"];
+    let (mut server, addr) = serve(&[&["--set", book.to_str().unwrap(), "--threads", "1"][..], &bounds[..]].concat());
+    // One request of 300 elements, sent by 12 connections at once, so that the
+    // answers (300 scalar multiplications and a proof each) overlap.
+    let params = PsiParams::new(Security::Malicious).with_bounds(300, 2000);
+    let ids: Vec<String> = (0..300).map(|i| (i * 7).to_string()).collect();
+    let pre = ReceiverPrecomputation::<tacit_crypto::Ristretto255>::compute(
+        &params,
+        &ids,
+        &mut tacit_crypto::rng::SecureRng::from_os(),
+    )
+    .unwrap();
+    let request = Receiver::start(&pre).1;
+    let mut frame = (request.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&request);
+    let clients: Vec<_> = (0..12)
+        .map(|_| {
+            let (addr, frame) = (addr.clone(), frame.clone());
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(&addr).unwrap();
+                s.write_all(&frame).unwrap();
+                let mut len = [0u8; 4];
+                s.read_exact(&mut len).unwrap();
+                let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+                s.read_exact(&mut body).unwrap();
+                body.len()
+            })
+        })
+        .collect();
+    for c in clients {
+        assert!(c.join().unwrap() > 64, "the server refused a session");
+    }
+    // Threads tokio started: its one worker, plus any blocking-pool thread (these
+    // stay 10 s after use). The answers' rayon worker is not among them.
+    let names: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", server.id()))
+        .unwrap()
+        .map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).unwrap_or_default())
+        .collect();
+    let _ = server.kill();
+    let _ = server.wait();
+    let tokio = names.iter().filter(|n| n.starts_with("tokio")).count();
+    assert_eq!(
+        tokio, 1,
+        "psi serve --threads 1 ran these threads after 12 sessions: {names:?}"
+    );
+}
+
 #[test]
 fn mismatched_parameters_get_a_one_line_refusal() {
     let book = write("book.txt", "a\n");

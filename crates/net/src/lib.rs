@@ -294,8 +294,17 @@ impl FramedConn {
         let header = (payload.len() as u32).to_be_bytes();
         let stream = self.stream.stream()?;
         let write = async {
-            stream.write_all(&header).await?;
-            stream.write_all(payload).await?;
+            // A small frame goes out in one write: with TCP_NODELAY, two writes would
+            // send the 4-byte header in a packet of its own and wake the peer twice.
+            if payload.len() <= 16 * 1024 {
+                let mut one = Vec::with_capacity(4 + payload.len());
+                one.extend_from_slice(&header);
+                one.extend_from_slice(payload);
+                stream.write_all(&one).await?;
+            } else {
+                stream.write_all(&header).await?;
+                stream.write_all(payload).await?;
+            }
             stream.flush().await
         };
         match tokio::time::timeout(t, write).await {

@@ -211,12 +211,20 @@ async fn session<G: PrimeGroup>(
     let sender = supply.get().await.map_err(|e| e.to_string())?;
     let binding = conn.channel_binding().copied();
     let req = request.clone();
-    let answer = tokio::task::spawn_blocking(move || {
-        let binding = binding.as_ref().map_or(&[][..], |b| &b[..]);
-        sender.respond_bound(&req, binding, &mut SecureRng::from_os())
-    })
-    .await
-    .map_err(|e| format!("the answer task failed: {e}"))?;
+    // The answer runs on rayon's pool, which the caller sizes (`psi serve --threads`):
+    // tokio's blocking pool would grow to hundreds of threads and so ignore that bound.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    rayon::spawn(move || {
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let binding = binding.as_ref().map_or(&[][..], |b| &b[..]);
+            sender.respond_bound(&req, binding, &mut SecureRng::from_os())
+        }));
+        let _ = tx.send(answer);
+    });
+    let answer = rx
+        .await
+        .map_err(|_| "the answer task ended without an answer".to_string())?
+        .map_err(|_| "the answer task failed (panic)".to_string())?;
     match answer {
         Ok(response) => {
             conn.send(&response).await.map_err(|e| e.to_string())?;

@@ -53,6 +53,11 @@ pub struct PsiBenchArgs {
     /// With --load: rounds (configurations alternate within each).
     #[arg(long, default_value_t = 3, value_name = "R")]
     rounds: usize,
+    /// With --load: leave the processes unpinned. By default the server runs under
+    /// `taskset` on one CPU (one thread) or two (two threads), and with four or more
+    /// CPUs the clients run on the others.
+    #[arg(long)]
+    no_pin: bool,
 }
 
 /// `tacit bench psi`.
@@ -72,8 +77,10 @@ pub fn run(a: PsiBenchArgs) -> Result<()> {
             .with_bounds(a.ids, a.contacts);
         params.validate()?;
         let v = match a.group {
-            GroupId::Ristretto255 => super::load::run::<Ristretto255>(&params, a.clients, a.queries, a.rounds)?,
-            GroupId::P256 => super::load::run::<P256>(&params, a.clients, a.queries, a.rounds)?,
+            GroupId::Ristretto255 => {
+                super::load::run::<Ristretto255>(&params, a.clients, a.queries, a.rounds, !a.no_pin)?
+            }
+            GroupId::P256 => super::load::run::<P256>(&params, a.clients, a.queries, a.rounds, !a.no_pin)?,
         };
         if a.json {
             println!("{}", serde_json::to_string_pretty(&v)?);

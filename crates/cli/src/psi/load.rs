@@ -8,6 +8,14 @@
 //! configurations alternate round-robin, and a run with one client stalled (connected,
 //! one byte sent, then silent) measures what a staller costs the others. The server's
 //! peak memory is its `VmHWM` from `/proc`.
+//!
+//! The CPU time of both processes is read from `/proc/PID/stat` around every run, so
+//! the report says what each query costs the server and what it costs the load
+//! generator. On a machine whose cores the clients share with the server, the
+//! end-to-end two-threads ratio is bounded by that split; the bench therefore also
+//! measures the server's protocol work alone (the same requests answered in this
+//! process by a pool of one and then two threads, no sockets), which is what a second
+//! server core can speed up.
 
 use crate::util::quantile;
 use anyhow::{Context, Result, bail};
@@ -18,7 +26,7 @@ use std::time::{Duration, Instant};
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::SecureRng;
 use tacit_net::{FramedConn, NetConfig};
-use tacit_psi::{PsiParams, Receiver, ReceiverPrecomputation};
+use tacit_psi::{PsiParams, Receiver, ReceiverPrecomputation, Reuse, Sender, SenderKey, SenderPrecomputation};
 
 /// One configuration's measurement.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -41,6 +49,42 @@ pub struct LoadPoint {
     pub p99_ms: f64,
     /// The server's peak resident memory, MiB.
     pub server_peak_mib: f64,
+    /// CPU time the server process spent per query, milliseconds.
+    pub server_cpu_ms_per_query: f64,
+    /// CPU time the load generator (all clients) spent per query, milliseconds.
+    pub clients_cpu_ms_per_query: f64,
+}
+
+/// Seconds of CPU time (user + system, all threads) that process `pid` has used, from
+/// `/proc/PID/stat` (fields 14 and 15, in USER_HZ = 100 ticks per second on Linux).
+fn cpu_s(pid: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // The command name (field 2) may hold spaces; count fields after its ')'.
+            let rest = &s[s.rfind(')')? + 1..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+            Some(ticks / 100.0)
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// The server's protocol work alone: `sessions` answers to `request` by a pool of
+/// `threads` threads, in this process, without sockets or TLS. Sessions per second.
+fn server_work<G: PrimeGroup>(sender: &Sender<G>, request: &[u8], sessions: usize, threads: usize) -> Result<f64> {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    let t = Instant::now();
+    pool.install(|| {
+        (0..sessions).into_par_iter().try_for_each(|_| {
+            let r = sender.respond(request, &mut SecureRng::from_os())?;
+            anyhow::ensure!(r.len() > 64, "the sender refused the request");
+            std::hint::black_box(r);
+            anyhow::Ok(())
+        })
+    })?;
+    Ok(sessions as f64 / t.elapsed().as_secs_f64())
 }
 
 struct Server {
@@ -61,8 +105,19 @@ fn start_server(
     p: &PsiParams,
     threads: usize,
     clients: usize,
+    cpus: Option<&[usize]>,
 ) -> Result<Server> {
-    let mut child = Command::new(exe)
+    // With `cpus`, the server process runs under `taskset` on exactly those CPUs, so
+    // that "one thread" also means one core.
+    let mut cmd = match cpus {
+        Some(c) => {
+            let mut cmd = Command::new("taskset");
+            cmd.arg("-c").arg(cpu_list(c)).arg(exe);
+            cmd
+        }
+        None => Command::new(exe),
+    };
+    let mut child = cmd
         .args(["psi", "serve", "--listen", "127.0.0.1:0", "--reuse", "epoch"])
         .arg("--set")
         .arg(set)
@@ -92,6 +147,75 @@ fn start_server(
     };
     std::thread::spawn(move || for _ in lines {});
     Ok(Server { child, addr })
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list` in `/proc/self/status`).
+fn allowed_cpus() -> Option<Vec<usize>> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim();
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<usize>().ok()?..=b.parse::<usize>().ok()?),
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+fn cpu_list(c: &[usize]) -> String {
+    c.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// Whether `taskset` (util-linux) runs here.
+fn have_taskset() -> bool {
+    Command::new("taskset")
+        .args(["-c", "0", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Where the server and the load generator run: the server on the first one or two
+/// allowed CPUs; with four or more, the load generator on the rest, so the clients
+/// no longer share the server's cores.
+struct Placement {
+    server: Option<Vec<usize>>,
+    clients: Option<Vec<usize>>,
+}
+
+fn placement(pin: bool) -> Placement {
+    let none = Placement {
+        server: None,
+        clients: None,
+    };
+    if !pin || !have_taskset() {
+        return none;
+    }
+    let Some(cpus) = allowed_cpus().filter(|c| c.len() >= 2) else {
+        return none;
+    };
+    let clients = (cpus.len() >= 4).then(|| cpus[2..].to_vec());
+    if let Some(c) = &clients {
+        // Move every thread of this process (the load generator) off the server's CPUs.
+        let moved = Command::new("taskset")
+            .args(["-a", "-p", "-c", &cpu_list(c), &std::process::id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !moved {
+            return none;
+        }
+    }
+    Placement {
+        server: Some(cpus[..2].to_vec()),
+        clients,
+    }
 }
 
 fn peak_mib(pid: u32) -> f64 {
@@ -152,6 +276,7 @@ pub fn run<G: PrimeGroup>(
     clients: usize,
     queries: usize,
     rounds: usize,
+    pin: bool,
 ) -> Result<serde_json::Value> {
     anyhow::ensure!(params.group == G::ID, "group mismatch");
     let exe = std::env::current_exe()?;
@@ -168,18 +293,33 @@ pub fn run<G: PrimeGroup>(
     )?);
     let request = Arc::new(Receiver::start(&pre).1);
     let net = NetConfig::default().with_max_frame_at_least(params.max_message_len());
+    let place = placement(pin);
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(place.clients.as_ref().map_or(1, |c| c.len().min(clients)))
         .enable_all()
         .build()?;
     let configs = [(1usize, false), (2, false), (2, true)];
     let mut lat: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
     let mut wall: Vec<Duration> = vec![Duration::ZERO; configs.len()];
     let mut peak = vec![0f64; configs.len()];
-    let pb = crate::util::progress((rounds * configs.len()) as u64, "load runs");
+    let (mut server_cpu, mut clients_cpu) = (vec![0f64; configs.len()], vec![0f64; configs.len()]);
+    // The server's protocol work alone, with a sender like the one `psi serve` builds.
+    let mut rng = SecureRng::from_os();
+    let key = SenderKey::<G>::generate(&mut rng, 1);
+    let spre = SenderPrecomputation::compute(params, &key, &book, Reuse::WithinEpoch, &mut rng)?;
+    let sender = Sender::new(params, key, spre)?;
+    let mut work = [Vec::new(), Vec::new()];
+    let pb = crate::util::progress((rounds * (configs.len() + 1)) as u64, "load runs");
     for _ in 0..rounds {
+        for (w, threads) in work.iter_mut().zip([1, 2]) {
+            w.push(server_work(&sender, &request, queries, threads)?);
+        }
+        pb.inc(1);
         for (i, &(threads, stalled)) in configs.iter().enumerate() {
-            let server = start_server(&exe, &set_path, params, threads, clients)?;
+            let cpus = place.server.as_ref().map(|c| &c[..threads]);
+            let server = start_server(&exe, &set_path, params, threads, clients, cpus)?;
+            let pid = server.child.id().to_string();
+            let (s0, c0) = (cpu_s(&pid), cpu_s("self"));
             let (l, w) = rt.block_on(async {
                 let _staller = if stalled {
                     let mut s = tokio::net::TcpStream::connect(server.addr.as_str()).await?;
@@ -190,6 +330,8 @@ pub fn run<G: PrimeGroup>(
                 };
                 drive(&server.addr, pre.clone(), request.clone(), net, clients, queries).await
             })?;
+            server_cpu[i] += cpu_s(&pid) - s0;
+            clients_cpu[i] += cpu_s("self") - c0;
             peak[i] = peak[i].max(peak_mib(server.child.id()));
             lat[i].extend(l);
             wall[i] += w;
@@ -215,12 +357,21 @@ pub fn run<G: PrimeGroup>(
                 p95_ms: quantile(&v, 0.95),
                 p99_ms: quantile(&v, 0.99),
                 server_peak_mib: peak[i],
+                server_cpu_ms_per_query: server_cpu[i] * 1e3 / v.len().max(1) as f64,
+                clients_cpu_ms_per_query: clients_cpu[i] * 1e3 / v.len().max(1) as f64,
             }
         })
         .collect();
     let scaling = points[1].throughput_qps / points[0].throughput_qps;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let stall = points[2].p50_ms / points[1].p50_ms;
+    let work: Vec<f64> = work.iter().map(|w| crate::util::median(w.clone())).collect();
+    // With the clients on the same cores, two cores can at best give the server the
+    // second core minus what the clients take: (2 cores) / (server + clients CPU per
+    // query) queries per second, against what one server core alone allows.
+    let p1 = &points[1];
+    let two_core_bound_qps = 2e3 / (p1.server_cpu_ms_per_query + p1.clients_cpu_ms_per_query);
+    let shared = place.clients.is_none();
     Ok(serde_json::json!({
         "params": params.to_string(),
         "clients": clients,
@@ -228,10 +379,15 @@ pub fn run<G: PrimeGroup>(
         "points": points,
         "two_cores_vs_one_core": scaling,
         "stalled_vs_clean_p50": stall,
+        "server_work_sessions_per_s": {"1": work[0], "2": work[1]},
+        "server_work_two_threads_vs_one": work[1] / work[0],
+        "two_cores_cpu_bound_qps": if shared { serde_json::json!(two_core_bound_qps) } else { serde_json::Value::Null },
         "goals": {"two_cores_vs_one_core": ">= 1.7", "stalled_vs_clean_p50": "<= 1.2"},
         "note": "server in its own process (--reuse epoch); clients verify their first answer and then only read",
         "cores": cores,
-        "clients_share_the_server_cores": cores <= 2,
+        "server_cpus": place.server.as_ref().map(|c| [cpu_list(&c[..1]), cpu_list(c)]),
+        "client_cpus": place.clients.as_ref().map(|c| cpu_list(c)),
+        "clients_share_the_server_cores": place.clients.is_none(),
     }))
 }
 
@@ -243,10 +399,21 @@ pub fn print(v: &serde_json::Value) {
         v["clients"],
         v["rounds"]
     );
-    println!(" threads  staller  queries  queries/s   p50 ms   p95 ms   p99 ms  server peak MiB");
+    match (v["server_cpus"].as_array(), v["client_cpus"].as_str()) {
+        (Some(s), c) => println!(
+            " pinned: server on CPU {} (1 thread) or {} (2 threads); clients on {}",
+            s[0].as_str().unwrap_or("?"),
+            s[1].as_str().unwrap_or("?"),
+            c.unwrap_or("any CPU")
+        ),
+        (None, _) => println!(" not pinned: server and clients on any CPU"),
+    }
+    println!(
+        " threads  staller  queries  queries/s   p50 ms   p95 ms   p99 ms  server peak MiB  CPU ms/query server  clients"
+    );
     for p in v["points"].as_array().into_iter().flatten() {
         println!(
-            " {:>7}  {:>7}  {:>7}  {:>9.1}  {:>7.2}  {:>7.2}  {:>7.2}  {:>15.1}",
+            " {:>7}  {:>7}  {:>7}  {:>9.1}  {:>7.2}  {:>7.2}  {:>7.2}  {:>15.1}  {:>19.3}  {:>7.3}",
             p["threads"],
             if p["stalled"].as_bool().unwrap_or(false) {
                 "yes"
@@ -259,8 +426,17 @@ pub fn print(v: &serde_json::Value) {
             p["p95_ms"].as_f64().unwrap_or(f64::NAN),
             p["p99_ms"].as_f64().unwrap_or(f64::NAN),
             p["server_peak_mib"].as_f64().unwrap_or(f64::NAN),
+            p["server_cpu_ms_per_query"].as_f64().unwrap_or(f64::NAN),
+            p["clients_cpu_ms_per_query"].as_f64().unwrap_or(f64::NAN),
         );
     }
+    let w = &v["server_work_sessions_per_s"];
+    println!(
+        " server protocol work alone (no sockets, no TLS): {:.0} sessions/s on 1 thread, {:.0} on 2: {:.2}x",
+        w["1"].as_f64().unwrap_or(f64::NAN),
+        w["2"].as_f64().unwrap_or(f64::NAN),
+        v["server_work_two_threads_vs_one"].as_f64().unwrap_or(f64::NAN)
+    );
     println!(
         " two cores / one core: {:.2}x (goal >= 1.7); p50 with a stalled client / without: {:.2}x (goal <= 1.2)",
         v["two_cores_vs_one_core"].as_f64().unwrap_or(f64::NAN),
@@ -268,8 +444,9 @@ pub fn print(v: &serde_json::Value) {
     );
     if v["clients_share_the_server_cores"].as_bool().unwrap_or(false) {
         println!(
-            " note: this machine has {} cores, which the clients share with the server; the two-core ratio then shows the clients' load, not the server's scaling",
-            v["cores"]
+            " note: the clients share the server's cores ({} here); the two-core ratio is then bounded by the clients' and the server's I/O share: at the CPU cost per query above, two cores allow at most {:.0} queries/s",
+            v["cores"],
+            v["two_cores_cpu_bound_qps"].as_f64().unwrap_or(f64::NAN)
         );
     }
 }
