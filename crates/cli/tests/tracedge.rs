@@ -218,3 +218,55 @@ fn closed_enrolment_is_refused_and_stores_nothing() {
     let v: serde_json::Value = serde_json::from_str(status.trim()).unwrap();
     assert_eq!(v["subscribers"], 0, "{status}");
 }
+
+/// An open-enrolment server checks that the key is a point before it stores it: a
+/// client that skips `tacit pir client enroll` and sends a non-canonical encoding or
+/// the identity gets a one-line refusal, and the store keeps no subscriber.
+#[test]
+fn an_enrol_request_whose_key_is_no_point_is_refused_and_stores_nothing() {
+    use tacit_pir::tracedge::EnrollRequest;
+    use tacit_wire::{Decode, Encode, ErrorMessage};
+    let d = dir();
+    let store = d.join("nopoint.sqlite3");
+    let store = store.to_str().unwrap();
+    let init = ok(&run(&["pir", "server", "init", "--store", store, "--rows", "300"]));
+    let pin = init
+        .lines()
+        .find_map(|l| l.strip_prefix("pin").map(|v| v.trim().to_string()))
+        .unwrap();
+    let pin: [u8; 32] = hex::decode(&pin).unwrap().try_into().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let _s = serve(store, port, &["--open-enrollment"]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // 0xff…: not a canonical field element; 0…0: the identity.
+    for (key, why) in [([0xffu8; 32], "canonical"), ([0u8; 32], "identity")] {
+        let reply = rt.block_on(async {
+            let net = tacit_net::NetConfig::default();
+            let tls = tacit_net::tls::checked_server_client(tacit_net::tls::pinned(pin)).unwrap();
+            let mut conn = tacit_net::FramedConn::connect_tls(&addr, &net, tls, "tracedge.tacit.invalid")
+                .await
+                .unwrap();
+            let req = EnrollRequest {
+                public_key: key,
+                label: "mallory".into(),
+            };
+            conn.send(&req.to_wire()).await.unwrap();
+            conn.recv().await.unwrap()
+        });
+        let refusal = ErrorMessage::from_wire(&reply).expect("a refusal, not an enrolment");
+        assert!(refusal.reason.contains(why), "{}", refusal.reason);
+        assert_eq!(refusal.reason.lines().count(), 1, "{}", refusal.reason);
+    }
+    drop(_s);
+    let status = ok(&run(&["pir", "server", "status", "--store", store, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(status.trim()).unwrap();
+    assert_eq!(v["subscribers"], 0, "{status}");
+}

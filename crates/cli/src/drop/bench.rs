@@ -344,16 +344,15 @@ fn bar(len: u64, msg: &'static str) -> ProgressBar {
 }
 
 async fn bench<G: PrimeGroup>(a: &DropBenchArgs) -> Result<()> {
-    let dir = std::env::temp_dir().join(format!("tacit-bench-drop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let dir = crate::util::ScratchDir::new("bench-drop")?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
     let ca = CertificateAuthority::generate(&mut SecureRng::from_os())?;
     let result = if a.load {
-        load::<G>(a, &ca, &dir).await
+        load::<G>(a, &ca, dir.path()).await
     } else {
-        grid::<G>(a, &ca, &dir).await
+        grid::<G>(a, &ca, dir.path()).await
     };
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     result
 }
 

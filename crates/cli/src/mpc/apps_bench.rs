@@ -142,7 +142,7 @@ fn schedule_input(app: AppArg, n: usize, rng: &mut SecureRng) -> ScheduleInput {
             let p = LocationParams::new(n);
             let mid = 1u32 << (p.coord_bits - 1);
             let origin = |rng: &mut SecureRng| {
-                (rng.next_u32() % 4 != 0).then(|| Origin {
+                (!rng.next_u32().is_multiple_of(4)).then(|| Origin {
                     x: mid - 20 + rng.next_u32() % 40,
                     y: mid - 20 + rng.next_u32() % 40,
                     reach: rng.next_u32() % (1 << p.reach_bits),
@@ -157,7 +157,7 @@ fn schedule_input(app: AppArg, n: usize, rng: &mut SecureRng) -> ScheduleInput {
                     .collect(),
             )
         }
-        _ => ScheduleInput::Free((0..n).map(|_| rng.next_u32() % 4 != 0).collect()),
+        _ => ScheduleInput::Free((0..n).map(|_| !rng.next_u32().is_multiple_of(4)).collect()),
     }
 }
 
@@ -347,8 +347,7 @@ fn row(
 /// `tacit bench mpc apps`.
 pub async fn apps(a: AppsArgs) -> Result<()> {
     let exe = std::env::current_exe()?;
-    let dir = std::env::temp_dir().join(format!("tacit-bench-mpc-apps-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let dir = crate::util::ScratchDir::new("bench-mpc-apps")?;
     let mut rng = SecureRng::from_os();
     let ca = SigningKey::generate(&mut rng);
     let state = dir.join("token.state");
@@ -370,7 +369,7 @@ pub async fn apps(a: AppsArgs) -> Result<()> {
     let r = measure(&a, &env).await;
     let _ = token.kill();
     let _ = token.wait();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     let (t2, t3) = r?;
     report(&a, &t2, &t3)
 }

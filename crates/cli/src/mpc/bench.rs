@@ -269,8 +269,7 @@ fn ms(d: Duration) -> f64 {
 
 async fn engine(a: EngineArgs) -> Result<()> {
     let exe = std::env::current_exe()?;
-    let dir = std::env::temp_dir().join(format!("tacit-bench-mpc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let dir = crate::util::ScratchDir::new("bench-mpc")?;
     let aes_file = dir.join("aes_128.txt");
     let sha_file = dir.join("sha256.txt");
     std::fs::write(&aes_file, shipped::AES_128)?;
@@ -421,7 +420,7 @@ async fn engine(a: EngineArgs) -> Result<()> {
     if let Some(s) = seec.get("seec_sha256_x1024_online_ms").and_then(|v| v.as_f64()) {
         j["sha256_x1024_online_vs_seec"] = json!(sha_online / s);
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&j)?);
         return Ok(());

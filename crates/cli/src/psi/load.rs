@@ -280,8 +280,7 @@ pub fn run<G: PrimeGroup>(
 ) -> Result<serde_json::Value> {
     anyhow::ensure!(params.group == G::ID, "group mismatch");
     let exe = std::env::current_exe()?;
-    let dir = std::env::temp_dir().join(format!("tacit-psi-load-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let dir = crate::util::ScratchDir::new("psi-load")?;
     let set_path = dir.join("book.txt");
     let book: Vec<String> = (0..params.max_sender).map(|i| format!("1555{i:07}")).collect();
     std::fs::write(&set_path, book.join("\n"))?;
@@ -340,7 +339,7 @@ pub fn run<G: PrimeGroup>(
         }
     }
     pb.finish_and_clear();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     let points: Vec<LoadPoint> = configs
         .iter()
         .enumerate()

@@ -9,6 +9,37 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use tacit_wire::text::escape_for_display;
 
+/// A scratch folder `tacit-<what>-<pid>` under the temp directory, removed with
+/// everything in it when dropped, so that a bench that stops on an error leaves
+/// nothing behind.
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    /// Creates the folder.
+    pub fn new(what: &str) -> Result<Self> {
+        let dir = std::env::temp_dir().join(format!("tacit-{what}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(ScratchDir(dir))
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// A path inside it.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The longest element accepted in a set file.
 pub const MAX_ELEMENT_LEN: usize = 1024;
 /// The largest set file accepted.
