@@ -763,15 +763,14 @@ pub mod server {
                 .prefix
                 .as_ref()
                 .ok_or_else(|| Error::Config("private mode needs the IBE master public key".into()))?;
-            if self.cache_identity {
-                if let Some(c) = self
+            if self.cache_identity
+                && let Some(c) = self
                     .cached_identity
                     .lock()
                     .map_err(|_| Error::Config("poisoned".into()))?
                     .as_ref()
-                {
-                    return Ok(c.clone());
-                }
+            {
+                return Ok(c.clone());
             }
             let cts = encrypt_to_policy(
                 &pc.mpk,
@@ -780,10 +779,10 @@ pub mod server {
                 &self.creds.blessing.to_wire(),
                 rng,
             )?;
-            if self.cache_identity {
-                if let Ok(mut c) = self.cached_identity.lock() {
-                    *c = Some(cts.clone());
-                }
+            if self.cache_identity
+                && let Ok(mut c) = self.cached_identity.lock()
+            {
+                *c = Some(cts.clone());
             }
             Ok(cts)
         }

@@ -114,11 +114,11 @@ pub fn encode_lists(lists: &[SignedRevocationList]) -> Vec<u8> {
 /// Decodes a [`tags::REVOCATIONS`] message (the lists are not verified here:
 /// `TrustedRoots::apply_revocations` does that).
 pub fn decode_lists(msg: &[u8]) -> Result<Vec<SignedRevocationList>, Error> {
-    if let Ok(env) = Envelope::peek(msg) {
-        if env.tag == tacit_wire::tags::ERROR {
-            let m = <ErrorMessage as tacit_wire::Decode>::from_wire(msg)?;
-            return Err(Error::Refused(m.reason));
-        }
+    if let Ok(env) = Envelope::peek(msg)
+        && env.tag == tacit_wire::tags::ERROR
+    {
+        let m = <ErrorMessage as tacit_wire::Decode>::from_wire(msg)?;
+        return Err(Error::Refused(m.reason));
     }
     let mut r = Reader::new(msg);
     r.envelope(tags::REVOCATIONS, "revocation lists")?;

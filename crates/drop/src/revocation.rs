@@ -185,15 +185,15 @@ impl CertificateAuthority {
         lifetime: u64,
     ) -> Result<(SignedRevocationList, bool)> {
         let lifetime = lifetime.max(2);
-        if let Some(cur) = current {
-            if cur.verify(&self.public_key()).is_ok() {
-                let mut want = revoked.to_vec();
-                want.sort_unstable();
-                want.dedup();
-                let l = &cur.list;
-                if l.accounts == want && now.saturating_add(lifetime / 2) < l.next_update && l.issued_at <= now {
-                    return Ok((cur.clone(), false));
-                }
+        if let Some(cur) = current
+            && cur.verify(&self.public_key()).is_ok()
+        {
+            let mut want = revoked.to_vec();
+            want.sort_unstable();
+            want.dedup();
+            let l = &cur.list;
+            if l.accounts == want && now.saturating_add(lifetime / 2) < l.next_update && l.issued_at <= now {
+                return Ok((cur.clone(), false));
             }
         }
         let sequence = current.map_or(1, |c| c.list.sequence.saturating_add(1));

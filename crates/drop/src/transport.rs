@@ -304,18 +304,17 @@ async fn read_body(
     limit: usize,
     timeout: Duration,
 ) -> core::result::Result<Bytes, HttpResponse> {
-    if let Some(len) = req.headers().get(hyper::header::CONTENT_LENGTH) {
-        if len
+    if let Some(len) = req.headers().get(hyper::header::CONTENT_LENGTH)
+        && len
             .to_str()
             .ok()
             .and_then(|l| l.parse::<usize>().ok())
             .is_some_and(|l| l > limit)
-        {
-            return Err(refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("request body over {limit} bytes"),
-            ));
-        }
+    {
+        return Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body over {limit} bytes"),
+        ));
     }
     match tokio::time::timeout(timeout, Limited::new(req.into_body(), limit).collect()).await {
         Err(_) => Err(refuse(StatusCode::REQUEST_TIMEOUT, "request body too slow")),
@@ -339,12 +338,12 @@ fn status_of(e: &Error) -> StatusCode {
 }
 
 fn record(cfg: &ReceiverConfig<impl PrimeGroup>, body: &[u8]) {
-    if let Some(c) = &cfg.capture {
-        if let Ok(mut f) = c.lock() {
-            use std::io::Write;
-            let _ = f.write_all(&(body.len() as u32).to_be_bytes());
-            let _ = f.write_all(body);
-        }
+    if let Some(c) = &cfg.capture
+        && let Ok(mut f) = c.lock()
+    {
+        use std::io::Write;
+        let _ = f.write_all(&(body.len() as u32).to_be_bytes());
+        let _ = f.write_all(body);
     }
 }
 

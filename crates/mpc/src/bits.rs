@@ -86,7 +86,7 @@ pub fn read_bits_at(src: &[u64], off: usize, dst: &mut [u64], n: usize) {
         };
         dst[k] = lo | hi;
     }
-    if n % 64 != 0 {
+    if !n.is_multiple_of(64) {
         dst[nw - 1] &= (1u64 << (n % 64)) - 1;
     }
 }

@@ -72,7 +72,7 @@ fn xor_packed(r: &mut Reader<'_>, what: &'static str, bits: usize, dst: &mut [u6
         )));
     }
     let bytes = r.fixed(what, nb)?;
-    if bits % 8 != 0 && bytes[nb - 1] >> (bits % 8) != 0 {
+    if !bits.is_multiple_of(8) && bytes[nb - 1] >> (bits % 8) != 0 {
         return Err(Error::Peer(format!("set padding bits in {what}")));
     }
     if dst.len() * 8 < nb {

@@ -80,7 +80,7 @@ proptest! {
 
 fn random_slots(rng: &mut ChaCha20Rng, n: usize) -> Vec<SlotInput> {
     let origin = |rng: &mut ChaCha20Rng| {
-        (rng.next_u32() % 4 != 0).then(|| Origin {
+        (!rng.next_u32().is_multiple_of(4)).then(|| Origin {
             x: 500 + rng.next_u32() % 40,
             y: 500 + rng.next_u32() % 40,
             reach: rng.next_u32() % 16,

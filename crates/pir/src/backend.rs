@@ -75,7 +75,7 @@ impl Table {
                 "a row has 1 to {MAX_ROW_BYTES} bytes, not {row_bytes}"
             )));
         }
-        if data.is_empty() || data.len() % row_bytes as usize != 0 {
+        if data.is_empty() || !data.len().is_multiple_of(row_bytes as usize) {
             return Err(Error::InvalidParams(format!(
                 "a table of {} bytes is not a whole number of {row_bytes}-byte rows",
                 data.len()

@@ -476,10 +476,10 @@ impl ChooserAwaitingAnswer {
                 continue;
             }
             let k = crate::element::value_bytes(&v)?.to_vec();
-            if let Some(e) = self.by_value.get(&k) {
-                if seen.insert(k) {
-                    out.push(e.clone());
-                }
+            if let Some(e) = self.by_value.get(&k)
+                && seen.insert(k)
+            {
+                out.push(e.clone());
             }
         }
         Ok(out)

@@ -6,11 +6,11 @@ use tacit_wire::{Decode, Envelope, ErrorMessage, tags};
 
 /// If `bytes` is an [`ErrorMessage`], the peer refused: surface its reason.
 pub(crate) fn check_refusal(bytes: &[u8]) -> Result<()> {
-    if let Ok(env) = Envelope::peek(bytes) {
-        if env.tag == tags::ERROR {
-            let m = ErrorMessage::from_wire(bytes)?;
-            return Err(Error::PeerRefused(m.reason));
-        }
+    if let Ok(env) = Envelope::peek(bytes)
+        && env.tag == tags::ERROR
+    {
+        let m = ErrorMessage::from_wire(bytes)?;
+        return Err(Error::PeerRefused(m.reason));
     }
     Ok(())
 }

@@ -104,7 +104,7 @@ impl Ciphertext {
 }
 
 fn check_bits(bits: u32) -> Result<()> {
-    if !(MIN_KEY_BITS..=MAX_KEY_BITS).contains(&bits) || bits % 2 != 0 {
+    if !(MIN_KEY_BITS..=MAX_KEY_BITS).contains(&bits) || !bits.is_multiple_of(2) {
         return Err(Error::KeySize(format!(
             "a {bits}-bit modulus is not supported; use an even size from {MIN_KEY_BITS} to {MAX_KEY_BITS} bits"
         )));

@@ -91,10 +91,10 @@ fn check_kty(v: &Value) -> Result<()> {
 /// Reads a public key (checks `kty`, and `alg` if present).
 pub fn read_public_key(v: &Value) -> Result<PublicKey> {
     check_kty(v)?;
-    if let Some(alg) = v.get("alg").and_then(Value::as_str) {
-        if alg != "PAI-GN1" {
-            return Err(err(format!("alg is {alg:?}; only PAI-GN1 (g = n + 1) is supported")));
-        }
+    if let Some(alg) = v.get("alg").and_then(Value::as_str)
+        && alg != "PAI-GN1"
+    {
+        return Err(err(format!("alg is {alg:?}; only PAI-GN1 (g = n + 1) is supported")));
     }
     let n = b64_to_int(field(v, "n")?.as_str().ok_or_else(|| err("\"n\" is not a string"))?)?;
     PublicKey::from_modulus(n)
@@ -104,10 +104,10 @@ pub fn read_public_key(v: &Value) -> Result<PublicKey> {
 pub fn read_private_key(v: &Value, rng: &mut impl CryptoRngCore) -> Result<PrivateKey> {
     check_kty(v)?;
     let ops = v.get("key_ops").and_then(Value::as_array);
-    if let Some(ops) = ops {
-        if !ops.iter().any(|o| o.as_str() == Some("decrypt")) {
-            return Err(err("key_ops does not include \"decrypt\": this is not a private key"));
-        }
+    if let Some(ops) = ops
+        && !ops.iter().any(|o| o.as_str() == Some("decrypt"))
+    {
+        return Err(err("key_ops does not include \"decrypt\": this is not a private key"));
     }
     let pk = read_public_key(field(v, "pub")?)?;
     let s = |k: &str| -> Result<Nat> {

@@ -129,11 +129,11 @@ pub(crate) fn read_element<G: PrimeGroup>(
 
 /// Turns a peer's [`ErrorMessage`] into [`Error::PeerRefused`].
 pub(crate) fn check_refusal(bytes: &[u8]) -> Result<()> {
-    if let Ok(env) = Envelope::peek(bytes) {
-        if env.tag == tags::ERROR {
-            let m = <ErrorMessage as tacit_wire::Decode>::from_wire(bytes)?;
-            return Err(Error::PeerRefused(m.reason));
-        }
+    if let Ok(env) = Envelope::peek(bytes)
+        && env.tag == tags::ERROR
+    {
+        let m = <ErrorMessage as tacit_wire::Decode>::from_wire(bytes)?;
+        return Err(Error::PeerRefused(m.reason));
     }
     Ok(())
 }

@@ -266,11 +266,11 @@ pub async fn query<G: PrimeGroup>(
     let (waiting, request) = Receiver::start(pre);
     conn.send(&request).await?;
     let response = conn.recv().await?;
-    if let Ok(env) = tacit_wire::Envelope::peek(&response) {
-        if env.tag == tacit_wire::tags::ERROR {
-            let m = ErrorMessage::from_wire(&response).map_err(Error::from)?;
-            return Err(QueryError::Refused(m.reason));
-        }
+    if let Ok(env) = tacit_wire::Envelope::peek(&response)
+        && env.tag == tacit_wire::tags::ERROR
+    {
+        let m = ErrorMessage::from_wire(&response).map_err(Error::from)?;
+        return Err(QueryError::Refused(m.reason));
     }
     let binding = conn.channel_binding().copied();
     let intersection = waiting.on_response_bound(&response, binding.as_ref().map_or(&[][..], |b| &b[..]))?;

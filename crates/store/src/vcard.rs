@@ -518,18 +518,18 @@ impl<'o> Parser<'o> {
     }
 
     fn flush_stray(&mut self) {
-        if let State::Outside { stray } = &mut self.state {
-            if let Some((line, count)) = stray.take() {
-                let reason = if count == 1 {
-                    "a line outside any BEGIN:VCARD … END:VCARD block was ignored".to_owned()
-                } else {
-                    format!(
-                        "{count} lines outside any BEGIN:VCARD … END:VCARD block were ignored, \
+        if let State::Outside { stray } = &mut self.state
+            && let Some((line, count)) = stray.take()
+        {
+            let reason = if count == 1 {
+                "a line outside any BEGIN:VCARD … END:VCARD block was ignored".to_owned()
+            } else {
+                format!(
+                    "{count} lines outside any BEGIN:VCARD … END:VCARD block were ignored, \
                          starting here"
-                    )
-                };
-                self.problem(line, reason, false);
-            }
+                )
+            };
+            self.problem(line, reason, false);
         }
     }
 

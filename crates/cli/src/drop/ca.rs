@@ -507,14 +507,14 @@ pub fn stored_revocations(st: &Store, ca: &CaPublicKey) -> Result<Option<Verifie
 /// Keeps `list` unless the store holds a newer one; whether it was stored.
 pub fn keep_revocations(st: &mut Store, list: &VerifiedRevocationList) -> Result<bool> {
     let l = list.list();
-    if let Some(cur) = stored_revocations(st, list.ca())? {
-        if cur.list().sequence() > l.sequence() {
-            bail!(
-                "revocation list {} is older than list {} already held",
-                l.sequence(),
-                cur.list().sequence()
-            );
-        }
+    if let Some(cur) = stored_revocations(st, list.ca())?
+        && cur.list().sequence() > l.sequence()
+    {
+        bail!(
+            "revocation list {} is older than list {} already held",
+            l.sequence(),
+            cur.list().sequence()
+        );
     }
     Ok(st.put_revocation_list(
         &ca_issuer(list.ca()),
@@ -765,11 +765,11 @@ async fn exchange_with_ca(
         .with_context(|| format!("cannot reach the CA at {addr}"))?;
     c.send(request).await?;
     let answer = c.recv().await?;
-    if let Ok(env) = tacit_wire::Envelope::peek(&answer) {
-        if env.tag == tacit_wire::tags::ERROR {
-            let m = <ErrorMessage as tacit_wire::Decode>::from_wire(&answer)?;
-            bail!("the CA refused: {}", crate::util::sanitize(&m.reason));
-        }
+    if let Ok(env) = tacit_wire::Envelope::peek(&answer)
+        && env.tag == tacit_wire::tags::ERROR
+    {
+        let m = <ErrorMessage as tacit_wire::Decode>::from_wire(&answer)?;
+        bail!("the CA refused: {}", crate::util::sanitize(&m.reason));
     }
     Ok(answer)
 }

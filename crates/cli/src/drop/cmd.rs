@@ -358,10 +358,10 @@ impl<G: PrimeGroup> Supply<G> {
         };
         let me = self.clone();
         std::thread::spawn(move || {
-            if let Ok(next) = Self::make(&me.book, &me.params) {
-                if let Ok(mut r) = me.ready.lock() {
-                    *r = Some(next);
-                }
+            if let Ok(next) = Self::make(&me.book, &me.params)
+                && let Ok(mut r) = me.ready.lock()
+            {
+                *r = Some(next);
             }
         });
         Ok(s)
@@ -587,14 +587,14 @@ async fn send<G: PrimeGroup>(
     let current: Arc<Mutex<Option<ProgressBar>>> = Arc::default();
     let c2 = current.clone();
     let events: Arc<transport::Events> = Arc::new(move |e: Event| {
-        if let Event::Progress { name, done, total } = e {
-            if let Ok(mut c) = c2.lock() {
-                let pb = c.get_or_insert_with(|| bar(total, &sanitize(&name)));
-                pb.set_position(done);
-                if done >= total {
-                    pb.finish_and_clear();
-                    *c = None;
-                }
+        if let Event::Progress { name, done, total } = e
+            && let Ok(mut c) = c2.lock()
+        {
+            let pb = c.get_or_insert_with(|| bar(total, &sanitize(&name)));
+            pb.set_position(done);
+            if done >= total {
+                pb.finish_and_clear();
+                *c = None;
             }
         }
     });

@@ -1171,13 +1171,13 @@ pub fn verify_proof(a: VerifyArgs) -> Result<()> {
     let bytes = std::fs::read(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
     let proof = MisbehaviourProof::from_wire(&bytes)
         .with_context(|| format!("{} is not a TracEdge proof", a.file.display()))?;
-    if let Some(k) = &a.server_key {
-        if hex32(k, "--server-key")? != proof.server_key {
-            bail!(
-                "the proof is about server key {}, not {k}",
-                hex::encode(proof.server_key)
-            );
-        }
+    if let Some(k) = &a.server_key
+        && hex32(k, "--server-key")? != proof.server_key
+    {
+        bail!(
+            "the proof is about server key {}, not {k}",
+            hex::encode(proof.server_key)
+        );
     }
     let finding = proof.verify().map_err(|e| anyhow!("the proof does not hold: {e}"))?;
     if a.json {

@@ -389,16 +389,15 @@ fn stored_epoch_sender<G: PrimeGroup>(
         params.max_sender,
         params.lambda
     );
-    if let Some(blob) = st.get_precomputation(&kind, key.epoch(), version)? {
-        if let Ok(pre) = SenderPrecomputation::<G>::from_bytes(&blob) {
-            if let Ok(sender) = Sender::new(params, key.clone(), pre) {
-                eprintln!(
-                    "tacit psi serve: reusing the stored precomputation (key epoch {}, address book version {version})",
-                    key.epoch()
-                );
-                return Ok(sender);
-            }
-        }
+    if let Some(blob) = st.get_precomputation(&kind, key.epoch(), version)?
+        && let Ok(pre) = SenderPrecomputation::<G>::from_bytes(&blob)
+        && let Ok(sender) = Sender::new(params, key.clone(), pre)
+    {
+        eprintln!(
+            "tacit psi serve: reusing the stored precomputation (key epoch {}, address book version {version})",
+            key.epoch()
+        );
+        return Ok(sender);
     }
     let pb = progress(set.len() as u64, "precomputing");
     let pre =

@@ -160,7 +160,7 @@ pub fn map_element(e: &str, sigma: usize) -> (Element, bool) {
             true
         }
     };
-    if sigma % 8 != 0 {
+    if !sigma.is_multiple_of(8) {
         out[0] &= (1u8 << (sigma % 8)) - 1;
     }
     (Element(out), hashed)

@@ -73,7 +73,7 @@ fn network<T, C>(
     let mut out = Vec::with_capacity(n);
     let mut ti = top.into_iter();
     let mut bi = bottom.into_iter();
-    let switched = if n % 2 == 0 { half - 1 } else { half };
+    let switched = if n.is_multiple_of(2) { half - 1 } else { half };
     for _ in 0..switched {
         let (Some(a), Some(b)) = (ti.next(), bi.next()) else {
             unreachable!()
@@ -207,7 +207,7 @@ fn route_into(perm: &[usize], out: &mut Vec<bool>) {
     route_into(&top, out);
     route_into(&bottom, out);
     // Output switches: swapped when output 2j is fed from the bottom.
-    let switched = if n % 2 == 0 { half - 1 } else { half };
+    let switched = if n.is_multiple_of(2) { half - 1 } else { half };
     for j in 0..switched {
         out.push(side[inv[2 * j]]);
     }

@@ -33,7 +33,7 @@ impl TripleShares {
         let w = bits::words_for(len);
         for v in [&mut a, &mut b, &mut c] {
             v.resize(w, 0);
-            if len % 64 != 0 {
+            if !len.is_multiple_of(64) {
                 v[w - 1] &= (1u64 << (len % 64)) - 1;
             }
             if len == 0 {
@@ -92,7 +92,7 @@ impl TripleShares {
         for v in [&mut self.a, &mut self.b, &mut self.c] {
             v[w..].zeroize();
             v.truncate(w);
-            if n % 64 != 0 {
+            if !n.is_multiple_of(64) {
                 v[w - 1] &= (1u64 << (n % 64)) - 1;
             }
             if n == 0 {

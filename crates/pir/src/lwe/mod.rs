@@ -611,7 +611,7 @@ impl LweClient {
         let d = self.params.d();
         let m = self.params.matrix_rows();
         let first = up.first_row as usize;
-        if first % d != 0 || first + d > m || up.rows.len() != d * LWE_N {
+        if !first.is_multiple_of(d) || first + d > m || up.rows.len() != d * LWE_N {
             return Err(Error::InvalidParams(
                 "the update does not cover one slot of the hint".into(),
             ));

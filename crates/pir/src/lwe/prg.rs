@@ -16,7 +16,7 @@ pub(crate) struct MatrixA {
 impl MatrixA {
     /// The expander for `A` with `n` columns (the LWE dimension).
     pub(crate) fn new(seed: &[u8; 16], n: usize) -> Self {
-        debug_assert!(n % 4 == 0);
+        debug_assert!(n.is_multiple_of(4));
         MatrixA {
             cipher: Aes128::new(GenericArray::from_slice(seed)),
             n,

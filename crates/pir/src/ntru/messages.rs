@@ -74,7 +74,7 @@ fn read_ct(r: &mut Reader<'_>) -> tacit_wire::Result<Vec<u32>> {
     let p = NtruParams::PAPER;
     let bytes = r.fixed("ntru ciphertext", p.ciphertext_bytes())?;
     let total = p.n * p.log_q as usize;
-    if total % 8 != 0 && bytes[bytes.len() - 1] >> (total % 8) != 0 {
+    if !total.is_multiple_of(8) && bytes[bytes.len() - 1] >> (total % 8) != 0 {
         return Err(tacit_wire::Error::invalid(
             "ntru ciphertext",
             "padding bits are not zero",

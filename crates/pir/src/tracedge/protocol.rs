@@ -331,10 +331,10 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
     /// Makes `table` current; the previous current table is deprecated and its keys
     /// expire `grace_ms` after `now_ms` (§3.5 rekeying).
     pub fn install(&mut self, table: LiveTable<S>, now_ms: u64) {
-        if let Some(cur) = self.current {
-            if let Some(t) = self.tables.get_mut(&cur) {
-                t.header.expires_ms = now_ms.saturating_add(self.config.grace_ms);
-            }
+        if let Some(cur) = self.current
+            && let Some(t) = self.tables.get_mut(&cur)
+        {
+            t.header.expires_ms = now_ms.saturating_add(self.config.grace_ms);
         }
         let e = table.header.epoch;
         self.tables.insert(e, table);
@@ -731,12 +731,12 @@ impl TracEdgeClient {
         let own_q = own.query(&lwe)?;
         let mut audits = Vec::new();
         let mut audit = None;
-        if self.config.audits > 0 {
-            if let Some(sel) = audit_selection(&params, self.row, self.config.audits, rng) {
-                let mut opening = QueryOpening::new(sel, rng);
-                audits.push(opening.query(&lwe)?);
-                audit = Some(opening);
-            }
+        if self.config.audits > 0
+            && let Some(sel) = audit_selection(&params, self.row, self.config.audits, rng)
+        {
+            let mut opening = QueryOpening::new(sel, rng);
+            audits.push(opening.query(&lwe)?);
+            audit = Some(opening);
         }
         let queries = Queries {
             epoch: header.epoch,
