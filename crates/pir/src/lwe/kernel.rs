@@ -2,33 +2,95 @@
 //! matrix `D` (m × ℓ) and queries `q ∈ Z_{2³²}^ℓ`, for a batch of queries in one pass
 //! over `D`.
 //!
-//! **Exact definition** (what every implementation — this CPU kernel, its scalar
-//! fallback, a GPU kernel — must produce bit for bit):
+//! **Exact definition** (what every implementation — the AVX-512 and AVX2 kernels, the
+//! scalar fallback, a GPU kernel — must produce bit for bit):
 //! `answer[r] = Σ_c D[r][c] · q[c] mod 2³²`, with `D[r][c] ∈ [−128, 127]` read as a
 //! signed integer and the sum taken in the integers.
 //!
 //! **Layout.** `D` is stored in column tiles of `T` columns; inside a tile, in blocks
-//! of 8 rows; inside a block, column pair by column pair, 16 bytes per pair:
-//! `[r0c0 r0c1 r1c0 r1c1 … r7c0 r7c1]`. A tile of a block is `8·T` contiguous bytes,
-//! and a thread that owns a range of blocks streams each tile's part of it
+//! of 16 rows; inside a block, column pair by column pair, 32 bytes per pair:
+//! `[r0c0 r0c1 r1c0 r1c1 … r15c0 r15c1]`. A tile of a block is `16·T` contiguous
+//! bytes, and a thread that owns a range of blocks streams each tile's part of it
 //! sequentially. So one pass over the table serves the whole batch while the
 //! queries' slices for the current tile stay in the L1/L2 cache.
 //!
 //! **Arithmetic.** Each query element is split into two signed 16-bit limbs,
-//! `q = lo + 2¹⁶·hi (mod 2³²)`, and packed per column pair, so that one `vpmaddwd`
-//! computes `D[r][c]·lo_c + D[r][c+1]·lo_{c+1}` for eight rows at once (|·| ≤ 2²³, no
-//! overflow); the 32-bit accumulators wrap, which is exact modulo 2³²; at the end
-//! `answer = Σlo + 2¹⁶·Σhi mod 2³²`.
+//! `q = lo + 2¹⁶·hi (mod 2³²)`, and packed per column pair, so that one multiply-add
+//! of 16-bit pairs computes `D[r][c]·lo_c + D[r][c+1]·lo_{c+1}` for a row in one 32-bit
+//! lane (|·| ≤ 2²³, no overflow); the 32-bit accumulators wrap, which is exact modulo
+//! 2³²; at the end `answer = Σlo + 2¹⁶·Σhi mod 2³²`.
+//!
+//! * **AVX-512 VNNI** (`vpdpwssd`): one instruction multiplies, adds the pair and
+//!   accumulates for the block's 16 rows; a block's column pair is sign-extended once
+//!   (`vpmovsxbw`) and used for up to [`GROUP_512`] queries, whose limbs are broadcast
+//!   from memory. Chosen at run time where the CPU has AVX-512 BW and VNNI.
+//! * **AVX2** (`vpmaddwd` + `vpaddd`, two 8-row halves, [`GROUP_AVX2`] queries).
+//! * **Scalar**: the same sums in portable code.
 #![allow(unsafe_code)]
 
 use rayon::prelude::*;
 
-/// Rows per block.
-const BLOCK: usize = 8;
-/// Blocks processed together by the register kernel.
-const BLOCKS_PER_STEP: usize = 2;
+/// Rows per block (one 512-bit register of 32-bit lanes).
+const BLOCK: usize = 16;
 /// Default tile width in columns.
 const TILE: usize = 512;
+/// Queries per pass over a block in the AVX-512 kernel (2 accumulators each, of 32
+/// registers).
+const GROUP_512: usize = 8;
+/// Queries per pass over a block in the AVX2 kernel (4 accumulators each, of 16).
+const GROUP_AVX2: usize = 3;
+
+/// The instruction set the kernel runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Isa {
+    /// AVX-512 BW + VNNI.
+    Avx512Vnni,
+    /// AVX2.
+    Avx2,
+    /// Portable code.
+    Scalar,
+}
+
+impl Isa {
+    /// The best one this CPU runs.
+    pub(crate) fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512bw") && std::is_x86_feature_detected!("avx512vnni") {
+                return Isa::Avx512Vnni;
+            }
+            if std::is_x86_feature_detected!("avx2") {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Scalar
+    }
+
+    /// Its name, for reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512Vnni => "avx512-vnni",
+            Isa::Avx2 => "avx2",
+            Isa::Scalar => "scalar",
+        }
+    }
+
+    fn group(self) -> usize {
+        match self {
+            Isa::Avx512Vnni => GROUP_512,
+            Isa::Avx2 | Isa::Scalar => GROUP_AVX2,
+        }
+    }
+
+    /// Whether this CPU runs `self` (tests force a lesser one).
+    fn available(self) -> bool {
+        match (self, Isa::detect()) {
+            (Isa::Scalar, _) => true,
+            (Isa::Avx2, d) => d != Isa::Scalar,
+            (Isa::Avx512Vnni, d) => d == Isa::Avx512Vnni,
+        }
+    }
+}
 
 /// A signed 8-bit matrix in the tiled layout described in the module docs.
 #[derive(Clone)]
@@ -74,8 +136,7 @@ impl PreparedQuery {
 impl TiledMatrix {
     /// An all-zero `rows × cols` matrix.
     pub(crate) fn zeros(rows: usize, cols: usize) -> Self {
-        let step = BLOCK * BLOCKS_PER_STEP;
-        let rows_pad = rows.div_ceil(step) * step;
+        let rows_pad = rows.div_ceil(BLOCK).max(1) * BLOCK;
         let tile = TILE.min(cols.div_ceil(2) * 2).max(2);
         let tiles = cols.div_ceil(tile);
         TiledMatrix {
@@ -96,11 +157,7 @@ impl TiledMatrix {
     #[inline]
     fn offset(&self, r: usize, c: usize) -> usize {
         let (t, cc) = (c / self.tile, c % self.tile);
-        t * self.rows_pad * self.tile
-            + (r / BLOCK) * BLOCK * self.tile
-            + (cc / 2) * 2 * BLOCK
-            + (r % BLOCK) * 2
-            + cc % 2
+        t * self.rows_pad * self.tile + in_tile(self.tile, r, cc)
     }
 
     /// Entry `(r, c)`.
@@ -131,7 +188,7 @@ impl TiledMatrix {
                     col.iter_mut().for_each(|v| *v = 0);
                     f(c, &mut col);
                     for (r, &v) in col.iter().enumerate() {
-                        chunk[(r / BLOCK) * BLOCK * tile + (cc / 2) * 2 * BLOCK + (r % BLOCK) * 2 + cc % 2] = v;
+                        chunk[in_tile(tile, r, cc)] = v;
                     }
                 }
             });
@@ -139,64 +196,53 @@ impl TiledMatrix {
 
     /// `D · q mod 2³²` for every query, in one pass over `D`; output `[query][row]`.
     pub(crate) fn mul_batch(&self, queries: &[PreparedQuery]) -> Vec<Vec<u32>> {
+        self.mul_batch_with(Isa::detect(), queries)
+    }
+
+    /// [`Self::mul_batch`] with a chosen instruction set (which this CPU must run).
+    pub(crate) fn mul_batch_with(&self, isa: Isa, queries: &[PreparedQuery]) -> Vec<Vec<u32>> {
+        assert!(isa.available(), "{} does not run on this CPU", isa.name());
         let nq = queries.len();
         if nq == 0 {
             return Vec::new();
         }
-        let step_rows = BLOCK * BLOCKS_PER_STEP;
-        let steps = self.rows_pad / step_rows;
+        let blocks = self.rows_pad / BLOCK;
         let threads = rayon::current_num_threads().max(1);
         // A few chunks per thread for balance; each chunk streams its part of every tile.
-        let chunk_steps = steps.div_ceil(threads * 4).max(1);
-        let chunks: Vec<(usize, usize)> = (0..steps)
-            .step_by(chunk_steps)
-            .map(|s| (s, (s + chunk_steps).min(steps)))
+        let chunk_blocks = blocks.div_ceil(threads * 4).max(1);
+        let chunks: Vec<(usize, usize)> = (0..blocks)
+            .step_by(chunk_blocks)
+            .map(|s| (s, (s + chunk_blocks).min(blocks)))
             .collect();
-        let use_avx2 = avx2_available();
+        let group = isa.group();
+        let npairs = self.tile / 2;
         let parts: Vec<Vec<u32>> = chunks
             .par_iter()
             .map(|&(s0, s1)| {
-                let rows = (s1 - s0) * step_rows;
+                let rows = (s1 - s0) * BLOCK;
                 let mut out = vec![0u32; nq * rows];
+                let empty: &[[i32; 2]] = &[];
+                let mut slices = vec![empty; nq];
                 for t in 0..self.tiles {
                     let tile_base = t * self.rows_pad * self.tile;
-                    let pair0 = t * self.tile / 2;
-                    let npairs = self.tile / 2;
+                    let pair0 = t * npairs;
+                    for (slot, q) in slices.iter_mut().zip(queries) {
+                        *slot = &q.pairs[pair0..pair0 + npairs];
+                    }
                     for s in s0..s1 {
-                        let b0 = tile_base + s * step_rows * self.tile;
-                        let blocks = [
-                            &self.data[b0..b0 + BLOCK * self.tile],
-                            &self.data[b0 + BLOCK * self.tile..b0 + 2 * BLOCK * self.tile],
-                        ];
-                        let row_in_chunk = (s - s0) * step_rows;
-                        let mut g = 0;
-                        while g < nq {
-                            let take = (nq - g).min(3);
-                            // The group's query slices, without a heap allocation per
-                            // group (this loop runs rows/16 · tiles · batch/3 times).
-                            let empty: &[[i32; 2]] = &[];
-                            let mut group = [empty; 3];
-                            for (k, slot) in group.iter_mut().enumerate().take(take) {
-                                *slot = &queries[g + k].pairs[pair0..pair0 + npairs];
-                            }
-                            let qs = &group[..take];
-                            let mut res = [[0u32; BLOCK * BLOCKS_PER_STEP]; 3];
-                            if use_avx2 {
-                                // SAFETY: AVX2 was detected at run time; slices are in bounds
-                                // (each block slice has 8·tile bytes = 16·npairs, each query
-                                // slice npairs pairs).
-                                unsafe { avx2::step(blocks, qs, &mut res) };
-                            } else {
-                                scalar_step(blocks, qs, &mut res);
-                            }
-                            for (k, r) in res.iter().enumerate().take(take) {
-                                let o =
-                                    &mut out[(g + k) * rows + row_in_chunk..(g + k) * rows + row_in_chunk + step_rows];
+                        let b0 = tile_base + s * BLOCK * self.tile;
+                        let block = &self.data[b0..b0 + BLOCK * self.tile];
+                        let row_in_chunk = (s - s0) * BLOCK;
+                        for (g, qs) in slices.chunks(group).enumerate() {
+                            let mut res = [[0u32; BLOCK]; GROUP_512];
+                            step(isa, block, qs, &mut res);
+                            for (k, r) in res.iter().enumerate().take(qs.len()) {
+                                let q = g * group + k;
+                                let o = &mut out[q * rows + row_in_chunk..q * rows + row_in_chunk + BLOCK];
                                 for (a, b) in o.iter_mut().zip(r) {
                                     *a = a.wrapping_add(*b);
                                 }
                             }
-                            g += take;
                         }
                     }
                 }
@@ -205,96 +251,157 @@ impl TiledMatrix {
             .collect();
         let mut answers = vec![vec![0u32; self.rows]; nq];
         for (&(s0, s1), part) in chunks.iter().zip(&parts) {
-            let rows = (s1 - s0) * step_rows;
-            let r0 = s0 * step_rows;
+            let rows = (s1 - s0) * BLOCK;
+            let r0 = s0 * BLOCK;
+            let take = rows.min(self.rows.saturating_sub(r0));
             for (q, ans) in answers.iter_mut().enumerate() {
-                for i in 0..rows {
-                    if r0 + i < self.rows {
-                        ans[r0 + i] = part[q * rows + i];
-                    }
-                }
+                ans[r0..r0 + take].copy_from_slice(&part[q * rows..q * rows + take]);
             }
         }
         answers
     }
 }
 
-/// Whether the AVX2 kernel can run here.
-pub(crate) fn avx2_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+/// Offset of entry `(r, cc)` (`cc` the column inside its tile) from the tile's start.
+#[inline]
+fn in_tile(tile: usize, r: usize, cc: usize) -> usize {
+    (r / BLOCK) * BLOCK * tile + (cc / 2) * 2 * BLOCK + (r % BLOCK) * 2 + cc % 2
+}
+
+/// One block of 16 rows over one tile against the queries `qs` (at most the ISA's
+/// group), into `res[k]` for query `k`.
+fn step(isa: Isa, block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GROUP_512]) {
+    let npairs = block.len() / (2 * BLOCK);
+    assert!(qs.len() <= isa.group() && qs.iter().all(|q| q.len() == npairs));
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `mul_batch_with` checked that the CPU has AVX-512 BW and VNNI; the
+        // block holds 32 bytes per pair and every query slice `npairs` pairs (asserted).
+        Isa::Avx512Vnni => unsafe { avx512::step(block, qs, res) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above, for AVX2.
+        Isa::Avx2 => unsafe { avx2::step(block, qs, res) },
+        _ => scalar_step(block, qs, res),
     }
 }
 
 /// Portable kernel: the same sums with 32-bit wrapping integers.
-fn scalar_step(blocks: [&[i8]; 2], qs: &[&[[i32; 2]]], res: &mut [[u32; 16]; 3]) {
+fn scalar_step(block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GROUP_512]) {
     for (k, q) in qs.iter().enumerate() {
-        for (b, block) in blocks.iter().enumerate() {
-            let mut lo = [0i32; BLOCK];
-            let mut hi = [0i32; BLOCK];
-            for (p, pair) in q.iter().enumerate() {
-                let (l0, l1) = (pair[0] as i16 as i32, (pair[0] >> 16) as i16 as i32);
-                let (h0, h1) = (pair[1] as i16 as i32, (pair[1] >> 16) as i16 as i32);
-                let e = &block[p * 16..p * 16 + 16];
-                for r in 0..BLOCK {
-                    let (d0, d1) = (e[2 * r] as i32, e[2 * r + 1] as i32);
-                    lo[r] = lo[r].wrapping_add(d0 * l0 + d1 * l1);
-                    hi[r] = hi[r].wrapping_add(d0 * h0 + d1 * h1);
-                }
-            }
+        let mut lo = [0i32; BLOCK];
+        let mut hi = [0i32; BLOCK];
+        for (p, pair) in q.iter().enumerate() {
+            let (l0, l1) = (pair[0] as i16 as i32, (pair[0] >> 16) as i16 as i32);
+            let (h0, h1) = (pair[1] as i16 as i32, (pair[1] >> 16) as i16 as i32);
+            let e = &block[p * 2 * BLOCK..(p + 1) * 2 * BLOCK];
             for r in 0..BLOCK {
-                res[k][b * BLOCK + r] = (lo[r] as u32).wrapping_add((hi[r] as u32) << 16);
+                let (d0, d1) = (e[2 * r] as i32, e[2 * r + 1] as i32);
+                lo[r] = lo[r].wrapping_add(d0 * l0 + d1 * l1);
+                hi[r] = hi[r].wrapping_add(d0 * h0 + d1 * h1);
             }
+        }
+        for r in 0..BLOCK {
+            res[k][r] = (lo[r] as u32).wrapping_add((hi[r] as u32) << 16);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{BLOCK, GROUP_512};
+    use core::arch::x86_64::*;
+
+    /// One block against up to eight queries.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 BW and VNNI; `block.len() == 32 · qs[k].len()`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn step(block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GROUP_512]) {
+        match qs.len() {
+            8 => step_g::<8>(block, qs, res),
+            7 => step_g::<7>(block, qs, res),
+            6 => step_g::<6>(block, qs, res),
+            5 => step_g::<5>(block, qs, res),
+            4 => step_g::<4>(block, qs, res),
+            3 => step_g::<3>(block, qs, res),
+            2 => step_g::<2>(block, qs, res),
+            _ => step_g::<1>(block, qs, res),
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    fn step_g<const G: usize>(block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GROUP_512]) {
+        let npairs = qs[0].len();
+        let q: [&[[i32; 2]]; G] = core::array::from_fn(|g| qs[g]);
+        for s in &q {
+            assert_eq!(s.len(), npairs);
+        }
+        assert!(block.len() >= npairs * 32);
+        let zero = _mm512_setzero_si512();
+        let mut lo = [zero; G];
+        let mut hi = [zero; G];
+        let p0 = block.as_ptr();
+        for p in 0..npairs {
+            // SAFETY: p·32 + 32 ≤ block.len() (asserted above).
+            let t = _mm512_cvtepi8_epi16(unsafe { _mm256_loadu_si256(p0.add(p * 32) as *const __m256i) });
+            for g in 0..G {
+                // SAFETY: p < npairs == q[g].len().
+                let pair = unsafe { *q[g].get_unchecked(p) };
+                lo[g] = _mm512_dpwssd_epi32(lo[g], t, _mm512_set1_epi32(pair[0]));
+                hi[g] = _mm512_dpwssd_epi32(hi[g], t, _mm512_set1_epi32(pair[1]));
+            }
+        }
+        for g in 0..G {
+            let v = _mm512_add_epi32(lo[g], _mm512_slli_epi32::<16>(hi[g]));
+            // SAFETY: res[g] has 16 lanes of u32 = 64 bytes.
+            unsafe { _mm512_storeu_si512(res[g].as_mut_ptr() as *mut __m512i, v) };
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
+    use super::{BLOCK, GROUP_512};
     use core::arch::x86_64::*;
 
-    /// Two blocks of 8 rows against up to three queries over one tile.
+    /// One block (as two halves of 8 rows) against up to three queries.
     ///
     /// # Safety
-    /// The CPU must support AVX2; `blocks[i].len() == 16 · qs[k].len()` for all `i, k`.
+    /// The CPU must support AVX2; `block.len() == 32 · qs[k].len()`.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn step(blocks: [&[i8]; 2], qs: &[&[[i32; 2]]], res: &mut [[u32; 16]; 3]) {
+    pub(super) unsafe fn step(block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GROUP_512]) {
         match qs.len() {
-            3 => step_g::<3>(blocks, [qs[0], qs[1], qs[2]], res),
-            2 => step_g::<2>(blocks, [qs[0], qs[1]], res),
-            _ => step_g::<1>(blocks, [qs[0]], res),
+            3 => step_g::<3>(block, qs, res),
+            2 => step_g::<2>(block, qs, res),
+            _ => step_g::<1>(block, qs, res),
         }
     }
 
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn step_g<const G: usize>(blocks: [&[i8]; 2], qs: [&[[i32; 2]]; G], res: &mut [[u32; 16]; 3]) {
+    fn step_g<const G: usize>(block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GROUP_512]) {
         let npairs = qs[0].len();
-        for q in &qs {
-            assert_eq!(q.len(), npairs);
+        let q: [&[[i32; 2]]; G] = core::array::from_fn(|g| qs[g]);
+        for s in &q {
+            assert_eq!(s.len(), npairs);
         }
-        assert!(blocks[0].len() >= npairs * 16 && blocks[1].len() >= npairs * 16);
+        assert!(block.len() >= npairs * 32);
         let zero = _mm256_setzero_si256();
         let mut lo = [[zero; 2]; G];
         let mut hi = [[zero; 2]; G];
-        let p0 = blocks[0].as_ptr();
-        let p1 = blocks[1].as_ptr();
+        let p0 = block.as_ptr();
         for p in 0..npairs {
-            // SAFETY: p·16 + 16 ≤ len checked above.
+            // SAFETY: p·32 + 32 ≤ block.len() (asserted above).
             let (t0, t1) = unsafe {
                 (
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p0.add(p * 16) as *const __m128i)),
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p1.add(p * 16) as *const __m128i)),
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p0.add(p * 32) as *const __m128i)),
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p0.add(p * 32 + 16) as *const __m128i)),
                 )
             };
             for g in 0..G {
-                // SAFETY: p < npairs == qs[g].len().
-                let pair = unsafe { *qs[g].get_unchecked(p) };
+                // SAFETY: p < npairs == q[g].len().
+                let pair = unsafe { *q[g].get_unchecked(p) };
                 let l = _mm256_set1_epi32(pair[0]);
                 let h = _mm256_set1_epi32(pair[1]);
                 lo[g][0] = _mm256_add_epi32(lo[g][0], _mm256_madd_epi16(t0, l));
@@ -306,10 +413,8 @@ mod avx2 {
         for g in 0..G {
             for b in 0..2 {
                 let v = _mm256_add_epi32(lo[g][b], _mm256_slli_epi32(hi[g][b], 16));
-                let mut out = [0u32; 8];
-                // SAFETY: out has 8 lanes of u32 = 32 bytes.
-                unsafe { _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, v) };
-                res[g][b * 8..b * 8 + 8].copy_from_slice(&out);
+                // SAFETY: res[g][8b..8b+8] is 8 lanes of u32 = 32 bytes.
+                unsafe { _mm256_storeu_si256(res[g][b * 8..].as_mut_ptr() as *mut __m256i, v) };
             }
         }
     }
@@ -334,7 +439,18 @@ mod tests {
     #[test]
     fn kernel_matches_plain_product() {
         let mut rng = ChaCha20Rng::seed_from_u64(7);
-        for &(m, l, nq) in &[(1, 1, 1), (17, 3, 2), (40, 1030, 4), (33, 513, 7), (5, 2000, 3)] {
+        // Row counts around the 16-row block, column counts around the 512-column tile,
+        // batch sizes around the groups of 3 (AVX2) and 8 (AVX-512).
+        for &(m, l, nq) in &[
+            (1, 1, 1),
+            (17, 3, 2),
+            (40, 1030, 4),
+            (33, 513, 7),
+            (5, 2000, 3),
+            (16, 512, 8),
+            (47, 1100, 9),
+            (64, 700, 19),
+        ] {
             let d: Vec<Vec<i8>> = (0..m).map(|_| (0..l).map(|_| rng.next_u32() as i8).collect()).collect();
             let mut t = TiledMatrix::zeros(m, l);
             t.fill_columns(|c, col| {
@@ -349,23 +465,28 @@ mod tests {
             }
             let qs: Vec<Vec<u32>> = (0..nq).map(|_| (0..l).map(|_| rng.next_u32()).collect()).collect();
             let prepared: Vec<_> = qs.iter().map(|q| PreparedQuery::new(q, &t)).collect();
-            let got = t.mul_batch(&prepared);
-            for (q, g) in qs.iter().zip(&got) {
-                assert_eq!(g, &plain(&d, q));
-            }
-            // The portable kernel gives the same answers.
-            let mut res = [[0u32; 16]; 3];
-            if m >= 16 {
-                let blocks = [&t.data[..8 * t.tile], &t.data[8 * t.tile..16 * t.tile]];
-                let slices: Vec<&[[i32; 2]]> = prepared.iter().take(3).map(|p| &p.pairs[..t.tile / 2]).collect();
-                scalar_step(blocks, &slices, &mut res);
-                if avx2_available() {
-                    let mut res2 = [[0u32; 16]; 3];
-                    unsafe { avx2::step(blocks, &slices, &mut res2) };
-                    assert_eq!(res, res2);
+            // Every kernel this CPU runs (the portable one always) gives the plain sums.
+            for isa in ALL.into_iter().filter(|i| i.available()) {
+                let got = t.mul_batch_with(isa, &prepared);
+                for (q, g) in qs.iter().zip(&got) {
+                    assert_eq!(g, &plain(&d, q), "{} at {m} x {l}, {nq} queries", isa.name());
                 }
             }
         }
+    }
+
+    const ALL: [Isa; 3] = [Isa::Avx512Vnni, Isa::Avx2, Isa::Scalar];
+
+    #[test]
+    fn the_kernel_in_use_is_the_best_this_cpu_runs() {
+        let best = Isa::detect();
+        assert!(best.available());
+        for isa in ALL {
+            if isa.available() {
+                assert!(isa.group() <= GROUP_512);
+            }
+        }
+        eprintln!("lwe kernel on this CPU: {}", best.name());
     }
 
     #[test]
@@ -374,9 +495,11 @@ mod tests {
         let mut t = TiledMatrix::zeros(m, l);
         t.fill_columns(|_, col| col.iter_mut().for_each(|v| *v = -128));
         for q in [vec![0x8000_8000u32; l], vec![u32::MAX; l], vec![0x7fff_7fffu32; l]] {
-            let got = t.mul_batch(&[PreparedQuery::new(&q, &t)]);
             let want = (q[0].wrapping_mul((-128i32) as u32)).wrapping_mul(l as u32);
-            assert!(got[0].iter().all(|&v| v == want));
+            for isa in ALL.into_iter().filter(|i| i.available()) {
+                let got = t.mul_batch_with(isa, &[PreparedQuery::new(&q, &t)]);
+                assert!(got[0].iter().all(|&v| v == want), "{}", isa.name());
+            }
         }
     }
 }
