@@ -432,6 +432,7 @@ fn backends(a: &BackendsArgs) -> Result<()> {
         "threads": threads,
         "avx2": std::is_x86_feature_detected!("avx2"),
         "avx512_vnni": std::is_x86_feature_detected!("avx512vnni"),
+        "lwe_kernel": tacit_pir::lwe::kernel_name(),
         "shapes": shapes,
         "small_shapes": small,
         "ntru_paper": ntru,
@@ -455,8 +456,8 @@ fn f(v: &Value) -> String {
 
 fn print_text(out: &Value) {
     println!(
-        "threads {}, avx2 {}, avx512-vnni {}",
-        out["threads"], out["avx2"], out["avx512_vnni"]
+        "threads {}, avx2 {}, avx512-vnni {}, lwe kernel {}",
+        out["threads"], out["avx2"], out["avx512_vnni"], out["lwe_kernel"]
     );
     for group in ["shapes", "small_shapes"] {
         for s in out[group].as_array().into_iter().flatten() {

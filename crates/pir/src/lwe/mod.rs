@@ -78,6 +78,12 @@ pub struct LweParams {
     seed: [u8; 16],
 }
 
+/// The server kernel this CPU runs (`avx512-vnni`, `avx2` or `scalar`; chosen at run
+/// time; `docs/pir.md`, "The server kernel").
+pub fn kernel_name() -> &'static str {
+    kernel::Isa::detect().name()
+}
+
 /// The failure probability exponent for one symbol: `log₂ P[|D_r·e| ≥ Δ/2]` bound.
 pub fn failure_log2(log_p: u32, cols: u64) -> f64 {
     let p = (1u64 << log_p) as f64;
