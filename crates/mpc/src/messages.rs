@@ -49,17 +49,7 @@ pub fn packed_len(bits: usize) -> usize {
 fn put_packed(w: &mut Writer, words: &[u64], bits: usize) {
     let nb = packed_len(bits);
     w.put_count(nb);
-    let mut left = nb;
-    for word in words {
-        if left == 0 {
-            break;
-        }
-        let b = word.to_le_bytes();
-        let take = left.min(8);
-        w.put_fixed(&b[..take]);
-        left -= take;
-    }
-    debug_assert_eq!(left, 0);
+    w.put_words_le(words, nb);
 }
 
 /// Reads a packed string of exactly `bits` bits and XORs it into `dst`.

@@ -155,6 +155,27 @@ impl Writer {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// Writes the first `len` bytes of `words` as little-endian bytes, no prefix
+    /// (packed bit strings; one pass instead of a call per word).
+    ///
+    /// # Panics
+    /// If `words` holds fewer than `len` bytes.
+    pub fn put_words_le(&mut self, words: &[u64], len: usize) {
+        assert!(words.len() * 8 >= len, "{len} bytes from {} words", words.len());
+        let start = self.buf.len();
+        self.buf.resize(start + len, 0);
+        let mut out = self.buf[start..].chunks_exact_mut(8);
+        let mut it = words.iter();
+        for (o, w) in (&mut out).zip(&mut it) {
+            o.copy_from_slice(&w.to_le_bytes());
+        }
+        let tail = out.into_remainder();
+        if let Some(w) = it.next() {
+            let n = tail.len();
+            tail.copy_from_slice(&w.to_le_bytes()[..n]);
+        }
+    }
+
     /// Writes a `u32` length prefix and the bytes.
     ///
     /// # Panics
@@ -469,6 +490,20 @@ impl Decode for ErrorMessage {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn words_le_are_their_bytes_in_order(words in proptest::collection::vec(any::<u64>(), 0..9), cut in 0usize..8) {
+            let len = (words.len() * 8).saturating_sub(cut);
+            let mut w = Writer::new();
+            w.put_u8(0xaa);
+            w.put_words_le(&words, len);
+            let want: Vec<u8> = std::iter::once(0xaa)
+                .chain(words.iter().flat_map(|x| x.to_le_bytes()).take(len))
+                .collect();
+            prop_assert_eq!(w.into_bytes(), want);
+        }
+    }
 
     #[test]
     fn with_wire_sees_the_same_bytes_as_to_wire_and_nests() {
