@@ -251,7 +251,9 @@ impl<'c> Online<'c> {
             )));
         }
         let words = bits::words_for(n);
-        let mut vals = vec![0u64; c.num_wires() * words];
+        // One row of words per slot (wires alive at once), not per wire.
+        let mut vals = vec![0u64; lc.slots() * words];
+        let slot = lc.input_slots();
         let mut own = Prg::new(own_seed, INPUT_MASK_D);
         let mut peer = Prg::new(peer_seed, INPUT_MASK_D);
         let mut mask = vec![0u64; words];
@@ -278,7 +280,8 @@ impl<'c> Online<'c> {
                 }
                 for k in 0..width {
                     own.fill_words(&mut mask);
-                    let w = &mut vals[(off + k) * words..(off + k + 1) * words];
+                    let sk = slot[off + k] as usize;
+                    let w = &mut vals[sk * words..(sk + 1) * words];
                     w.copy_from_slice(&mask);
                     for (j, inst) in val.iter().enumerate() {
                         if inst[k] {
@@ -291,7 +294,8 @@ impl<'c> Online<'c> {
                     return Err(Error::Input(format!("input {i} belongs to the peer")));
                 }
                 for k in 0..width {
-                    peer.fill_words(&mut vals[(off + k) * words..(off + k + 1) * words]);
+                    let sk = slot[off + k] as usize;
+                    peer.fill_words(&mut vals[sk * words..(sk + 1) * words]);
                 }
             }
         }
@@ -331,7 +335,7 @@ impl<'c> Online<'c> {
         let c = self.lc.circuit();
         let out_bits = c.total_output_bits() * self.n;
         let mut mine = vec![0u64; bits::words_for(out_bits)];
-        for (o, &w) in c.output_wires().iter().enumerate() {
+        for (o, &w) in self.lc.output_slots().iter().enumerate() {
             let base = w as usize * self.words;
             bits::xor_bits_at(&mut mine, o * self.n, &self.vals[base..base + self.words], self.n);
         }
