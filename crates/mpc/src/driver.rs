@@ -8,6 +8,12 @@
 //! ── layer 1: d‖e ⇄ d‖e ─ … ─ layer d(f): d‖e ⇄ d‖e ──────────────────────  online
 //! ── output shares ⇄ output shares ────────────────────────────────────────  online
 //! ```
+//!
+//! The online phase is a chain of `d(f)` exchanges in which neither party can do
+//! anything while it waits, so its messages go through
+//! [`FramedConn::exchange_spin`]: the socket is polled for up to
+//! [`SessionConfig::spin`] before the task parks, which takes the scheduler's
+//! wake-up latency off every layer.
 
 use crate::circuit::LayeredCircuit;
 use crate::gmw::{Online, OutputTo, Outputs, PartyInputs, Step};
@@ -88,6 +94,10 @@ pub struct RunReport {
     pub hello_wait: std::time::Duration,
     /// Layers and output opening.
     pub online: PhaseStats,
+    /// The part of `online.time` this party spent computing (its share of the inputs,
+    /// every layer's message and the gates after it, the outputs); the rest is
+    /// waiting for the peer's messages and moving bytes.
+    pub online_compute: Duration,
     /// Triples consumed.
     pub triples: usize,
 }
@@ -104,7 +114,15 @@ pub struct SessionConfig {
     /// A digest of the application's parameters that both must agree on (zero when
     /// the circuit says everything).
     pub context: [u8; 32],
+    /// How long the online phase polls the socket for the peer's layer message before
+    /// it parks on the reactor ([`FramedConn::exchange_spin`]); zero parks at once.
+    /// Not part of the agreement: each party chooses its own.
+    pub spin: Duration,
 }
+
+/// The default [`SessionConfig::spin`]: a layer's message usually arrives within tens
+/// of µs of our own; past this the peer is slow and polling would only burn a core.
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(200);
 
 impl SessionConfig {
     /// `instances` instances, inputs owned by `owners`, outputs to both, no context.
@@ -114,7 +132,14 @@ impl SessionConfig {
             owners,
             outputs: OutputTo::Both,
             context: [0; 32],
+            spin: DEFAULT_SPIN,
         }
+    }
+
+    /// Sets how long the online phase polls before it parks (zero: never polls).
+    pub fn with_spin(mut self, spin: Duration) -> Self {
+        self.spin = spin;
+        self
     }
 
     /// Opens the outputs only to `to`.
@@ -242,6 +267,8 @@ pub async fn run<S: TripleSource>(
     let t1 = Instant::now();
     let (s1, r1) = (conn.bytes_sent(), conn.bytes_received());
     let mut rounds = 0;
+    let mut compute = Duration::ZERO;
+    let c0 = Instant::now();
     let mut step = Online::start_to(
         lc,
         party,
@@ -253,17 +280,25 @@ pub async fn run<S: TripleSource>(
         triples,
         cfg.outputs,
     )?;
+    compute += c0.elapsed();
     let outputs = loop {
         match step {
             Step::Layer(state, msg) => {
-                let got = exchange(conn, &msg).await?;
+                let got = conn.exchange_spin(&msg, cfg.spin).await?;
+                refused(&got)?;
                 rounds += 1;
+                let c0 = Instant::now();
                 step = state.on_layer(&got)?;
+                compute += c0.elapsed();
             }
             Step::Reveal(state, msg) => {
-                let got = exchange(conn, &msg).await?;
+                let got = conn.exchange_spin(&msg, cfg.spin).await?;
+                refused(&got)?;
                 rounds += 1;
-                break state.on_outputs(&got)?;
+                let c0 = Instant::now();
+                let out = state.on_outputs(&got)?;
+                compute += c0.elapsed();
+                break out;
             }
         }
     };
@@ -278,6 +313,7 @@ pub async fn run<S: TripleSource>(
         outputs,
         setup,
         online,
+        online_compute: compute,
         triples: count,
     })
 }

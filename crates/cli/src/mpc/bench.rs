@@ -70,6 +70,11 @@ pub struct EngineArgs {
     /// JSON written by bench/seec.sh (SEEC's times in this run's conditions).
     #[arg(long, value_name = "FILE")]
     seec: Option<PathBuf>,
+    /// Microseconds both parties poll for a layer message before they sleep (`tacit mpc
+    /// run --spin-us`); the loopback floor's round trip is measured the same way, and
+    /// one more run of each circuit with 0 (sleep at once) is reported beside it.
+    #[arg(long, value_name = "µS", default_value_t = 200)]
+    spin_us: u64,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -81,6 +86,9 @@ pub struct EchoArgs {
     /// Where the bench listens.
     #[arg(long)]
     connect: String,
+    /// Poll for each frame this long before sleeping.
+    #[arg(long, default_value_t = 0)]
+    spin_us: u64,
 }
 
 pub fn run_cmd(c: MpcBenchCommand) -> Result<()> {
@@ -96,8 +104,9 @@ pub fn run_cmd(c: MpcBenchCommand) -> Result<()> {
 async fn echo(a: EchoArgs) -> Result<()> {
     let cfg = NetConfig::default().with_max_frame_at_least(8 << 20);
     let mut c = FramedConn::connect(a.connect.as_str(), &cfg).await?;
+    let spin = Duration::from_micros(a.spin_us);
     loop {
-        let f = match c.recv().await {
+        let f = match c.recv_spin(spin).await {
             Ok(f) => f,
             Err(tacit_net::Error::Closed) => return Ok(()),
             Err(e) => return Err(e.into()),
@@ -110,16 +119,22 @@ async fn echo(a: EchoArgs) -> Result<()> {
 }
 
 struct Floor {
+    /// Round trip of a small frame, both ends polling as the online phase does.
     rtt: Duration,
+    /// The same with both ends sleeping until the frame arrives.
+    rtt_parked: Duration,
     bytes_per_s: f64,
 }
 
-async fn measure_floor(exe: &Path) -> Result<Floor> {
+/// Median round trip of a 4-byte frame to an echo process, both ends polling for
+/// `spin` (zero: sleeping at once).
+async fn measure_rtt(exe: &Path, spin: Duration) -> Result<(Duration, FramedConn, Child)> {
     let cfg = NetConfig::default().with_max_frame_at_least(8 << 20);
     let l = FramedListener::bind("127.0.0.1:0", &cfg).await?;
     let addr = l.local_addr()?;
-    let mut child = Command::new(exe)
+    let child = Command::new(exe)
         .args(["bench", "mpc", "echo", "--connect", &addr.to_string()])
+        .args(["--spin-us", &spin.as_micros().to_string()])
         .stdin(Stdio::null())
         .spawn()?;
     let mut c = l.accept().await?;
@@ -127,13 +142,20 @@ async fn measure_floor(exe: &Path) -> Result<Floor> {
     for i in 0..400 {
         let t = Instant::now();
         c.send(&[0, 1, 2, 3]).await?;
-        c.recv().await?;
+        c.recv_spin(spin).await?;
         if i >= 50 {
             rtts.push(t.elapsed());
         }
     }
     rtts.sort();
-    let rtt = rtts[rtts.len() / 2];
+    Ok((rtts[rtts.len() / 2], c, child))
+}
+
+async fn measure_floor(exe: &Path, spin: Duration) -> Result<Floor> {
+    let (rtt_parked, c, mut child) = measure_rtt(exe, Duration::ZERO).await?;
+    drop(c);
+    let _ = child.wait();
+    let (rtt, mut c, mut child) = measure_rtt(exe, spin).await?;
     let big = vec![7u8; 4 << 20];
     let t = Instant::now();
     let rounds = 32;
@@ -146,7 +168,11 @@ async fn measure_floor(exe: &Path) -> Result<Floor> {
     let bytes_per_s = (rounds * big.len()) as f64 / t.elapsed().as_secs_f64();
     drop(c);
     let _ = child.wait();
-    Ok(Floor { rtt, bytes_per_s })
+    Ok(Floor {
+        rtt,
+        rtt_parked,
+        bytes_per_s,
+    })
 }
 
 fn aes_ctr_floor() -> f64 {
@@ -208,6 +234,7 @@ async fn session(
     triples: &str,
     token_addr: Option<&str>,
     ca_hex: &str,
+    spin: Duration,
 ) -> Result<Online> {
     let port = free_port()?;
     let addr = format!("127.0.0.1:{port}");
@@ -226,6 +253,8 @@ async fn session(
         &n.to_string(),
         "--random-inputs",
         "--json",
+        "--spin-us",
+        &spin.as_micros().to_string(),
         "--circuit",
     ]
     .iter()
@@ -247,7 +276,7 @@ async fn session(
             None,
         ],
     };
-    let cfg_s = SessionConfig::new(n, default_owners(2));
+    let cfg_s = SessionConfig::new(n, default_owners(2)).with_spin(spin);
     let report = if triples == "token" {
         let taddr = token_addr.ok_or_else(|| anyhow!("no token"))?;
         let mut holder = super::cmd::connect_token(taddr, None).await?;
@@ -285,7 +314,8 @@ async fn engine(a: EngineArgs) -> Result<()> {
     std::fs::write(&state, TokenState::manufacture(&ca, "bench", &mut rng).to_wire())?;
     let tport = free_port()?;
     let taddr = format!("127.0.0.1:{tport}");
-    let sessions = 2 * a.runs as u64 + 1;
+    // Two circuits × runs, two parked runs, and the rate measurement.
+    let sessions = 2 * a.runs as u64 + 3;
     let mut token = Command::new(&exe)
         .args(["mpc", "token", "serve", "--state"])
         .arg(&state)
@@ -315,28 +345,36 @@ async fn engine(a: EngineArgs) -> Result<()> {
     drop(holder);
 
     // 2. Loopback floor.
-    let floor = measure_floor(&exe).await?;
+    let spin = Duration::from_micros(a.spin_us);
+    let floor = measure_floor(&exe, spin).await?;
 
-    // 3. Online, token triples.
+    // 3. Online, token triples; then once each with both parties sleeping at once.
     let mut aes_runs = Vec::new();
     let mut sha_runs = Vec::new();
+    let aes_run = |spin| session(&exe, &aes_file, &aes, 1, "token", Some(&taddr), &ca_hex, spin);
+    let sha_run = |spin| {
+        session(
+            &exe,
+            &sha_file,
+            &sha,
+            a.sha_instances,
+            "token",
+            Some(&taddr),
+            &ca_hex,
+            spin,
+        )
+    };
     for _ in 0..a.runs {
-        aes_runs.push(
-            session(&exe, &aes_file, &aes, 1, "token", Some(&taddr), &ca_hex)
-                .await
-                .context("aes_128 ×1")?,
-        );
-        sha_runs.push(
-            session(&exe, &sha_file, &sha, a.sha_instances, "token", Some(&taddr), &ca_hex)
-                .await
-                .context("sha256 ×N")?,
-        );
+        aes_runs.push(aes_run(spin).await.context("aes_128 ×1")?);
+        sha_runs.push(sha_run(spin).await.context("sha256 ×N")?);
     }
+    let aes_parked = aes_run(Duration::ZERO).await.context("aes_128 ×1, parked")?;
+    let sha_parked = sha_run(Duration::ZERO).await.context("sha256 ×N, parked")?;
     let _ = token.kill();
     let _ = token.wait();
 
     // 4. OT triples/s: the setup of aes_128 × ot_aes_instances with OT extension.
-    let ot = session(&exe, &aes_file, &aes, a.ot_aes_instances, "ot", None, &ca_hex)
+    let ot = session(&exe, &aes_file, &aes, a.ot_aes_instances, "ot", None, &ca_hex, spin)
         .await
         .context("OT setup")?;
     let ot_triples = ot.report.triples as f64;
@@ -368,8 +406,8 @@ async fn engine(a: EngineArgs) -> Result<()> {
     let phase = |o: &Online| {
         json!({
             "setup": {"ms": ms(o.report.setup.time), "hello_wait_ms": ms(o.report.hello_wait), "bytes_sent": o.report.setup.bytes_sent, "bytes_received": o.report.setup.bytes_received},
-            "online": {"ms": ms(o.report.online.time), "rounds": o.report.online.rounds, "bytes_sent": o.report.online.bytes_sent, "bytes_received": o.report.online.bytes_received},
-            "peer_online_ms": o.peer["online_ms"], "peer_setup_ms": o.peer["setup_ms"],
+            "online": {"ms": ms(o.report.online.time), "compute_ms": ms(o.report.online_compute), "rounds": o.report.online.rounds, "bytes_sent": o.report.online.bytes_sent, "bytes_received": o.report.online.bytes_received},
+            "peer_online_ms": o.peer["online_ms"], "peer_online_compute_ms": o.peer["online_compute_ms"], "peer_setup_ms": o.peer["setup_ms"],
         })
     };
     let mut j = json!({
@@ -384,6 +422,10 @@ async fn engine(a: EngineArgs) -> Result<()> {
         "ot_setup_bytes_sent": ot.report.setup.bytes_sent,
         "ot_triples_per_s": ot_rate,
         "loopback_rtt_us": floor.rtt.as_secs_f64() * 1e6,
+        "loopback_rtt_parked_us": floor.rtt_parked.as_secs_f64() * 1e6,
+        "spin_us": a.spin_us,
+        "aes128_online_parked_ms": ms(aes_parked.report.online.time),
+        "sha256_x1024_online_parked_ms": ms(sha_parked.report.online.time),
         "loopback_bytes_per_s": floor.bytes_per_s,
         "aes128_and_gates": aes.and_gates(), "aes128_and_depth": aes.and_depth(),
         "sha256_and_gates": sha.and_gates(), "sha256_and_depth": sha.and_depth(),
@@ -447,8 +489,10 @@ async fn engine(a: EngineArgs) -> Result<()> {
         ),
     }
     println!(
-        "  loopback           RTT {:.1} µs, {:.2} GB/s",
+        "  loopback           RTT {:.1} µs polling {} µs ({:.1} µs sleeping), {:.2} GB/s",
         floor.rtt.as_secs_f64() * 1e6,
+        a.spin_us,
+        floor.rtt_parked.as_secs_f64() * 1e6,
         floor.bytes_per_s / 1e9
     );
     println!(
@@ -469,6 +513,11 @@ async fn engine(a: EngineArgs) -> Result<()> {
         sha_floor,
         sha_online / sha_floor,
         sha_setup
+    );
+    println!(
+        "  sleeping at once   aes_128 online {:.2} ms, sha256 online {:.1} ms (one run each)",
+        ms(aes_parked.report.online.time),
+        ms(sha_parked.report.online.time)
     );
     if let Some(s) = seec.get("seec_aes128_online_ms").and_then(|v| v.as_f64()) {
         println!("  SEEC aes_128 online {s:.1} ms: ours/SEEC = {:.3}", aes_online / s);
