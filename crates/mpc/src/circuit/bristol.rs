@@ -46,12 +46,18 @@ fn err(line: usize, why: impl Into<String>) -> Error {
 }
 
 fn num(tok: Option<&str>, line: usize, what: &str) -> Result<u32, Error> {
-    let t = tok.ok_or_else(|| err(line, format!("{what} is missing")))?;
+    num_named(tok, line, || what.to_string())
+}
+
+/// [`num`] with the name built only for an error (a gate line reads up to four
+/// numbers, and a circuit has up to millions of lines).
+fn num_named(tok: Option<&str>, line: usize, what: impl Fn() -> String) -> Result<u32, Error> {
+    let t = tok.ok_or_else(|| err(line, format!("{} is missing", what())))?;
     if t.is_empty() || !t.bytes().all(|c| c.is_ascii_digit()) {
-        return Err(err(line, format!("{what} {t:?} is not a number")));
+        return Err(err(line, format!("{} {t:?} is not a number", what())));
     }
     t.parse::<u32>()
-        .map_err(|_| err(line, format!("{what} {t} does not fit 32 bits")))
+        .map_err(|_| err(line, format!("{} {t} does not fit 32 bits", what())))
 }
 
 /// Parses Bristol Fashion text with the default limits.
@@ -147,10 +153,10 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
         ins.clear();
         outs.clear();
         for i in 0..nin {
-            ins.push(num(t.next(), ln, &format!("input wire {i}"))?);
+            ins.push(num_named(t.next(), ln, || format!("input wire {i}"))?);
         }
         for i in 0..nout {
-            outs.push(num(t.next(), ln, &format!("output wire {i}"))?);
+            outs.push(num_named(t.next(), ln, || format!("output wire {i}"))?);
         }
         let op = t.next().ok_or_else(|| err(ln, "the gate type is missing"))?;
         if t.next().is_some() {
