@@ -20,7 +20,7 @@
 //! keystream and the owner's share is its input XOR that keystream.
 
 use crate::bits;
-use crate::circuit::{LayeredCircuit, eval_gate_words};
+use crate::circuit::{Gate, LayeredCircuit, eval_gate_words};
 use crate::messages::{LayerMessage, OutputMessage};
 use crate::prg::{Prg, Seed};
 use crate::triples::TripleShares;
@@ -321,7 +321,23 @@ impl<'c> Online<'c> {
 
     fn linear(&mut self, layer: usize) {
         let holds = self.party == Party::A;
-        for g in &self.lc.layers()[layer].linear {
+        let gates = &self.lc.layers()[layer].linear;
+        if self.words == 1 {
+            // Up to 64 instances: one word per wire, so the gate's dispatch is the
+            // cost; a plain loop over the words (aes_128 ×1: ~500 free gates a layer).
+            let (v, one) = (&mut self.vals, if holds { self.ones[0] } else { 0 });
+            for g in gates {
+                match *g {
+                    Gate::Xor { a, b, out } => v[out as usize] = v[a as usize] ^ v[b as usize],
+                    Gate::And { a, b, out } => v[out as usize] = v[a as usize] & v[b as usize],
+                    Gate::Inv { a, out } => v[out as usize] = v[a as usize] ^ one,
+                    Gate::Copy { a, out } => v[out as usize] = v[a as usize],
+                    Gate::Const { value, out } => v[out as usize] = if value { one } else { 0 },
+                }
+            }
+            return;
+        }
+        for g in gates {
             eval_gate_words(&mut self.vals, self.words, g, &self.ones, holds);
         }
     }
