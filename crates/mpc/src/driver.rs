@@ -284,8 +284,8 @@ pub async fn run<S: TripleSource>(
     let outputs = loop {
         match step {
             Step::Layer(state, msg) => {
-                let got = conn.exchange_spin(&msg, cfg.spin).await?;
-                refused(&got)?;
+                // Both parties' messages of a layer have the same length.
+                let got = conn.exchange_spin_expecting(&msg, msg.len(), cfg.spin).await?;
                 rounds += 1;
                 let c0 = Instant::now();
                 step = state.on_layer(&got)?;

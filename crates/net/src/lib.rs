@@ -51,6 +51,15 @@ pub enum Error {
     /// The connection closed before a complete frame arrived.
     #[error("the peer closed the connection")]
     Closed,
+    /// The peer's frame is not of the length the protocol step requires
+    /// ([`FramedConn::exchange_spin_expecting`]).
+    #[error("the peer sent a {len}-byte message where this step takes {expected} bytes")]
+    UnexpectedLength {
+        /// Announced length.
+        len: usize,
+        /// The length the step takes.
+        expected: usize,
+    },
     /// The peer did not take our data within the write timeout.
     #[error("the peer accepted nothing for {0:.1} s; giving up")]
     WriteTimeout(f64),
@@ -391,7 +400,32 @@ impl FramedConn {
         if spin.is_zero() || !matches!(self.stream, Io::Tcp(_)) {
             return self.exchange(payload).await;
         }
-        let got = self.spin_io(Some(payload), true, spin).await?;
+        let got = self.spin_io(Some(payload), true, None, spin).await?;
+        Ok(got.unwrap_or_default())
+    }
+
+    /// [`Self::exchange_spin`] for a step whose reply has a length both sides know
+    /// (`reply_len` bytes; GMW's layer messages, say): the frame header and the payload
+    /// are read with one system call where they arrive together, and a frame of any
+    /// other length is [`Error::UnexpectedLength`] (after which the connection must be
+    /// dropped: bytes of it may have been read).
+    pub async fn exchange_spin_expecting(
+        &mut self,
+        payload: &[u8],
+        reply_len: usize,
+        spin: Duration,
+    ) -> Result<Vec<u8>, Error> {
+        if spin.is_zero() || !matches!(self.stream, Io::Tcp(_)) {
+            let got = self.exchange(payload).await?;
+            if got.len() != reply_len {
+                return Err(Error::UnexpectedLength {
+                    len: got.len(),
+                    expected: reply_len,
+                });
+            }
+            return Ok(got);
+        }
+        let got = self.spin_io(Some(payload), true, Some(reply_len), spin).await?;
         Ok(got.unwrap_or_default())
     }
 
@@ -401,24 +435,30 @@ impl FramedConn {
         if spin.is_zero() || !matches!(self.stream, Io::Tcp(_)) {
             return self.recv().await;
         }
-        let got = self.spin_io(None, true, spin).await?;
+        let got = self.spin_io(None, true, None, spin).await?;
         Ok(got.unwrap_or_default())
     }
 
-    /// Sends `payload` (if any) and receives one frame (if `receive`), polling as
-    /// [`Self::exchange_spin`] describes. Only called on plain TCP.
+    /// Sends `payload` (if any) and receives one frame (if `receive`; of exactly
+    /// `expect` bytes if given), polling as [`Self::exchange_spin`] describes. Only
+    /// called on plain TCP.
     async fn spin_io(
         &mut self,
         payload: Option<&[u8]>,
         receive: bool,
+        expect: Option<usize>,
         spin: Duration,
     ) -> Result<Option<Vec<u8>>, Error> {
         use std::io::ErrorKind::WouldBlock;
+        use std::io::IoSliceMut;
         use tokio::io::Interest;
         let max = self.cfg.max_frame;
         let out = payload.unwrap_or(&[]);
         if out.len() > max {
             return Err(Error::FrameTooLarge { len: out.len(), max });
+        }
+        if let Some(len) = expect.filter(|&e| e > max) {
+            return Err(Error::FrameTooLarge { len, max });
         }
         let (t, on_timeout) = self.next_timeout(Error::ReadTimeout)?;
         let Io::Tcp(tcp) = &self.stream else {
@@ -429,7 +469,9 @@ impl FramedConn {
         let mut sent = 0usize;
         let mut hdr = [0u8; 4];
         let mut hfill = 0usize;
-        let mut body: Option<Vec<u8>> = None;
+        // With a known length the payload buffer exists from the start, and the header
+        // and the payload are read together.
+        let mut body: Vec<u8> = vec![0u8; expect.unwrap_or(0)];
         let mut bfill = 0usize;
         let mut received = !receive;
         let start = Instant::now();
@@ -452,35 +494,40 @@ impl FramedConn {
                 }
             }
             if !received {
-                match &mut body {
-                    None => match tcp.try_read(&mut hdr[hfill..]) {
-                        Ok(0) => return Err(Error::Closed),
-                        Ok(n) => {
-                            hfill += n;
-                            progress = true;
+                let r = if hfill < 4 {
+                    if expect.is_some() {
+                        tcp.try_read_vectored(&mut [IoSliceMut::new(&mut hdr[hfill..]), IoSliceMut::new(&mut body)])
+                    } else {
+                        tcp.try_read(&mut hdr[hfill..])
+                    }
+                } else {
+                    tcp.try_read(&mut body[bfill..])
+                };
+                match r {
+                    Ok(0) => return Err(Error::Closed),
+                    Ok(n) => {
+                        progress = true;
+                        if hfill < 4 {
+                            let h = n.min(4 - hfill);
+                            hfill += h;
+                            bfill += n - h;
                             if hfill == 4 {
                                 let len = u32::from_be_bytes(hdr) as usize;
-                                if len > max {
-                                    return Err(Error::FrameTooLarge { len, max });
+                                match expect {
+                                    Some(e) if len != e => return Err(Error::UnexpectedLength { len, expected: e }),
+                                    Some(_) => {}
+                                    None if len > max => return Err(Error::FrameTooLarge { len, max }),
+                                    None => body = vec![0u8; len],
                                 }
-                                body = Some(vec![0u8; len]);
                             }
-                        }
-                        Err(e) if e.kind() == WouldBlock => {}
-                        Err(e) => return Err(Error::Io(e)),
-                    },
-                    Some(b) if bfill < b.len() => match tcp.try_read(&mut b[bfill..]) {
-                        Ok(0) => return Err(Error::Closed),
-                        Ok(n) => {
+                        } else {
                             bfill += n;
-                            progress = true;
                         }
-                        Err(e) if e.kind() == WouldBlock => {}
-                        Err(e) => return Err(Error::Io(e)),
-                    },
-                    Some(_) => {}
+                    }
+                    Err(e) if e.kind() == WouldBlock => {}
+                    Err(e) => return Err(Error::Io(e)),
                 }
-                received = body.as_ref().is_some_and(|b| bfill == b.len());
+                received = hfill == 4 && bfill == body.len();
             }
             if sent == total && received {
                 break;
@@ -517,8 +564,9 @@ impl FramedConn {
         self.sent += total as u64;
         if receive {
             self.received += 4 + bfill as u64;
+            return Ok(Some(body));
         }
-        Ok(body)
+        Ok(None)
     }
 
     /// Changes the largest frame this connection accepts and sends (a protocol that
@@ -778,6 +826,58 @@ mod tests {
         let (theirs, sent, received) = server.await.unwrap();
         assert!(theirs.len() == 16 << 20 && theirs.iter().all(|&b| b == 2));
         assert_eq!((sent, received), (c.bytes_received(), c.bytes_sent()));
+    }
+
+    /// With a known reply length, header and payload are read together and never past
+    /// the frame: a peer that sends its next frame at once still gets both delivered
+    /// in order; a reply of another length is refused.
+    #[tokio::test]
+    async fn spin_exchange_with_a_known_length_reads_exactly_one_frame() {
+        let spin = Duration::from_micros(200);
+        let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let mut c = l.accept().await.unwrap();
+            // Two frames back to back, then one of the wrong length.
+            c.send(b"first").await.unwrap();
+            c.send(b"second!").await.unwrap();
+            let a = c.recv().await.unwrap();
+            let b = c.recv().await.unwrap();
+            c.send(b"xx").await.unwrap();
+            (a, b)
+        });
+        let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(c.exchange_spin_expecting(b"one", 5, spin).await.unwrap(), b"first");
+        assert_eq!(c.exchange_spin_expecting(b"two", 7, spin).await.unwrap(), b"second!");
+        assert_eq!(c.bytes_received(), 4 + 5 + 4 + 7);
+        let e = c.recv_spin(spin).await;
+        assert_eq!(e.unwrap(), b"xx");
+        let (a, b) = server.await.unwrap();
+        assert_eq!((a.as_slice(), b.as_slice()), (&b"one"[..], &b"two"[..]));
+        // Wrong length, and the parking path checks it too.
+        let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let mut c = l.accept().await.unwrap();
+            c.send(b"abc").await.unwrap();
+            c.send(b"abc").await.unwrap();
+        });
+        let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+        let e = c.exchange_spin_expecting(b"q", 4, spin).await.unwrap_err();
+        assert!(matches!(e, Error::UnexpectedLength { len: 3, expected: 4 }), "{e}");
+        server.await.unwrap();
+        let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let mut c = l.accept().await.unwrap();
+            c.send(b"abc").await.unwrap();
+            c.recv().await.unwrap()
+        });
+        let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+        let e = c.exchange_spin_expecting(b"q", 2, Duration::ZERO).await.unwrap_err();
+        assert!(matches!(e, Error::UnexpectedLength { len: 3, expected: 2 }), "{e}");
+        server.await.unwrap();
     }
 
     /// Polling keeps every bound of the parking path: a frame header over the
