@@ -460,35 +460,45 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
         if !missing.is_empty() {
             return Err(Error::Triples("the pool lacks sequences after init".into()));
         }
-        // s_A first (the token refuses s_B before it).
-        let mut mine = TripleShares::default();
-        let mut seeds = Vec::with_capacity(chosen.len());
-        for s in &chosen {
-            let r = transmit_ok(
-                &mut self.link,
-                Command {
-                    cla: CLA,
-                    ins: INS_RELEASE_A,
-                    p1: 0,
-                    p2: 0,
-                    data: s.d.to_be_bytes().to_vec(),
-                    ne: 16,
-                },
-                "to release s_A",
-            )
-            .await?;
-            let seed: [u8; 16] = r
-                .data
-                .as_slice()
-                .try_into()
-                .map_err(|_| Error::Token("sent an s_A that is not 16 bytes".into()))?;
-            seeds.push(Seed(seed));
-        }
+        // The offer goes to B first, so that B checks the certificate and makes its
+        // key while the token releases the s_A (the token still releases s_B only
+        // after them: RELEASE B is sent below, once every RELEASE A is answered).
         let offer = TokenOffer {
             certificate: self.certificate.clone(),
             sequences: chosen.clone(),
         };
         conn.send(&offer.to_wire()).await?;
+        let mut mine = TripleShares::default();
+        let release_a = |s: &SequenceId| Command {
+            cla: CLA,
+            ins: INS_RELEASE_A,
+            p1: 0,
+            p2: 0,
+            data: s.d.to_be_bytes().to_vec(),
+            ne: 16,
+        };
+        let mut answers = Vec::with_capacity(chosen.len());
+        if let Some(q) = self.link.queue() {
+            // A token process answers in order: all RELEASE A in flight at once.
+            for s in &chosen {
+                q.send(&release_a(s).encode()).await?;
+            }
+            for _ in &chosen {
+                answers.push(Response::decode(&q.recv().await?)?.check("to release s_A")?);
+            }
+        } else {
+            for s in &chosen {
+                answers.push(transmit_ok(&mut self.link, release_a(s), "to release s_A").await?);
+            }
+        }
+        let mut seeds = Vec::with_capacity(chosen.len());
+        for r in &mut answers {
+            let seed: Result<[u8; 16], _> = r.data.as_slice().try_into();
+            r.data.zeroize();
+            seeds.push(Seed(
+                seed.map_err(|_| Error::Token("sent an s_A that is not 16 bytes".into()))?,
+            ));
+        }
         let req_bytes = conn.recv().await?;
         crate::driver::refused(&req_bytes)?;
         let req = SeedRequest::from_wire(&req_bytes)?;
