@@ -12,7 +12,7 @@ use tacit_mpc::circuit::{Circuit, LayeredCircuit, bristol};
 use tacit_mpc::driver::{RunReport, SessionConfig, run};
 use tacit_mpc::gmw::PartyInputs;
 use tacit_mpc::triples::ot::OtSource;
-use tacit_mpc::triples::token::card::{Card, FileEeprom, TokenState};
+use tacit_mpc::triples::token::card::{Card, Eeprom, FileEeprom, TokenState};
 use tacit_mpc::triples::token::holder::{Pool, TcpTokenLink, TokenHolder, TokenPeer, serve_connection};
 use tacit_mpc::{Party, gmw};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
@@ -337,6 +337,7 @@ async fn run_party(a: RunArgs) -> Result<()> {
             let l = FramedListener::bind(addr, &cfg)
                 .await
                 .with_context(|| format!("listening on {addr}"))?;
+            eprintln!("party a listening on {}", l.local_addr()?);
             l.accept().await?
         }
         Party::B => {
@@ -444,7 +445,10 @@ async fn token(t: TokenCommand) -> Result<()> {
                 bail!("{} exists; a token is manufactured once", a.state.display());
             }
             let st = TokenState::manufacture(&ca, &a.manufacturer, &mut rng);
-            write_private(&a.state, &st.to_wire())?;
+            // The token's EEPROM file (two slots, mode 0600).
+            FileEeprom::new(&a.state)
+                .commit(&st.to_wire())
+                .with_context(|| format!("writing {}", a.state.display()))?;
             println!("token {}", hex::encode(st.certificate.token_id));
             println!(
                 "manufacturer CA key (give to party b as --trust-ca): {}",
@@ -458,7 +462,7 @@ async fn token(t: TokenCommand) -> Result<()> {
             let l = FramedListener::bind(&a.listen, &NetConfig::default())
                 .await
                 .with_context(|| format!("listening on {}", a.listen))?;
-            eprintln!("token serving on {}", l.local_addr()?);
+            eprintln!("token listening on {}", l.local_addr()?);
             let mut served = 0u64;
             loop {
                 let c = l.accept().await?;

@@ -182,47 +182,195 @@ pub trait Eeprom {
     fn commit(&mut self, state: &[u8]) -> std::io::Result<()>;
 }
 
-/// State in a file, replaced atomically (write, fsync, rename, fsync the folder).
-#[derive(Debug, Clone)]
+/// State in a file of two slots (a card's EEPROM with atomic updates).
+///
+/// ```text
+/// header (4 KiB): "TACITEE2" ‖ slot size (u32)
+/// slot 0, slot 1: generation (u64) ‖ length (u32) ‖ SHA-256(label ‖ generation ‖ length ‖ state) ‖ state
+/// ```
+///
+/// A commit writes the slot that does *not* hold the current state, in place, and
+/// `fdatasync`s: one flush of a file whose size does not change (0.07 ms here, against
+/// 0.4 ms for the write–fsync–rename–fsync-the-folder replace). Loading takes the
+/// valid slot of higher generation, so a crash in the middle of a commit leaves the
+/// previous state, whole. A file that holds a bare state (as earlier versions kept it)
+/// is read as is; the first commit then formats the file by the atomic replace, as
+/// it does when the state outgrows a slot.
+#[derive(Debug)]
 pub struct FileEeprom {
     path: PathBuf,
+    /// The open slotted file, its slot size, the current generation and slot.
+    open: Option<(std::fs::File, u64, u64, usize)>,
+}
+
+const EEPROM_MAGIC: &[u8; 8] = b"TACITEE2";
+const EEPROM_HEADER: u64 = 4096;
+const SLOT_HEADER: usize = 8 + 4 + 32;
+const SLOT_LABEL: &[u8] = b"tacit token eeprom slot";
+
+fn slot_digest(generation: u64, state: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(SLOT_LABEL);
+    h.update(generation.to_be_bytes());
+    h.update((state.len() as u32).to_be_bytes());
+    h.update(state);
+    h.finalize().into()
+}
+
+fn slot_record(generation: u64, state: &[u8]) -> Vec<u8> {
+    let mut r = Vec::with_capacity(SLOT_HEADER + state.len());
+    r.extend_from_slice(&generation.to_be_bytes());
+    r.extend_from_slice(&(state.len() as u32).to_be_bytes());
+    r.extend_from_slice(&slot_digest(generation, state));
+    r.extend_from_slice(state);
+    r
+}
+
+/// A slotted file's slot size and its valid slots as `(slot, generation, state)`;
+/// `None` for a file without the header.
+#[allow(clippy::type_complexity)]
+fn read_slots(bytes: &[u8]) -> Option<(u64, Vec<(usize, u64, &[u8])>)> {
+    if bytes.len() < EEPROM_HEADER as usize || &bytes[..8] != EEPROM_MAGIC {
+        return None;
+    }
+    let slot_size = u32::from_be_bytes(bytes[8..12].try_into().ok()?) as u64;
+    let mut valid = Vec::new();
+    for slot in 0..2usize {
+        let at = (EEPROM_HEADER + slot as u64 * slot_size) as usize;
+        let Some(rec) = bytes.get(at..at + slot_size as usize) else {
+            continue;
+        };
+        if rec.len() < SLOT_HEADER {
+            continue;
+        }
+        let generation = u64::from_be_bytes(rec[..8].try_into().ok()?);
+        let len = u32::from_be_bytes(rec[8..12].try_into().ok()?) as usize;
+        let Some(state) = rec.get(SLOT_HEADER..SLOT_HEADER + len) else {
+            continue;
+        };
+        if generation > 0 && rec[12..44] == slot_digest(generation, state) {
+            valid.push((slot, generation, state));
+        }
+    }
+    Some((slot_size, valid))
 }
 
 impl FileEeprom {
     /// State at `path`.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        FileEeprom { path: path.into() }
+        FileEeprom {
+            path: path.into(),
+            open: None,
+        }
     }
 
-    /// Loads the state stored at `path`.
+    /// Loads the state stored at `path` (the newest valid slot, or a bare state).
     pub fn load(path: &Path) -> Result<TokenState, crate::Error> {
         let bytes = std::fs::read(path).map_err(|e| crate::Error::io(format!("reading {}", path.display()), e))?;
-        Ok(TokenState::from_wire(&bytes)?)
+        match read_slots(&bytes) {
+            None => Ok(TokenState::from_wire(&bytes)?),
+            Some((_, valid)) => {
+                let (_, _, state) = valid.iter().max_by_key(|v| v.1).ok_or_else(|| {
+                    crate::Error::Token(format!("the state in {} is damaged (no valid slot)", path.display()))
+                })?;
+                Ok(TokenState::from_wire(state)?)
+            }
+        }
     }
+
+    /// Writes a fresh slotted file holding `state` as generation `generation` in slot 0,
+    /// by the atomic replace, and keeps it open.
+    fn format(&mut self, state: &[u8], generation: u64) -> std::io::Result<()> {
+        let slot_size = ((2 * (SLOT_HEADER + state.len())) as u64)
+            .next_multiple_of(4096)
+            .max(64 << 10);
+        let mut bytes = vec![0u8; (EEPROM_HEADER + 2 * slot_size) as usize];
+        bytes[..8].copy_from_slice(EEPROM_MAGIC);
+        bytes[8..12].copy_from_slice(&(slot_size as u32).to_be_bytes());
+        let rec = slot_record(generation, state);
+        bytes[EEPROM_HEADER as usize..EEPROM_HEADER as usize + rec.len()].copy_from_slice(&rec);
+        replace_atomically(&self.path, &bytes)?;
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&self.path)?;
+        self.open = Some((file, slot_size, generation, 0));
+        Ok(())
+    }
+
+    /// Opens the slotted file at `path` (None if it is not one, or has no valid slot).
+    fn reopen(&mut self) -> std::io::Result<()> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if let Some((slot_size, valid)) = read_slots(&bytes)
+            && let Some(&(slot, generation, _)) = valid.iter().max_by_key(|v| v.1)
+        {
+            let file = std::fs::OpenOptions::new().read(true).write(true).open(&self.path)?;
+            self.open = Some((file, slot_size, generation, slot));
+        }
+        Ok(())
+    }
+}
+
+/// Replaces `path` by `bytes` atomically: a temporary file (mode 0600), fsync,
+/// rename, fsync the folder.
+fn replace_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 impl Eeprom for FileEeprom {
     fn commit(&mut self, state: &[u8]) -> std::io::Result<()> {
-        let tmp = self.path.with_extension("tmp");
+        if self.open.is_none() {
+            self.reopen()?;
+        }
+        let Some((slot_size, generation)) = self.open.as_ref().map(|o| (o.1, o.2)) else {
+            // A bare state or no file yet: format.
+            return self.format(state, 1);
+        };
+        let next = generation + 1;
+        if (SLOT_HEADER + state.len()) as u64 > slot_size {
+            return self.format(state, next);
+        }
+        let Some((file, _, generation, slot)) = &mut self.open else {
+            return Err(std::io::Error::other("the EEPROM file is not open"));
+        };
+        let other = 1 - *slot;
+        let rec = slot_record(next, state);
+        #[cfg(unix)]
         {
-            let mut f = std::fs::File::create(&tmp)?;
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            }
-            f.write_all(state)?;
-            f.sync_all()?;
+            use std::os::unix::fs::FileExt;
+            file.write_all_at(&rec, EEPROM_HEADER + other as u64 * slot_size)?;
         }
-        std::fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            let dir = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            };
-            std::fs::File::open(dir)?.sync_all()?;
+        #[cfg(not(unix))]
+        {
+            use std::io::{Seek, SeekFrom};
+            file.seek(SeekFrom::Start(EEPROM_HEADER + other as u64 * slot_size))?;
+            file.write_all(&rec)?;
         }
+        file.sync_data()?;
+        *generation = next;
+        *slot = other;
         Ok(())
     }
 }
@@ -515,6 +663,76 @@ mod tests {
     use super::*;
     use rand_chacha::ChaCha20Rng;
     use rand_core::SeedableRng;
+
+    fn eeprom_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tacit-eeprom-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn state_with(n: usize) -> TokenState {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let ca = SigningKey::generate(&mut rng);
+        let mut st = TokenState::manufacture(&ca, "test", &mut rng);
+        st.next_d = 10 * n as u64 + 10;
+        for k in 0..n as u64 {
+            st.sequences.insert(10 * k, (MIN_LOG, SequenceState::Generated));
+        }
+        st
+    }
+
+    /// Every commit is what a later load sees; a bare state (the earlier format) is
+    /// read and converted by the first commit; a state that outgrows its slot makes
+    /// the file bigger.
+    #[test]
+    fn file_eeprom_keeps_the_last_commit() {
+        let d = eeprom_dir("keeps");
+        let path = d.join("state");
+        std::fs::write(&path, state_with(1).to_wire()).unwrap();
+        assert_eq!(FileEeprom::load(&path).unwrap().to_wire(), state_with(1).to_wire());
+        let mut e = FileEeprom::new(&path);
+        for n in [2, 3, 4, 5, 9000, 7, 8] {
+            e.commit(&state_with(n).to_wire()).unwrap();
+            assert_eq!(
+                FileEeprom::load(&path).unwrap().to_wire(),
+                state_with(n).to_wire(),
+                "{n}"
+            );
+            // A fresh handle (a restarted token) continues from the file.
+            e = FileEeprom::new(&path);
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A commit torn by a crash (the newer slot damaged) leaves the previous state;
+    /// with both slots damaged the load says so instead of inventing a state.
+    #[test]
+    fn a_torn_commit_leaves_the_previous_state() {
+        let d = eeprom_dir("torn");
+        let path = d.join("state");
+        let mut e = FileEeprom::new(&path);
+        e.commit(&state_with(1).to_wire()).unwrap();
+        e.commit(&state_with(2).to_wire()).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let slot_size = u32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize;
+        // state 2 went to slot 1: tear its last byte.
+        let at = EEPROM_HEADER as usize + slot_size + SLOT_HEADER + state_with(2).to_wire().len() - 1;
+        bytes[at] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(FileEeprom::load(&path).unwrap().to_wire(), state_with(1).to_wire());
+        // The next commit goes to the damaged slot, not over the good one.
+        let mut e = FileEeprom::new(&path);
+        e.commit(&state_with(3).to_wire()).unwrap();
+        assert_eq!(FileEeprom::load(&path).unwrap().to_wire(), state_with(3).to_wire());
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[EEPROM_HEADER as usize + 20] ^= 1;
+        bytes[EEPROM_HEADER as usize + slot_size + 20] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = FileEeprom::load(&path).unwrap_err().to_string();
+        assert!(err.contains("damaged"), "{err}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     fn card() -> Card<MemoryEeprom> {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
