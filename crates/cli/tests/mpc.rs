@@ -26,7 +26,7 @@ fn hex_of_bits(line: &str) -> String {
 
 /// Runs party a (spawned) and party b (waited on) on `circuit` with the given
 /// arguments; returns both outputs.
-fn run_pair(circuit: &PathBuf, a: &[&str], b: &[&str]) -> (Output, Output) {
+fn run_pair(circuit: &std::path::Path, a: &[&str], b: &[&str]) -> (Output, Output) {
     let c = circuit.to_str().unwrap();
     let mut args_a = vec!["mpc", "run", "--circuit", c, "--party", "a", "--listen", "127.0.0.1:0"];
     args_a.extend_from_slice(a);
