@@ -29,7 +29,7 @@ pub enum MpcBenchCommand {
 Examples:
   tacit bench mpc engine
   tacit bench mpc engine --json
-  tacit bench mpc engine --rot-floor-bin bench/cryprot-rot/target/release/cryprot-rot --seec seec.json")]
+  tacit bench mpc engine --rot-floor-bin \"$(bench/cryprot-rot.sh)\" --seec seec.json")]
     Engine(EngineArgs),
     /// The echo peer of the RTT and throughput floor (internal).
     #[command(hide = true)]
