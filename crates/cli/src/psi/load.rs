@@ -292,6 +292,9 @@ pub fn run<G: PrimeGroup>(
     )?);
     let request = Arc::new(Receiver::start(&pre).1);
     let net = NetConfig::default().with_max_frame_at_least(params.max_message_len());
+    // The CPUs this bench may use, counted before placement moves it off the
+    // server's (the load generator then sees only the clients' CPUs).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let place = placement(pin);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(place.clients.as_ref().map_or(1, |c| c.len().min(clients)))
@@ -362,7 +365,6 @@ pub fn run<G: PrimeGroup>(
         })
         .collect();
     let scaling = points[1].throughput_qps / points[0].throughput_qps;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let stall = points[2].p50_ms / points[1].p50_ms;
     let work: Vec<f64> = work.iter().map(|w| crate::util::median(w.clone())).collect();
     // With the clients on the same cores, two cores can at best give the server the
