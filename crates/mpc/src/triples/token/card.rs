@@ -705,6 +705,42 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// Damaged or foreign files are one-line errors, never a panic or a state made up
+    /// from garbage: random bytes behind the header, truncations, absurd slot sizes.
+    #[test]
+    fn damaged_eeprom_files_are_errors() {
+        use rand_core::RngCore;
+        let d = eeprom_dir("damaged");
+        let path = d.join("state");
+        let mut e = FileEeprom::new(&path);
+        e.commit(&state_with(2).to_wire()).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        for i in 0..200 {
+            let mut bytes = good.clone();
+            match i % 4 {
+                0 => bytes.truncate(rng.next_u32() as usize % good.len()),
+                1 => {
+                    for _ in 0..8 {
+                        let at = rng.next_u32() as usize % bytes.len();
+                        bytes[at] = rng.next_u32() as u8;
+                    }
+                }
+                2 => bytes[8..12].copy_from_slice(&rng.next_u32().to_be_bytes()),
+                _ => {
+                    let at = EEPROM_HEADER as usize + 8;
+                    bytes[at..at + 4].copy_from_slice(&rng.next_u32().to_be_bytes());
+                }
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            match FileEeprom::load(&path) {
+                Ok(st) => assert_eq!(st.to_wire(), state_with(2).to_wire()),
+                Err(e) => assert_eq!(e.to_string().lines().count(), 1, "{e}"),
+            }
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     /// A commit torn by a crash (the newer slot damaged) leaves the previous state;
     /// with both slots damaged the load says so instead of inventing a state.
     #[test]
