@@ -285,6 +285,20 @@ fn step(isa: Isa, block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GRO
     }
 }
 
+/// The first `G` query slices as an array and their length in column pairs, checked
+/// against the block (32 bytes per pair) before the kernels index without bounds.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn group<'q, const G: usize>(block: &[i8], qs: &[&'q [[i32; 2]]]) -> ([&'q [[i32; 2]]; G], usize) {
+    let npairs = qs[0].len();
+    let q: [&[[i32; 2]]; G] = core::array::from_fn(|g| qs[g]);
+    for s in &q {
+        assert_eq!(s.len(), npairs);
+    }
+    assert!(block.len() >= npairs * 32);
+    (q, npairs)
+}
+
 /// Portable kernel: the same sums with 32-bit wrapping integers.
 fn scalar_step(block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GROUP_512]) {
     for (k, q) in qs.iter().enumerate() {
@@ -332,12 +346,7 @@ mod avx512 {
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[inline]
     fn step_g<const G: usize>(block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GROUP_512]) {
-        let npairs = qs[0].len();
-        let q: [&[[i32; 2]]; G] = core::array::from_fn(|g| qs[g]);
-        for s in &q {
-            assert_eq!(s.len(), npairs);
-        }
-        assert!(block.len() >= npairs * 32);
+        let (q, npairs) = super::group::<G>(block, qs);
         let zero = _mm512_setzero_si512();
         let mut lo = [zero; G];
         let mut hi = [zero; G];
@@ -381,12 +390,7 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     fn step_g<const G: usize>(block: &[i8], qs: &[&[[i32; 2]]], res: &mut [[u32; BLOCK]; GROUP_512]) {
-        let npairs = qs[0].len();
-        let q: [&[[i32; 2]]; G] = core::array::from_fn(|g| qs[g]);
-        for s in &q {
-            assert_eq!(s.len(), npairs);
-        }
-        assert!(block.len() >= npairs * 32);
+        let (q, npairs) = super::group::<G>(block, qs);
         let zero = _mm256_setzero_si256();
         let mut lo = [[zero; 2]; G];
         let mut hi = [[zero; 2]; G];
