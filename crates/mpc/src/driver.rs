@@ -11,7 +11,8 @@
 //!
 //! The online phase is a chain of `d(f)` exchanges in which neither party can do
 //! anything while it waits, so its messages go through
-//! [`FramedConn::exchange_spin`]: the socket is polled for up to
+//! [`FramedConn::exchange_spin_expecting`] (both messages of a layer have one length)
+//! and [`FramedConn::exchange_spin`]: the socket is polled for up to
 //! [`SessionConfig::spin`] before the task parks, which takes the scheduler's
 //! wake-up latency off every layer.
 
