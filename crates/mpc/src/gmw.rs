@@ -389,13 +389,25 @@ impl<'c> Online<'c> {
             bits::xor_bits_at(&mut self.mine, g * n, &self.vals[a..a + words], n);
             bits::xor_bits_at(&mut self.mine, kn + g * n, &self.vals[b..b + words], n);
         }
-        let tmp = &mut self.scratch[0];
-        tmp.clear();
-        tmp.resize(bits::words_for(kn), 0);
-        bits::read_bits_at(self.triples.a(), self.t_off, tmp, kn);
-        bits::xor_bits_at(&mut self.mine, 0, tmp, kn);
-        bits::read_bits_at(self.triples.b(), self.t_off, tmp, kn);
-        bits::xor_bits_at(&mut self.mine, kn, tmp, kn);
+        if self.t_off % 64 == 0 && kn % 64 == 0 {
+            // Word-aligned (n a multiple of 64): the triple bits are XORed in place.
+            let (w0, kw) = (self.t_off / 64, kn / 64);
+            let (d, e) = self.mine.split_at_mut(kw);
+            d.iter_mut()
+                .zip(&self.triples.a()[w0..w0 + kw])
+                .for_each(|(x, a)| *x ^= a);
+            e.iter_mut()
+                .zip(&self.triples.b()[w0..w0 + kw])
+                .for_each(|(x, b)| *x ^= b);
+        } else {
+            let tmp = &mut self.scratch[0];
+            tmp.clear();
+            tmp.resize(bits::words_for(kn), 0);
+            bits::read_bits_at(self.triples.a(), self.t_off, tmp, kn);
+            bits::xor_bits_at(&mut self.mine, 0, tmp, kn);
+            bits::read_bits_at(self.triples.b(), self.t_off, tmp, kn);
+            bits::xor_bits_at(&mut self.mine, kn, tmp, kn);
+        }
         LayerMessage::encode_bits(self.layer as u32, &self.mine, total)
     }
 
@@ -421,24 +433,34 @@ impl<'c> Online<'c> {
         LayerMessage::decode_xor_into(peer, self.layer as u32, total, &mut self.mine)?;
         let kw = bits::words_for(kn);
         let [ta, tb, tc, te] = &mut self.scratch;
-        for v in [&mut *ta, &mut *tb, &mut *tc, &mut *te] {
-            v.clear();
-            v.resize(kw, 0);
-        }
-        bits::read_bits_at(self.triples.a(), self.t_off, ta, kn);
-        bits::read_bits_at(self.triples.b(), self.t_off, tb, kn);
-        bits::read_bits_at(self.triples.c(), self.t_off, tc, kn);
-        bits::read_bits_at(&self.mine, kn, te, kn);
-        let d = &self.mine[..kw];
-        let is_a = self.party == Party::A;
-        // z = c ⊕ (d ∧ b) ⊕ (e ∧ a) ⊕ [A](d ∧ e), into tc.
-        for k in 0..kw {
-            let (dk, ek) = (d[k], te[k]);
-            let mut z = tc[k] ^ (dk & tb[k]) ^ (ek & ta[k]);
-            if is_a {
-                z ^= dk & ek;
+        // [A]: the d ∧ e term only party A adds.
+        let da = if self.party == Party::A { u64::MAX } else { 0 };
+        if self.t_off % 64 == 0 && kn % 64 == 0 {
+            // Word-aligned (n a multiple of 64): z from the triple bits in place.
+            let w0 = self.t_off / 64;
+            let (a, b, c) = (
+                &self.triples.a()[w0..w0 + kw],
+                &self.triples.b()[w0..w0 + kw],
+                &self.triples.c()[w0..w0 + kw],
+            );
+            let (d, e) = self.mine.split_at(kw);
+            tc.clear();
+            tc.extend((0..kw).map(|k| c[k] ^ (d[k] & b[k]) ^ (e[k] & a[k]) ^ (d[k] & e[k] & da)));
+        } else {
+            for v in [&mut *ta, &mut *tb, &mut *tc, &mut *te] {
+                v.clear();
+                v.resize(kw, 0);
             }
-            tc[k] = z;
+            bits::read_bits_at(self.triples.a(), self.t_off, ta, kn);
+            bits::read_bits_at(self.triples.b(), self.t_off, tb, kn);
+            bits::read_bits_at(self.triples.c(), self.t_off, tc, kn);
+            bits::read_bits_at(&self.mine, kn, te, kn);
+            let d = &self.mine[..kw];
+            // z = c ⊕ (d ∧ b) ⊕ (e ∧ a) ⊕ [A](d ∧ e), into tc.
+            for k in 0..kw {
+                let (dk, ek) = (d[k], te[k]);
+                tc[k] ^= (dk & tb[k]) ^ (ek & ta[k]) ^ (dk & ek & da);
+            }
         }
         for (g, and) in layer.ands.iter().enumerate() {
             let o = and.out as usize * words;
