@@ -389,7 +389,7 @@ impl<'c> Online<'c> {
             bits::xor_bits_at(&mut self.mine, g * n, &self.vals[a..a + words], n);
             bits::xor_bits_at(&mut self.mine, kn + g * n, &self.vals[b..b + words], n);
         }
-        if self.t_off % 64 == 0 && kn % 64 == 0 {
+        if self.t_off.is_multiple_of(64) && kn.is_multiple_of(64) {
             // Word-aligned (n a multiple of 64): the triple bits are XORed in place.
             let (w0, kw) = (self.t_off / 64, kn / 64);
             let (d, e) = self.mine.split_at_mut(kw);
@@ -435,7 +435,7 @@ impl<'c> Online<'c> {
         let [ta, tb, tc, te] = &mut self.scratch;
         // [A]: the d ∧ e term only party A adds.
         let da = if self.party == Party::A { u64::MAX } else { 0 };
-        if self.t_off % 64 == 0 && kn % 64 == 0 {
+        if self.t_off.is_multiple_of(64) && kn.is_multiple_of(64) {
             // Word-aligned (n a multiple of 64): z from the triple bits in place.
             let w0 = self.t_off / 64;
             let (a, b, c) = (
