@@ -16,7 +16,8 @@
 use super::apdu::{self, Command, Response, sw};
 use super::{
     CLA, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_RELEASE_A, INS_RELEASE_B, MAX_LOG, MIN_LOG,
-    SeedRelease, SeedRequest, TokenCertificate, TokenKey, compute_c_a, decode_point, derive_seed, seal_aad, seal_key,
+    SeedRelease, SeedRequest, TokenCertificate, TokenKey, compute_c_a_le, decode_point, derive_seed, seal_aad,
+    seal_key,
 };
 use crate::messages::tags;
 use crate::prg::Seed;
@@ -646,15 +647,11 @@ fn next_chunk(s: &mut Stream, ne: usize) -> Vec<u8> {
     } else {
         words.max(2)
     };
-    let mut w = vec![0u64; words];
-    compute_c_a(&s.s_a, &s.s_b, (s.next_word / 2) as u64, &mut w);
-    s.next_word += words;
     // Two bytes spare for the status word (`Response::into_encoded`).
     let mut out = Vec::with_capacity(words * 8 + 2);
-    for x in &w {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    w.zeroize();
+    out.resize(words * 8, 0);
+    compute_c_a_le(&s.s_a, &s.s_b, (s.next_word / 2) as u64, &mut out);
+    s.next_word += words;
     out
 }
 

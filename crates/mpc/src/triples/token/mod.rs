@@ -129,6 +129,23 @@ pub fn expand_b(s_b: &Seed, log: u8) -> TripleShares {
 /// of a sequence: `c_A = (a_A ⊕ a_B) ∧ (b_A ⊕ b_B) ⊕ c_B`, block by block, in a fixed
 /// amount of memory.
 pub fn compute_c_a(s_a: &Seed, s_b: &Seed, g0: u64, out: &mut [u64]) {
+    compute_c_a_with(s_a, s_b, g0, out.len(), |i, w| out[i] = w);
+}
+
+/// [`compute_c_a`] written straight into little-endian bytes (`out.len() = 8 ·
+/// words`): the GET RESPONSE data, without a word buffer in between.
+pub fn compute_c_a_le(s_a: &Seed, s_b: &Seed, g0: u64, out: &mut [u8]) {
+    let words = out.len() / 8;
+    let mut chunks = out.chunks_exact_mut(8);
+    compute_c_a_with(s_a, s_b, g0, words, |_, w| {
+        if let Some(c) = chunks.next() {
+            c.copy_from_slice(&w.to_le_bytes());
+        }
+    });
+}
+
+/// The `c_A` words `g0·2 ..` in order, `words` of them (even), each handed to `put`.
+fn compute_c_a_with(s_a: &Seed, s_b: &Seed, g0: u64, words: usize, mut put: impl FnMut(usize, u64)) {
     const G: usize = 64; // groups of 128 triples per pass
     let mut pa = Prg::new(s_a, D_A);
     let mut pb = Prg::new(s_b, D_B);
@@ -136,16 +153,21 @@ pub fn compute_c_a(s_a: &Seed, s_b: &Seed, g0: u64, out: &mut [u64]) {
     pb.seek_block(3 * g0);
     let mut ka = [0u64; 4 * G];
     let mut kb = [0u64; 6 * G];
-    for chunk in out.chunks_mut(2 * G) {
-        let groups = chunk.len() / 2;
+    let mut at = 0;
+    while at < words {
+        let groups = ((words - at) / 2).min(G);
         pa.fill_words(&mut ka[..4 * groups]);
         pb.fill_words(&mut kb[..6 * groups]);
         for g in 0..groups {
             for h in 0..2 {
                 let (aa, ba) = (ka[4 * g + h], ka[4 * g + 2 + h]);
                 let (ab, bb, cb) = (kb[6 * g + h], kb[6 * g + 2 + h], kb[6 * g + 4 + h]);
-                chunk[2 * g + h] = (aa ^ ab) & (ba ^ bb) ^ cb;
+                put(at, (aa ^ ab) & (ba ^ bb) ^ cb);
+                at += 1;
             }
+        }
+        if groups == 0 {
+            break;
         }
     }
     zeroize::Zeroize::zeroize(&mut ka);
@@ -419,5 +441,13 @@ mod tests {
         let mut tail = vec![0u64; 4];
         compute_c_a(&sa, &sb, 3, &mut tail);
         assert_eq!(&tail[..], &ca[6..10]);
+        // The byte form the token sends is the words in little-endian order.
+        let mut bytes = vec![0u8; 8 * ca.len()];
+        compute_c_a_le(&sa, &sb, 0, &mut bytes);
+        let words: Vec<u64> = bytes
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, ca);
     }
 }
