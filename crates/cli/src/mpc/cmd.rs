@@ -353,8 +353,12 @@ async fn run_party(a: RunArgs) -> Result<()> {
     let session = SessionConfig::new(n, owners).with_spin(std::time::Duration::from_micros(a.spin_us));
     let report = match (a.triples, party) {
         (TriplesArg::Ot, _) => {
-            let mut src = OtSource::new(SecureRng::from_os());
-            run(&mut conn, &lc, party, &session, &inputs, &mut src, &mut rng).await?
+            let bar = triples_bar(lc.and_gates() * n, "OT extension");
+            let b = bar.clone();
+            let mut src = OtSource::new(SecureRng::from_os()).with_progress(move |done, _| b.set_position(done));
+            let r = run(&mut conn, &lc, party, &session, &inputs, &mut src, &mut rng).await;
+            bar.finish_and_clear();
+            r?
         }
         (TriplesArg::Token, Party::A) => {
             let taddr = a
@@ -407,18 +411,24 @@ pub async fn connect_token(addr: &str, pool: Option<&Path>) -> Result<TokenHolde
     Ok(TokenHolder::new(TcpTokenLink::new(conn), pool).await?)
 }
 
+/// A progress bar over `need` triples, shown from 2^20 triples on (a second or more
+/// of triple generation) and hidden below.
+fn triples_bar(need: usize, msg: &'static str) -> indicatif::ProgressBar {
+    if need >= 1 << 20 {
+        crate::util::progress(need as u64, msg)
+    } else {
+        indicatif::ProgressBar::hidden()
+    }
+}
+
 pub async fn fill_with_progress(holder: &mut TokenHolder<TcpTokenLink>, need: usize) -> Result<()> {
-    let bar = crate::util::progress(0, "token: generating c_A");
-    let mut shown = false;
+    let bar = triples_bar(need, "token: c_A");
+    // `fill` counts bytes of c_A (8 triples each); the token makes whole sequences,
+    // so the total can exceed `need`.
     holder
         .fill(need, &mut |done, total| {
-            if total >= 1 << 20 && !shown {
-                bar.set_length(total);
-                shown = true;
-            }
-            if shown {
-                bar.set_position(done);
-            }
+            bar.set_length(8 * total);
+            bar.set_position(8 * done);
         })
         .await?;
     bar.finish_and_clear();

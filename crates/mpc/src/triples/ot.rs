@@ -333,6 +333,11 @@ impl Extender {
         Ok(())
     }
 
+    /// Triples made so far.
+    pub fn made(&self) -> usize {
+        self.out.len()
+    }
+
     /// Whether all triples are made.
     pub fn done(&self) -> bool {
         self.out.len() >= self.target
@@ -471,15 +476,28 @@ pub fn in_memory(count: usize, rng: &mut impl CryptoRngCore) -> Result<(TripleSh
 }
 
 /// The OT-extension triple source for [`crate::driver::run`].
-#[derive(Debug)]
 pub struct OtSource<R> {
     rng: R,
+    progress: Option<Box<dyn FnMut(u64, u64) + Send>>,
+}
+
+impl<R> std::fmt::Debug for OtSource<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtSource").finish_non_exhaustive()
+    }
 }
 
 impl<R: CryptoRngCore> OtSource<R> {
     /// A source drawing its randomness from `rng`.
     pub fn new(rng: R) -> Self {
-        OtSource { rng }
+        OtSource { rng, progress: None }
+    }
+
+    /// Calls `progress(triples made, triples wanted)` after every chunk (a progress
+    /// bar for large circuits).
+    pub fn with_progress(mut self, progress: impl FnMut(u64, u64) + Send + 'static) -> Self {
+        self.progress = Some(Box::new(progress));
+        self
     }
 }
 
@@ -504,6 +522,9 @@ impl<R: CryptoRngCore> crate::driver::TripleSource for OtSource<R> {
             let msg = ext.chunk_message();
             let got = crate::driver::exchange(conn, &msg).await?;
             ext.on_chunk(&got)?;
+            if let Some(p) = self.progress.as_mut() {
+                p(ext.made().min(count) as u64, count as u64);
+            }
         }
         Ok(ext.finish())
     }
