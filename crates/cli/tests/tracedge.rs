@@ -52,18 +52,34 @@ fn serve(store: &str, port: u16, extra: &[&str]) -> Server {
     Server(child)
 }
 
-#[test]
-fn enrol_authenticate_catch_and_verify_over_tls() {
-    let d = dir();
-    let store = d.join("op.sqlite3");
-    let store = store.to_str().unwrap();
-    let init = ok(&run(&["pir", "server", "init", "--store", store, "--rows", "300"]));
+/// A fresh 300-row server store `name` in `d`, and the `pin` and `server-key` that
+/// `pir server init` printed.
+fn init_store(d: &std::path::Path, name: &str) -> (String, String, String) {
+    let store = d.join(name).to_str().unwrap().to_string();
+    let init = ok(&run(&["pir", "server", "init", "--store", &store, "--rows", "300"]));
     let field = |name: &str| {
         init.lines()
             .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
             .unwrap()
     };
     let (pin, key) = (field("pin"), field("server-key"));
+    (store, pin, key)
+}
+
+/// A TCP port free at the time of asking.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn enrol_authenticate_catch_and_verify_over_tls() {
+    let d = dir();
+    let (store, pin, key) = init_store(&d, "op.sqlite3");
+    let store = store.as_str();
     let port = 20000 + (std::process::id() % 20000) as u16;
     let addr = format!("127.0.0.1:{port}");
     let alice = d.join("alice.json");
@@ -177,20 +193,9 @@ fn enrol_authenticate_catch_and_verify_over_tls() {
 #[test]
 fn closed_enrolment_is_refused_and_stores_nothing() {
     let d = dir();
-    let store = d.join("closed.sqlite3");
-    let store = store.to_str().unwrap();
-    let init = ok(&run(&["pir", "server", "init", "--store", store, "--rows", "300"]));
-    let field = |name: &str| {
-        init.lines()
-            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
-            .unwrap()
-    };
-    let (pin, key) = (field("pin"), field("server-key"));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let (store, pin, key) = init_store(&d, "closed.sqlite3");
+    let store = store.as_str();
+    let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let out = d.join("eve.json");
     {
@@ -227,19 +232,10 @@ fn an_enrol_request_whose_key_is_no_point_is_refused_and_stores_nothing() {
     use tacit_pir::tracedge::EnrollRequest;
     use tacit_wire::{Decode, Encode, ErrorMessage};
     let d = dir();
-    let store = d.join("nopoint.sqlite3");
-    let store = store.to_str().unwrap();
-    let init = ok(&run(&["pir", "server", "init", "--store", store, "--rows", "300"]));
-    let pin = init
-        .lines()
-        .find_map(|l| l.strip_prefix("pin").map(|v| v.trim().to_string()))
-        .unwrap();
+    let (store, pin, _) = init_store(&d, "nopoint.sqlite3");
+    let store = store.as_str();
     let pin: [u8; 32] = hex::decode(&pin).unwrap().try_into().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let _s = serve(store, port, &["--open-enrollment"]);
     let rt = tokio::runtime::Builder::new_current_thread()
