@@ -735,6 +735,57 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn mutual_pinning_authenticates_both_ends() {
+        let server_id = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let client_id = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let stranger = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server_cfg = server_id
+            .server_config_checking_clients(tls::pinned(client_id.fingerprint().unwrap()))
+            .unwrap();
+        let server = tokio::spawn(async move {
+            let mut out = vec![];
+            for _ in 0..3 {
+                let c = l.accept().await.unwrap();
+                match c.accept_tls(server_cfg.clone()).await {
+                    Ok(mut c) => {
+                        let m = c.recv().await.unwrap();
+                        c.send(&m).await.unwrap();
+                        out.push(c.peer_certificate().map(|c| c.to_vec()));
+                    }
+                    Err(_) => out.push(None),
+                }
+            }
+            out
+        });
+        let pin_server = tls::pinned(server_id.fingerprint().unwrap());
+        let good = client_id.client_config_checking_server(pin_server.clone()).unwrap();
+        let mut c = FramedConn::connect_tls(addr, &cfg(), good, "tacit.invalid")
+            .await
+            .unwrap();
+        c.send(b"both pinned").await.unwrap();
+        assert_eq!(c.recv().await.unwrap(), b"both pinned");
+        // A client the server does not know is refused; in TLS 1.3 the client
+        // learns it on its first read.
+        let bad = stranger.client_config_checking_server(pin_server).unwrap();
+        if let Ok(mut c) = FramedConn::connect_tls(addr, &cfg(), bad, "tacit.invalid").await {
+            let _ = c.send(b"x").await;
+            assert!(c.recv().await.is_err());
+        }
+        // A client without a certificate is refused too.
+        let anon = tls::checked_server_client(tls::pinned(server_id.fingerprint().unwrap())).unwrap();
+        if let Ok(mut c) = FramedConn::connect_tls(addr, &cfg(), anon, "tacit.invalid").await {
+            let _ = c.send(b"x").await;
+            assert!(c.recv().await.is_err());
+        }
+        let seen = server.await.unwrap();
+        assert_eq!(seen[0].as_deref(), Some(client_id.cert_der()));
+        assert_eq!(seen[1], None);
+        assert_eq!(seen[2], None);
+    }
+
+    #[tokio::test]
     async fn a_connection_deadline_cuts_off_a_trickling_peer() {
         let quick = NetConfig {
             deadline: Some(Duration::from_millis(400)),

@@ -12,10 +12,12 @@
 //! [`channel_binding`] exports 32 bytes (RFC 8446 §7.5) that both ends of one
 //! session share and no other session has; protocols bind their transcripts to it.
 
+use rustls::DistinguishedName;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 pub use rustls::{ClientConfig, ServerConfig};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use sha2::{Digest, Sha256};
@@ -136,6 +138,109 @@ impl SelfSigned {
             .map_err(err)?;
         Ok(Arc::new(cfg))
     }
+
+    /// A TLS 1.3 server configuration presenting this certificate that **requires**
+    /// the client to present one self-signed certificate accepted by `check` (mutual
+    /// pinning: each side pins or records the other's key). rustls verifies the
+    /// client's handshake signature with the certificate's key, so a client that
+    /// passes is the key's holder. The accepted certificate is
+    /// [`FramedConn::peer_certificate`](crate::FramedConn::peer_certificate).
+    pub fn server_config_checking_clients(&self, check: CertificateCheck) -> Result<Arc<ServerConfig>, TlsConfigError> {
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.to_vec()));
+        let p = provider();
+        let verifier = Arc::new(CheckedClient {
+            check,
+            algs: p.signature_verification_algorithms,
+        });
+        let cfg = ServerConfig::builder_with_provider(p)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(err)?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(vec![CertificateDer::from(self.cert.clone())], key)
+            .map_err(err)?;
+        Ok(Arc::new(cfg))
+    }
+
+    /// A TLS 1.3 client configuration that presents this certificate and accepts a
+    /// server exactly when `check` accepts its (single, self-signed) certificate: the
+    /// client side of [`SelfSigned::server_config_checking_clients`].
+    pub fn client_config_checking_server(&self, check: CertificateCheck) -> Result<Arc<ClientConfig>, TlsConfigError> {
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.to_vec()));
+        let p = provider();
+        let verifier = Arc::new(CheckedServer {
+            check,
+            algs: p.signature_verification_algorithms,
+        });
+        let cfg = ClientConfig::builder_with_provider(p)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(err)?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_client_auth_cert(vec![CertificateDer::from(self.cert.clone())], key)
+            .map_err(err)?;
+        Ok(Arc::new(cfg))
+    }
+}
+
+/// Accepts a client whose one self-signed certificate passes a check.
+struct CheckedClient {
+    check: CertificateCheck,
+    algs: WebPkiSupportedAlgorithms,
+}
+
+impl core::fmt::Debug for CheckedClient {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("CheckedClient")
+    }
+}
+
+impl ClientCertVerifier for CheckedClient {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        if !intermediates.is_empty() {
+            return Err(rustls::Error::General(
+                "the client sent a certificate chain; one self-signed certificate expected".into(),
+            ));
+        }
+        (self.check)(end_entity.as_ref()).map_err(rustls::Error::General)?;
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::General("TLS 1.2 is not offered".into()))
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algs)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algs.supported_schemes()
+    }
+}
+
+/// A check that accepts any certificate (trust on first use records the key after
+/// the handshake; the handshake itself still proves the peer holds it).
+pub fn any_key() -> CertificateCheck {
+    Arc::new(|_: &[u8]| Ok(()))
 }
 
 /// The DER of an OCTET STRING holding `b`.

@@ -1,5 +1,6 @@
 //! `tacit psi serve | query`: the PSI sender and receiver as two processes over TCP.
 
+use crate::util::channel::{Trust, client_config, parse_fingerprint, tls_identity};
 use crate::util::{progress, read_set, sanitize, store_path};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
@@ -273,7 +274,10 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
                 .with_deadline(secs("--deadline", deadline)?);
             let trust = match (pin, tofu) {
                 (Some(p), _) => Trust::Pinned(parse_fingerprint(&p)?),
-                (None, true) => Trust::FirstUse(Store::open(&store_path(store)?)?),
+                (None, true) => Trust::FirstUse {
+                    store: Store::open(&store_path(store)?)?,
+                    name: known_name(&connect),
+                },
                 (None, false) => Trust::Plain,
             };
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -296,23 +300,6 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
     }
 }
 
-/// How a query decides whether to trust the server.
-enum Trust {
-    /// Plain TCP: nothing authenticated.
-    Plain,
-    /// TLS, exactly this key.
-    Pinned([u8; 32]),
-    /// TLS, the key recorded the first time (in this store).
-    FirstUse(Store),
-}
-
-fn parse_fingerprint(s: &str) -> Result<[u8; 32]> {
-    let s: String = s.chars().filter(|c| !matches!(c, ':' | ' ')).collect();
-    let b = hex::decode(&s).map_err(|_| anyhow::anyhow!("--pin is not hex"))?;
-    b.try_into()
-        .map_err(|_| anyhow::anyhow!("--pin must be a SHA-256 fingerprint (64 hex digits)"))
-}
-
 /// The store's name for the key of the PSI server at `addr`.
 fn known_name(addr: &str) -> String {
     format!("psi/{addr}")
@@ -324,24 +311,7 @@ const TLS_NAME: &str = "tacit-psi.invalid";
 
 /// This store's PSI server TLS identity, made and stored on first use.
 fn server_identity(st: &mut Store) -> Result<tacit_net::tls::SelfSigned> {
-    if let Some(k) = st.current_key(TLS_PURPOSE)? {
-        let mut r = tacit_wire::Reader::new(&k.secret);
-        let cert = r.var_bytes("certificate", 1 << 16)?;
-        let key = r.var_bytes("key", 1 << 16)?;
-        r.finish()?;
-        return tacit_net::tls::SelfSigned::from_parts(cert, key).context("the stored PSI TLS key is corrupt");
-    }
-    let id = tacit_net::tls::SelfSigned::generate(TLS_NAME)?;
-    let mut w = tacit_wire::Writer::new();
-    w.put_var_bytes(id.cert_der());
-    w.put_var_bytes(id.key_pkcs8_der());
-    st.put_key(
-        TLS_PURPOSE,
-        1,
-        &zeroize::Zeroizing::new(w.into_bytes()),
-        crate::util::now_unix(),
-    )?;
-    Ok(id)
+    tls_identity(st, TLS_PURPOSE, TLS_NAME)
 }
 
 /// Makes a key and precomputation for `epoch`, with a progress bar for large sets.
@@ -506,20 +476,8 @@ async fn query<G: PrimeGroup>(
 ) -> Result<()> {
     let mut rng = SecureRng::from_os();
     let pre = ReceiverPrecomputation::<G>::compute(&params, &set, &mut rng)?;
-    let recorded = match &trust {
-        Trust::FirstUse(st) => st.known_peer(&known_name(connect))?,
-        _ => None,
-    };
-    let pin = match &trust {
-        Trust::Pinned(fp) => Some(*fp),
-        _ => recorded,
-    };
-    let client = match (&trust, pin) {
-        (Trust::Plain, _) => None,
-        (_, Some(fp)) => Some(tacit_net::tls::checked_server_client(tacit_net::tls::pinned(fp))?),
-        // First use: accept the key, record it below.
-        (_, None) => Some(tacit_net::tls::checked_server_client(Arc::new(|_: &[u8]| Ok(())))?),
-    };
+    let recorded = trust.recorded()?;
+    let client = client_config(&trust, None)?;
     let out = tacit_psi::service::query(connect, &pre, client.map(|c| (c, TLS_NAME)), &net)
         .await
         .map_err(|e| match (&e, recorded) {
@@ -529,9 +487,7 @@ async fn query<G: PrimeGroup>(
             ),
             _ => anyhow::Error::from(e).context(format!("query to {connect}")),
         })?;
-    if let (Trust::FirstUse(st), None, Some(cert)) = (&mut trust, recorded, &out.server_certificate) {
-        let fp = tacit_net::tls::spki_fingerprint(cert)?;
-        st.remember_peer(&known_name(connect), &fp, crate::util::now_unix())?;
+    if let Some(fp) = trust.record(out.server_certificate.as_deref())? {
         eprintln!(
             "tacit psi query: recorded the key of {connect} on first use: {}",
             hex::encode(fp)

@@ -2,6 +2,7 @@
 //! store path, progress bars, clocks, quantiles and timings, and (in [`plot`]) PNG
 //! plots.
 
+pub mod channel;
 pub mod plot;
 
 use anyhow::{Context, Result, bail};
