@@ -44,16 +44,22 @@
 
 pub mod commit;
 pub mod keytable;
+pub mod log;
 mod messages;
 mod proof;
 mod protocol;
 
 pub use commit::{CommitScheme, Commitment};
 pub use keytable::{DirEntry, Directory, Flagged, SubscriberSecret, TableKey};
+pub use log::{
+    Change, ClientView, EnrolmentReceipt, LogEntry, LogRecord, LogRequest, LogSegment, TableLog, ViewError,
+    proof_of_possession, verify_possession,
+};
 pub use messages::*;
-pub use proof::{Finding, MisbehaviourProof, ProofKind, QueryOpening};
+pub use proof::{Evidence, Finding, MisbehaviourProof, ProofKind, QueryOpening, ROLLBACK_MARGIN_MS, Transcript};
 pub use protocol::{
-    ClientConfig, ClientOutcome, ClientSession, HintSource, LiveTable, ServerConfig, ServerOutcome, ServerSession,
-    TracEdgeClient, TracEdgeServer, audit_selection, build_lwe_table, build_lwe_table_on, expected_audit, key_matches,
-    verify_commit, verify_response,
+    Applied, CLOCK_RESOLUTION_MS, ClientConfig, ClientOutcome, ClientSession, ClientStop, CommitNeeds, HintSource,
+    LiveTable, MAX_SKEW_MS, ServerConfig, ServerOutcome, ServerSession, TracEdgeClient, TracEdgeServer, audit_selection,
+    build_lwe_table, build_lwe_table_on, coarse_time, expected_audit, key_matches, lwe_seed, max_audits, verify_commit,
+    verify_response,
 };
