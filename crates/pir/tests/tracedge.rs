@@ -112,11 +112,14 @@ fn hint(w: &World) -> LweHint {
     w.server.current().unwrap().hint().clone()
 }
 
+/// Replaces a commit, given the hello and the server's signing key to re-sign.
+type CommitBug = Box<dyn Fn(&Hello, Commit, &SigningKey) -> Commit>;
+
 /// How a deviating server changes what it sends (each `None` is honest).
 #[derive(Default)]
 struct Bugs {
-    /// Replaces the commit (given the hello and the server's signing key to re-sign).
-    commit: Option<Box<dyn Fn(&Hello, Commit, &SigningKey) -> Commit>>,
+    /// Replaces the commit.
+    commit: Option<CommitBug>,
     /// Replaces each log segment.
     segment: Option<Box<dyn Fn(LogSegment) -> LogSegment>>,
     /// Replaces the hint.
@@ -368,7 +371,10 @@ fn withholding_cannot_suppress_a_proof() {
         segment: Some(Box::new(|_| LogSegment { records: vec![] })),
         ..Default::default()
     };
-    assert!(matches!(run_bugs(&mut w, &c, &bugs), End::Stopped(ClientStop::Error(_))));
+    assert!(matches!(
+        run_bugs(&mut w, &c, &bugs),
+        End::Stopped(ClientStop::Error(_))
+    ));
     // A flagged subscriber catches the server with its own row, from its receipt and
     // its copy of the directory.
     let c = client(&w, 150, config);
@@ -459,7 +465,9 @@ fn a_variant_table_for_chosen_sessions_is_equivocation() {
     .unwrap();
     let real = w.server.log_segment(&LogRequest { from: 0, to: head.seq });
     v_old.apply(&real).unwrap();
-    match v_old.apply(&LogSegment { records: vec![fork_rec.clone()] }) {
+    match v_old.apply(&LogSegment {
+        records: vec![fork_rec.clone()],
+    }) {
         Err(ViewError::Caught(p)) => {
             assert!(matches!(p.kind, ProofKind::Equivocation { .. }));
             assert!(p.verify().unwrap().what.contains("different tables"));
@@ -556,7 +564,16 @@ fn a_receipt_the_log_does_not_honour_is_proven() {
     // The server signs a receipt for row 250 at the next entry, then logs nothing
     // for the row.
     let next = w.server.log().head().seq + 1;
-    let receipt = EnrolmentReceipt::issue(w.server.signing_key(), 250, newcomer.public_bytes(), N as u64, next, NOW);
+    let empty = w.server.dh_public().compress().to_bytes();
+    let receipt = EnrolmentReceipt::issue(
+        w.server.signing_key(),
+        250,
+        newcomer.public_bytes(),
+        N as u64,
+        empty,
+        next,
+        NOW,
+    );
     let other = SubscriberSecret::random(&mut w.rng);
     w.server.apply_changes(&[(251, other.public_bytes())], NOW).unwrap();
     let mut v = ClientView::new(
@@ -584,11 +601,7 @@ fn the_lwe_matrix_is_derived_from_the_epoch() {
         16,
     )
     .unwrap();
-    let pir = LweServer::setup(
-        &table,
-        tacit_pir::lwe::LweParams::new(table.shape(), [9; 16]).unwrap(),
-    )
-    .unwrap();
+    let pir = LweServer::setup(&table, tacit_pir::lwe::LweParams::new(table.shape(), [9; 16]).unwrap()).unwrap();
     let hint = pir.hint();
     let dir = Directory::build(keys).unwrap();
     let live = LiveTable::new(
@@ -974,7 +987,13 @@ fn messages_round_trip_and_reject_trailing_bytes() {
     let back = Refusal::from_wire(&refusal.to_wire()).unwrap();
     assert_eq!(back.code, RefusalCode::TableChanged);
     assert_eq!(back.reason.len(), 512);
-    for bytes in [hello.to_wire(), commit.to_wire(), q.to_wire(), resp.to_wire(), segs[0].to_wire()] {
+    for bytes in [
+        hello.to_wire(),
+        commit.to_wire(),
+        q.to_wire(),
+        resp.to_wire(),
+        segs[0].to_wire(),
+    ] {
         let mut long = bytes.clone();
         long.push(0);
         assert!(Hello::from_wire(&long).is_err() && Commit::from_wire(&long).is_err());

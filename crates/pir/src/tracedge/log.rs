@@ -32,6 +32,7 @@
 //! own-row evidence never depends on what the server chooses to send later.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
@@ -302,6 +303,8 @@ pub struct EnrolmentReceipt {
     pub subscriber_key: [u8; 32],
     /// Rows `n` of the tables.
     pub rows: u64,
+    /// The server's own ristretto255 key (empty rows encrypt to it).
+    pub empty_key: [u8; 32],
     /// The log entry whose changes register the key.
     pub seq: u64,
     /// When it was issued (unix ms, the server's clock).
@@ -312,12 +315,21 @@ pub struct EnrolmentReceipt {
 
 impl EnrolmentReceipt {
     /// Issues a receipt.
-    pub fn issue(signing: &SigningKey, row: u64, subscriber_key: [u8; 32], rows: u64, seq: u64, time_ms: u64) -> Self {
+    pub fn issue(
+        signing: &SigningKey,
+        row: u64,
+        subscriber_key: [u8; 32],
+        rows: u64,
+        empty_key: [u8; 32],
+        seq: u64,
+        time_ms: u64,
+    ) -> Self {
         let mut r = EnrolmentReceipt {
             server_key: signing.verifying_key().to_bytes(),
             row,
             subscriber_key,
             rows,
+            empty_key,
             seq,
             time_ms,
             sig: [0; 64],
@@ -334,6 +346,7 @@ impl EnrolmentReceipt {
         w.put_u64(self.row);
         w.put_fixed(&self.subscriber_key);
         w.put_u64(self.rows);
+        w.put_fixed(&self.empty_key);
         w.put_u64(self.seq);
         w.put_u64(self.time_ms);
         w.into_bytes()
@@ -354,6 +367,7 @@ impl EnrolmentReceipt {
         w.put_u64(self.row);
         w.put_fixed(&self.subscriber_key);
         w.put_u64(self.rows);
+        w.put_fixed(&self.empty_key);
         w.put_u64(self.seq);
         w.put_u64(self.time_ms);
         w.put_fixed(&self.sig);
@@ -365,6 +379,7 @@ impl EnrolmentReceipt {
             row: r.u64()?,
             subscriber_key: r.array("subscriber key")?,
             rows: r.u64()?,
+            empty_key: r.array("empty-row key")?,
             seq: r.u64()?,
             time_ms: r.u64()?,
             sig: r.array("signature")?,
@@ -420,7 +435,13 @@ fn pop_challenge(y: &RistrettoPoint, a: &RistrettoPoint, server_key: &[u8; 32], 
 }
 
 /// Checks a [`proof_of_possession`] for `public` (the encoding of `Y`).
-pub fn verify_possession(public: &[u8; 32], pop: &[u8; 64], server_key: &[u8; 32], time_ms: u64, label: &str) -> Result<()> {
+pub fn verify_possession(
+    public: &[u8; 32],
+    pop: &[u8; 64],
+    server_key: &[u8; 32],
+    time_ms: u64,
+    label: &str,
+) -> Result<()> {
     let bad = || Error::Refused("the enrolment request does not prove possession of the key's secret".into());
     let y = decode_public(public)?;
     let mut ab = [0u8; 32];
@@ -500,7 +521,8 @@ impl TableLog {
             })?;
             from = to;
         }
-        Ok(TableLog { records, dir: view.dir })
+        let dir = Arc::try_unwrap(view.dir).unwrap_or_else(|d| (*d).clone());
+        Ok(TableLog { records, dir })
     }
 
     /// The newest entry.
@@ -543,8 +565,9 @@ impl TableLog {
                 tables.len()
             )));
         }
-        for &(_, k) in changes {
-            decode_public(&k)?;
+        {
+            use rayon::prelude::*;
+            changes.par_iter().try_for_each(|(_, k)| decode_public(k).map(|_| ()))?;
         }
         let mut chunks: Vec<&[Change]> = changes.chunks(MAX_CHANGES_PER_ENTRY).collect();
         if chunks.is_empty() {
@@ -625,13 +648,17 @@ pub struct OwnRow {
 
 /// A client's copy of the log: every entry it verified (without their changes) and
 /// the directory they lead to.
+///
+/// Clones share the entries and the directory until one of them takes a segment
+/// (copy on write), so a process holding many subscribers' views of one log (a
+/// bench, a load generator) holds the directory once.
 #[derive(Clone)]
 pub struct ClientView {
     server: VerifyingKey,
     rows: u64,
     empty_key: [u8; 32],
-    entries: Vec<LogEntry>,
-    dir: Directory,
+    entries: Arc<Vec<LogEntry>>,
+    dir: Arc<Directory>,
     own: Option<OwnRow>,
 }
 
@@ -662,6 +689,16 @@ impl From<Error> for ViewError {
 }
 
 impl ClientView {
+    /// The view of a subscriber from its receipt (which names the server, `n` and
+    /// the empty-row key), empty, to be filled from the genesis entry on.
+    pub fn for_receipt(receipt: EnrolmentReceipt) -> Result<Self> {
+        let server = VerifyingKey::from_bytes(&receipt.server_key)
+            .map_err(|_| Error::InvalidKey("the receipt's server key is not an Ed25519 key".into()))?;
+        let mut v = ClientView::new(server, receipt.rows, receipt.empty_key)?;
+        v.set_own(receipt)?;
+        Ok(v)
+    }
+
     /// An empty view of server `server`'s log (tables of `rows` rows, empty rows to
     /// `empty_key`), to be filled from the genesis entry on.
     pub fn new(server: VerifyingKey, rows: u64, empty_key: [u8; 32]) -> Result<Self> {
@@ -671,8 +708,8 @@ impl ClientView {
             server,
             rows,
             empty_key,
-            entries: Vec::new(),
-            dir: Directory::build(vec![empty_key; rows as usize])?,
+            entries: Arc::new(Vec::new()),
+            dir: Arc::new(Directory::build(vec![empty_key; rows as usize])?),
             own: None,
         })
     }
@@ -681,7 +718,7 @@ impl ClientView {
     /// checks that the receipt's entry registers it and notes a later removal.
     pub fn set_own(&mut self, receipt: EnrolmentReceipt) -> Result<()> {
         receipt.verify(&self.server)?;
-        if receipt.rows != self.rows {
+        if receipt.rows != self.rows || receipt.empty_key != self.empty_key {
             return Err(Error::Refused(format!(
                 "the receipt is for tables of {} rows; the log's have {}",
                 receipt.rows, self.rows
@@ -765,10 +802,13 @@ impl ClientView {
             e.verify(&self.server)?;
             if let Some(held) = self.entries.get(e.seq as usize) {
                 if held != e {
-                    return Err(caught(&self.server, super::ProofKind::Equivocation {
-                        a: held.clone(),
-                        b: e.clone(),
-                    }));
+                    return Err(caught(
+                        &self.server,
+                        super::ProofKind::Equivocation {
+                            a: held.clone(),
+                            b: e.clone(),
+                        },
+                    ));
                 }
                 continue;
             }
@@ -782,51 +822,57 @@ impl ClientView {
             if let Some(prev) = self.entries.last()
                 && e.prev != prev.hash()
             {
-                return Err(caught(&self.server, super::ProofKind::Equivocation {
-                    a: prev.clone(),
-                    b: e.clone(),
-                }));
+                return Err(caught(
+                    &self.server,
+                    super::ProofKind::Equivocation {
+                        a: prev.clone(),
+                        b: e.clone(),
+                    },
+                ));
             }
             if entry_defect(e, self.rows, &self.empty_key).is_some() {
                 let genesis = self.entries.first().unwrap_or(e).clone();
-                return Err(caught(&self.server, super::ProofKind::BadEntry {
-                    genesis,
-                    entry: e.clone(),
-                }));
+                return Err(caught(
+                    &self.server,
+                    super::ProofKind::BadEntry {
+                        genesis,
+                        entry: e.clone(),
+                    },
+                ));
             }
             rec.check_changes()?;
-            for &(r, k) in &rec.changes {
-                if r >= self.rows {
-                    return Err(ViewError::Invalid(Error::Refused(format!(
-                        "log entry {} changes row {r}, outside the table",
-                        e.seq
-                    ))));
-                }
-                decode_public(&k)
-                    .map_err(|_| ViewError::Invalid(Error::Refused(format!("log entry {} registers an invalid key", e.seq))))?;
+            // Keys are decoded where they are used (a row's own check, an audit): a
+            // first sync of a large log does not decompress every key.
+            if let Some(&(r, _)) = rec.changes.iter().find(|(r, _)| *r >= self.rows) {
+                return Err(ViewError::Invalid(Error::Refused(format!(
+                    "log entry {} changes row {r}, outside the table",
+                    e.seq
+                ))));
             }
             let before: Vec<Change> = rec
                 .changes
                 .iter()
                 .map(|&(r, _)| (r, self.dir.keys()[r as usize]))
                 .collect();
-            self.dir.set_many(&rec.changes)?;
-            if self.dir.root() != e.dir_root {
+            let dir = Arc::make_mut(&mut self.dir);
+            dir.set_many(&rec.changes)?;
+            if dir.root() != e.dir_root {
                 // Undo, then build the proof change by change.
                 let undo: Vec<Change> = before.iter().rev().copied().collect();
-                self.dir.set_many(&undo)?;
-                let proof = replay_proof(&self.dir, self.entries.last(), e, &rec.changes)?;
+                dir.set_many(&undo)?;
+                let proof = replay_proof(dir, self.entries.last(), e, &rec.changes)?;
                 return Err(caught(&self.server, proof));
             }
             if let Some(own) = &mut self.own {
-                if e.seq == own.receipt.seq
-                    && !rec.changes.iter().any(|&(r, k)| r == own.row && k == own.key)
-                {
-                    return Err(caught(&self.server, super::ProofKind::Receipt {
-                        receipt: own.receipt.clone(),
-                        entry: e.clone(),
-                        changes: rec.changes.clone(),
-                    }));
+                if e.seq == own.receipt.seq && !rec.changes.iter().any(|&(r, k)| r == own.row && k == own.key) {
+                    return Err(caught(
+                        &self.server,
+                        super::ProofKind::Receipt {
+                            receipt: own.receipt.clone(),
+                            entry: e.clone(),
+                            changes: rec.changes.clone(),
+                        },
+                    ));
                 }
                 if e.seq > own.receipt.seq
                     && own.removed_at.is_none()
@@ -835,8 +881,71 @@ impl ClientView {
                     own.removed_at = Some(e.seq);
                 }
             }
-            self.entries.push(e.clone());
+            Arc::make_mut(&mut self.entries).push(e.clone());
         }
+        Ok(())
+    }
+
+    /// Sets the receipt on a view that is already past the receipt's entry, given
+    /// the log records from that entry to the view's newest (each checked against
+    /// the entries the view holds): the registration and any later removal are
+    /// found in them. For a process that synced one view and hands copies of it to
+    /// many subscribers.
+    pub fn set_own_from(
+        &mut self,
+        receipt: EnrolmentReceipt,
+        records: &[LogRecord],
+    ) -> core::result::Result<(), ViewError> {
+        receipt.verify(&self.server)?;
+        let head = self
+            .head_seq()
+            .ok_or_else(|| Error::Refused("the view holds no log".into()))?;
+        if receipt.seq > head {
+            self.set_own(receipt)?;
+            return Ok(());
+        }
+        let mut own = OwnRow {
+            row: receipt.row,
+            key: receipt.subscriber_key,
+            receipt: receipt.clone(),
+            removed_at: None,
+        };
+        let mut seen = 0u64;
+        for rec in records
+            .iter()
+            .filter(|r| r.entry.seq >= receipt.seq && r.entry.seq <= head)
+        {
+            if self.entries.get(rec.entry.seq as usize) != Some(&rec.entry) {
+                return Err(ViewError::Invalid(Error::Refused(format!(
+                    "record {} is not the entry the view holds",
+                    rec.entry.seq
+                ))));
+            }
+            rec.check_changes()?;
+            if rec.entry.seq == receipt.seq && !rec.changes.iter().any(|&(r, k)| r == own.row && k == own.key) {
+                return Err(caught(
+                    &self.server,
+                    super::ProofKind::Receipt {
+                        receipt,
+                        entry: rec.entry.clone(),
+                        changes: rec.changes.clone(),
+                    },
+                ));
+            }
+            if rec.entry.seq > receipt.seq
+                && own.removed_at.is_none()
+                && rec.changes.iter().any(|&(r, k)| r == own.row && k != own.key)
+            {
+                own.removed_at = Some(rec.entry.seq);
+            }
+            seen += 1;
+        }
+        if seen != head - receipt.seq + 1 {
+            return Err(ViewError::Invalid(Error::Refused(
+                "the records do not cover the log from the receipt's entry".into(),
+            )));
+        }
+        self.own = Some(own);
         Ok(())
     }
 
@@ -846,7 +955,7 @@ impl ClientView {
         if self.server.to_bytes() != other.server.to_bytes() {
             return Err(Error::Refused("the two views are of different servers".into()));
         }
-        for (a, b) in self.entries.iter().zip(&other.entries) {
+        for (a, b) in self.entries.iter().zip(other.entries.iter()) {
             if a != b {
                 return Ok(Some(Box::new(super::MisbehaviourProof {
                     server_key: self.server.to_bytes(),
@@ -882,7 +991,7 @@ impl ClientView {
             }
         }
         w.put_u64(self.entries.len() as u64);
-        for e in &self.entries {
+        for e in self.entries.iter() {
             e.put(&mut w);
         }
         let set: Vec<(u64, &[u8; 32])> = self
@@ -915,6 +1024,7 @@ impl ClientView {
         let rows = r.u64()?;
         let empty_key = r.array("empty-row key")?;
         let mut view = ClientView::new(server, rows, empty_key)?;
+        let mut entries: Vec<LogEntry> = Vec::new();
         let own = match r.u8()? {
             0 => None,
             1 => {
@@ -941,13 +1051,14 @@ impl ClientView {
                 return Err(Error::InvalidParams("a damaged view file".into()));
             }
             e.verify(&view.server)?;
-            if let Some(p) = view.entries.last()
+            if let Some(p) = entries.last()
                 && e.prev != p.hash()
             {
                 return Err(Error::InvalidParams("a damaged view file (broken chain)".into()));
             }
-            view.entries.push(e);
+            entries.push(e);
         }
+        view.entries = Arc::new(entries);
         let k = r.u64()?;
         if k > rows {
             return Err(Error::InvalidParams("a damaged view file".into()));
@@ -961,7 +1072,7 @@ impl ClientView {
                 .ok_or_else(|| Error::InvalidParams("a damaged view file".into()))? = key;
         }
         r.finish()?;
-        view.dir = Directory::build(keys)?;
+        view.dir = Arc::new(Directory::build(keys)?);
         if let Some(h) = view.head()
             && h.dir_root != view.dir.root()
         {
@@ -991,7 +1102,10 @@ pub(crate) fn entry_defect(e: &LogEntry, rows: u64, empty_key: &[u8; 32]) -> Opt
     let mut epochs = BTreeMap::new();
     for t in &e.tables {
         if t.rows != e.rows {
-            return Some(format!("table {} has {} rows; the log's have {}", t.epoch, t.rows, e.rows));
+            return Some(format!(
+                "table {} has {} rows; the log's have {}",
+                t.epoch, t.rows, e.rows
+            ));
         }
         if t.dir_root != e.dir_root {
             return Some(format!("table {} is not over the entry's directory", t.epoch));
@@ -1016,7 +1130,9 @@ fn replay_proof(
     changes: &[Change],
 ) -> core::result::Result<super::ProofKind, ViewError> {
     let prev = prev.ok_or_else(|| {
-        ViewError::Invalid(Error::Refused("the genesis entry's directory is not the empty one".into()))
+        ViewError::Invalid(Error::Refused(
+            "the genesis entry's directory is not the empty one".into(),
+        ))
     })?;
     let mut d = dir.clone();
     let mut buckets = Vec::with_capacity(changes.len());
@@ -1164,7 +1280,7 @@ mod tests {
         assert!(verify_possession(&sub.public_bytes(), &pop, &[1; 32], 77, "alice").is_err());
         let other = super::super::SubscriberSecret::random(&mut rng);
         assert!(verify_possession(&other.public_bytes(), &pop, &vk, 77, "alice").is_err());
-        let r = EnrolmentReceipt::issue(&sk, 3, sub.public_bytes(), 300, 1, 5);
+        let r = EnrolmentReceipt::issue(&sk, 3, sub.public_bytes(), 300, [7; 32], 1, 5);
         r.verify(&sk.verifying_key()).unwrap();
         assert_eq!(EnrolmentReceipt::from_wire(&r.to_wire()).unwrap(), r);
         let mut forged = r.clone();

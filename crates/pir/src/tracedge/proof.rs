@@ -505,7 +505,10 @@ impl MisbehaviourProof {
                 }
                 let why = super::log::entry_defect(entry, genesis.rows, &genesis.empty_key)
                     .ok_or_else(|| bad("the entry is consistent with the genesis entry"))?;
-                (entry.seq, format!("the server signed table log entry {}, where {why}", entry.seq))
+                (
+                    entry.seq,
+                    format!("the server signed table log entry {}, where {why}", entry.seq),
+                )
             }
             ProofKind::Replay {
                 prev,
@@ -534,7 +537,8 @@ impl MisbehaviourProof {
                 if entry.seq != receipt.seq {
                     return Err(bad("the entry is not the one the receipt names"));
                 }
-                if changes.len() != entry.n_changes as usize || super::log::changes_hash(changes) != entry.changes_hash {
+                if changes.len() != entry.n_changes as usize || super::log::changes_hash(changes) != entry.changes_hash
+                {
                     return Err(bad("the changes are not the ones the entry signs"));
                 }
                 if receipt.rows == entry.rows
@@ -784,7 +788,10 @@ impl Decode for MisbehaviourProof {
             2 => {
                 let session = Box::new(Transcript::read(r)?);
                 if session.response.answers.len() < 2 {
-                    return Err(tacit_wire::Error::invalid("proof", "an audit proof without an audit answer"));
+                    return Err(tacit_wire::Error::invalid(
+                        "proof",
+                        "an audit proof without an audit answer",
+                    ));
                 }
                 ProofKind::Audit {
                     session,

@@ -209,7 +209,11 @@ pub fn build_lwe_table_on<R: RngCore + CryptoRng>(
 /// cannot mint tables that differ only in `A` (and so in their table id) to tell
 /// which client has which hint cached. Clients check it ([`TracEdgeClient::on_commit`]).
 pub fn lwe_seed(server_dh: &RistrettoPoint, epoch: u64, key: &TableKey) -> [u8; 16] {
-    lwe_seed_of(&server_dh.compress().to_bytes(), epoch, &key.ephemeral_point().compress().to_bytes())
+    lwe_seed_of(
+        &server_dh.compress().to_bytes(),
+        epoch,
+        &key.ephemeral_point().compress().to_bytes(),
+    )
 }
 
 fn lwe_seed_of(server_dh: &[u8; 32], epoch: u64, ephemeral: &[u8; 32]) -> [u8; 16] {
@@ -246,7 +250,6 @@ pub fn build_lwe_table<R: RngCore + CryptoRng>(
     let dir = Directory::build(keys)?;
     LiveTable::new(epoch, key, scheme, server_dh, pir, hint, dir, None, rng)
 }
-
 
 /// The most a server's clock may differ from a client's `t_s` ([`ServerConfig::skew_ms`]
 /// is capped at this; [`ROLLBACK_MARGIN_MS`] relies on it).
@@ -439,11 +442,19 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
     /// the log and in every served table at once (§3.5), and returns the log records
     /// and one receipt per registered key.
     pub fn apply_changes(&mut self, changes: &[Change], now_ms: u64) -> Result<Applied> {
-        for &(r, k) in changes {
-            if r >= self.rows() {
-                return Err(Error::RowOutOfRange { row: r, rows: self.rows() });
-            }
-            decode_public(&k)?;
+        let records = self.apply_changes_unreceipted(changes, now_ms)?;
+        let receipts = self.receipts_for(&records, now_ms);
+        Ok(Applied { records, receipts })
+    }
+
+    /// [`TracEdgeServer::apply_changes`] without receipts (a bulk load whose
+    /// subscribers get theirs later, [`TracEdgeServer::receipts_for`]).
+    pub fn apply_changes_unreceipted(&mut self, changes: &[Change], now_ms: u64) -> Result<Vec<LogRecord>> {
+        if let Some(&(r, _)) = changes.iter().find(|(r, _)| *r >= self.rows()) {
+            return Err(Error::RowOutOfRange {
+                row: r,
+                rows: self.rows(),
+            });
         }
         let epochs: Vec<u64> = self.tables.keys().copied().collect();
         for e in epochs {
@@ -451,27 +462,35 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
                 t.set_rows(changes)?;
             }
         }
-        let records = self.log.append(&self.signing, changes, self.headers(), now_ms)?;
+        self.log.append(&self.signing, changes, self.headers(), now_ms)
+    }
+
+    /// The receipts of the keys `records` register (not of emptied rows).
+    pub fn receipts_for(&self, records: &[LogRecord], now_ms: u64) -> Vec<EnrolmentReceipt> {
         let empty = self.dh_public.compress().to_bytes();
-        let mut receipts = Vec::new();
-        let mut first = 0usize;
-        for rec in &records {
-            for &(row, key) in &rec.changes {
-                if key != empty {
-                    receipts.push(EnrolmentReceipt::issue(
-                        &self.signing,
-                        row,
-                        key,
-                        self.rows(),
-                        rec.entry.seq,
-                        now_ms,
-                    ));
-                }
-            }
-            first += rec.changes.len();
-        }
-        debug_assert_eq!(first, changes.len());
-        Ok(Applied { records, receipts })
+        records
+            .iter()
+            .flat_map(|rec| {
+                rec.changes
+                    .iter()
+                    .filter(move |&&(_, key)| key != empty)
+                    .map(move |&(row, key)| (row, key, rec.entry.seq))
+            })
+            .map(|(row, key, seq)| self.receipt(row, key, seq, now_ms))
+            .collect()
+    }
+
+    /// The receipt that `row` holds `key` from log entry `seq` on.
+    pub fn receipt(&self, row: u64, key: [u8; 32], seq: u64, now_ms: u64) -> EnrolmentReceipt {
+        EnrolmentReceipt::issue(
+            &self.signing,
+            row,
+            key,
+            self.rows(),
+            self.dh_public.compress().to_bytes(),
+            seq,
+            now_ms,
+        )
     }
 
     /// Makes `table` current (brought up to the log's directory first, if it was
@@ -974,7 +993,12 @@ impl TracEdgeClient {
     /// the held entry, or the receipt, is older than the commit by
     /// [`ROLLBACK_MARGIN_MS`]). Then says whether the client's view must first be
     /// brought up to the commit's log head.
-    pub fn commit_needs(&self, sess: &ClientSession, commit: &Commit, view: &ClientView) -> core::result::Result<CommitNeeds, ClientStop> {
+    pub fn commit_needs(
+        &self,
+        sess: &ClientSession,
+        commit: &Commit,
+        view: &ClientView,
+    ) -> core::result::Result<CommitNeeds, ClientStop> {
         if !matches!(sess.step, ClientStep::AwaitCommit) {
             return Err(Error::Refused("commit out of order".into()).into());
         }
@@ -1025,7 +1049,12 @@ impl TracEdgeClient {
     /// up to the commit's head): the header is a table of that entry, the client's
     /// own row holds its key there, the commitment scheme is acceptable. Returns the
     /// header.
-    pub fn check_commit(&self, sess: &ClientSession, commit: &Commit, view: &ClientView) -> core::result::Result<TableHeader, ClientStop> {
+    pub fn check_commit(
+        &self,
+        sess: &ClientSession,
+        commit: &Commit,
+        view: &ClientView,
+    ) -> core::result::Result<TableHeader, ClientStop> {
         if let CommitNeeds::Log(_) = self.commit_needs(sess, commit, view)? {
             return Err(Error::Refused("the client's log does not reach the commit's log head".into()).into());
         }
@@ -1049,9 +1078,9 @@ impl TracEdgeClient {
             )
             .into());
         }
-        let own = view.own().ok_or_else(|| {
-            Error::Refused("the view has no enrolment receipt: own-row checks need one".into())
-        })?;
+        let own = view
+            .own()
+            .ok_or_else(|| Error::Refused("the view has no enrolment receipt: own-row checks need one".into()))?;
         if own.row != self.row || own.key != self.secret.public_bytes() {
             return Err(Error::Refused("the view's receipt is for another subscriber".into()).into());
         }
@@ -1113,7 +1142,12 @@ impl TracEdgeClient {
         {
             let mut opening = QueryOpening::new(sel, rng);
             audits.push(opening.query(&lwe)?);
-            let mut buckets: Vec<u64> = opening.selection().entries().iter().map(|&(r, _)| r / BUCKET_ROWS).collect();
+            let mut buckets: Vec<u64> = opening
+                .selection()
+                .entries()
+                .iter()
+                .map(|&(r, _)| r / BUCKET_ROWS)
+                .collect();
             buckets.sort_unstable();
             buckets.dedup();
             for b in buckets {
@@ -1417,4 +1451,99 @@ pub fn expected_audit(
         }
     }
     Ok(acc.into_iter().map(|v| v as u32).collect())
+}
+
+/// How an in-process run ended ([`authenticate_in_process`]).
+#[derive(Debug)]
+pub struct InProcess {
+    /// The client's outcome, or why it stopped before the end.
+    pub client: core::result::Result<ClientOutcome, ClientStop>,
+    /// Which key the server saw (`Some(0)`: the committed one; `Some(i > 0)`: a
+    /// cheating server's i-th second key; `None`: no MAC matched, or the run
+    /// stopped before).
+    pub key_index: Option<usize>,
+    /// Log records the client's view took.
+    pub log_records: u64,
+}
+
+/// One authentication between a server and a client in one process (demos,
+/// benches, tests): hello, the log up to the commit's head into `view`, queries,
+/// response, MACs.
+pub fn authenticate_in_process<S, R>(
+    server: &mut TracEdgeServer<S>,
+    client: &TracEdgeClient,
+    view: &mut ClientView,
+    hint: LweHint,
+    now_ms: u64,
+    rng: &mut R,
+) -> InProcess
+where
+    S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource,
+    R: RngCore + CryptoRng,
+{
+    let mut out = InProcess {
+        client: Err(ClientStop::Error(Error::Refused("not started".into()))),
+        key_index: None,
+        log_records: 0,
+    };
+    let (mut cs, hello) = client.start(now_ms, view, rng);
+    let (mut ss, commit) = match server.hello(&hello, now_ms, rng) {
+        Ok(x) => x,
+        Err(e) => {
+            out.client = Err(e.into());
+            return out;
+        }
+    };
+    loop {
+        match client.commit_needs(&cs, &commit, view) {
+            Err(s) => {
+                out.client = Err(s);
+                return out;
+            }
+            Ok(CommitNeeds::Ready) => break,
+            Ok(CommitNeeds::Log(req)) => {
+                let seg = server.log_segment(&req);
+                let before = view.head_seq();
+                if let Err(e) = view.apply(&seg) {
+                    out.client = Err(e.into());
+                    return out;
+                }
+                out.log_records += seg.records.len() as u64;
+                if view.head_seq() == before {
+                    out.client = Err(Error::Refused("the server sent no further log entries".into()).into());
+                    return out;
+                }
+            }
+        }
+    }
+    let q = match client.on_commit(&mut cs, commit, hint, view, rng) {
+        Ok(q) => q,
+        Err(s) => {
+            out.client = Err(s);
+            return out;
+        }
+    };
+    let resp = match server.respond(&mut ss, &q) {
+        Ok(r) => r,
+        Err(e) => {
+            out.client = Err(e.into());
+            return out;
+        }
+    };
+    let auth = match client.on_response(&mut cs, resp, rng) {
+        Ok(a) => a,
+        Err(s) => {
+            out.client = Err(s);
+            return out;
+        }
+    };
+    let reply = match server.finish(&mut ss, &auth) {
+        Ok((r, o)) => {
+            out.key_index = Some(o.key_index);
+            Ok(r)
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    out.client = Ok(client.on_server_auth(&mut cs, reply));
+    out
 }
