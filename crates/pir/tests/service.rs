@@ -186,8 +186,7 @@ async fn one_hint_per_connection_and_frames_bounded_per_step() {
     let keys = operator::init(&store, 200, CommitScheme::Binding, 3600).unwrap();
     let (addr, _h) = start(&store, false).await;
     let tls = tacit_net::tls::checked_server_client(tacit_net::tls::pinned(keys.pin)).unwrap();
-    let mut net = NetConfig::default();
-    net.max_frame = 64 << 20;
+    let net = NetConfig::default().with_max_frame_at_least(64 << 20);
     let mut c = FramedConn::connect_tls(&addr, &net, tls.clone(), "tracedge.tacit.invalid")
         .await
         .unwrap();

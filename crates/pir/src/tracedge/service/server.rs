@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::SigningKey;
+use tacit_net::guard::{self, Guard, ServeLimits};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_store::Store;
 use tacit_wire::{Decode, Encode, Envelope};
@@ -424,7 +425,6 @@ impl RunningServer {
         tokio::spawn(batcher(shared.clone(), rx, o.batch));
         let done = Arc::new(AtomicU64::new(0));
         let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
-        let limits = Arc::new(Limits::new(o.max_connections, o.max_per_address));
         let ctx = Arc::new(Ctx {
             shared,
             store,
@@ -432,44 +432,26 @@ impl RunningServer {
             o: o.clone(),
             enrol_rate: Mutex::new(HashMap::new()),
         });
-        loop {
-            let accepted = tokio::select! {
-                c = listener.accept() => c,
-                _ = stop_rx.recv() => break,
-            };
-            let conn = match accepted {
-                Ok(c) => c,
-                Err(e) => {
-                    // Out of descriptors and the like: say so and keep serving.
-                    (o.events)(ServerEvent::Management(format!("accept: {e}")));
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let peer_ip = conn.peer_addr().map(|a| a.ip()).ok();
-            let Some(slot) = limits.enter(peer_ip) else {
-                drop(conn);
-                continue;
-            };
+        // The project's admission guard: a cap on connections (fitted below the
+        // descriptor limit), per-address fairness, a deadline per connection, accept
+        // errors reported and never fatal.
+        let events = o.events.clone();
+        let guard =
+            Guard::new(ServeLimits::new(o.max_connections, o.session_deadline).with_per_address(o.max_per_address))
+                .on_event(Arc::new(move |e| events(ServerEvent::Management(e.to_string()))));
+        let net = NetConfig::default();
+        let accept = guard::serve(listener.tcp(), &guard, None, |stream, peer| {
             let (tls, tx, done, stop_tx, ctx) = (tls.clone(), tx.clone(), done.clone(), stop_tx.clone(), ctx.clone());
-            tokio::spawn(async move {
-                let _slot = slot;
-                let peer = conn.peer_addr().map(|p| p.to_string()).unwrap_or_default();
-                let deadline = ctx.o.session_deadline;
+            let conn = FramedConn::from_stream(stream, &net);
+            async move {
+                let peer = peer.to_string();
                 let run = async {
-                    let mut conn = conn.accept_tls(tls).await?;
+                    let mut conn = conn?.accept_tls(tls).await?;
                     let r = handle(&mut conn, &ctx, tx).await;
                     let _ = conn.shutdown().await;
                     r
                 };
-                let r = match tokio::time::timeout(deadline, run).await {
-                    Ok(r) => r,
-                    Err(_) => Err(ServiceError::Protocol(format!(
-                        "the session took longer than {} s",
-                        deadline.as_secs()
-                    ))),
-                };
-                let counted = match r {
+                let counted = match run.await {
                     Ok(Some(what)) => {
                         (ctx.o.events)(ServerEvent::Session { peer, what });
                         true
@@ -489,7 +471,11 @@ impl RunningServer {
                         let _ = stop_tx.send(()).await;
                     }
                 }
-            });
+            }
+        });
+        tokio::select! {
+            () = accept => {}
+            _ = stop_rx.recv() => {}
         }
         stop_manage.store(true, Ordering::Relaxed);
         let _ = manager.join();
@@ -500,63 +486,6 @@ impl RunningServer {
 
 fn poisoned() -> ServiceError {
     ServiceError::Protocol("an internal lock was poisoned".into())
-}
-
-/// Connection caps: in all, and per client address.
-struct Limits {
-    total: usize,
-    per_address: usize,
-    now: Mutex<(usize, HashMap<IpAddr, usize>)>,
-}
-
-struct Slot {
-    limits: Arc<Limits>,
-    ip: Option<IpAddr>,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if let Ok(mut g) = self.limits.now.lock() {
-            g.0 = g.0.saturating_sub(1);
-            if let Some(ip) = self.ip
-                && let Some(n) = g.1.get_mut(&ip)
-            {
-                *n -= 1;
-                if *n == 0 {
-                    g.1.remove(&ip);
-                }
-            }
-        }
-    }
-}
-
-impl Limits {
-    fn new(total: usize, per_address: usize) -> Self {
-        Limits {
-            total,
-            per_address,
-            now: Mutex::new((0, HashMap::new())),
-        }
-    }
-
-    fn enter(self: &Arc<Self>, ip: Option<IpAddr>) -> Option<Slot> {
-        let mut g = self.now.lock().ok()?;
-        if g.0 >= self.total {
-            return None;
-        }
-        if let Some(ip) = ip {
-            let n = g.1.entry(ip).or_insert(0);
-            if *n >= self.per_address {
-                return None;
-            }
-            *n += 1;
-        }
-        g.0 += 1;
-        Some(Slot {
-            limits: self.clone(),
-            ip,
-        })
-    }
 }
 
 struct Ctx {
