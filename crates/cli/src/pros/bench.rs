@@ -409,8 +409,8 @@ fn fnp_once(p: &PsiParams, key: &PrivateKey, a: &[String], b: &[String], seed: u
     let t = Instant::now();
     let (w, q) = Chooser::start(p, key.clone(), a, &pool, &mut rng)?;
     let s = Sender::new(p, b, 0, 4096)?;
-    let (ans, pk) = s.respond(&q.to_bytes(), &mut rng)?;
-    let found = w.on_answer(&ans.to_bytes(&pk))?;
+    let (ans, pk) = s.respond(&q.to_bytes(), &tacit_pros::NO_CHANNEL_BINDING, &mut rng)?;
+    let found = w.on_answer(&ans.to_bytes(&pk), &tacit_pros::NO_CHANNEL_BINDING)?;
     anyhow::ensure!(
         found.len() == a.len().min(b.len()) / 10,
         "FNP found {} common elements",
@@ -645,9 +645,12 @@ async fn floor_100(c: &Ctx, key: &PrivateKey) -> Result<Value> {
     let enc_online = t.elapsed().as_secs_f64() / k as f64;
     let ct = pk.encrypt_raw(&m, &mut rng)?;
     let empty = RnPool::new(pk)?;
-    // B's evaluation: Horner step, blinding exponentiation r, fresh ρⁿ, products
+    // B's evaluation: the match tag, Horner step, blinding exponentiation r, fresh ρⁿ,
+    // products
+    let sid = [7u8; 32];
     let eval = per_op(50, min, || {
-        fnp::evaluate(pk, std::slice::from_ref(&ct), &y, &empty, &mut rng)?;
+        let h = tacit_pros::element::match_tag(tacit_pros::threepr::MATCH_DOMAIN, &sid, 0, 0, &y, pk.n())?;
+        fnp::evaluate(pk, std::slice::from_ref(&ct), &y, &h, &empty, &mut rng)?;
         Ok(())
     })?;
     let dec = per_op(50, min, || {

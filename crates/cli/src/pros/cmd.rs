@@ -373,7 +373,7 @@ pub fn run(cmd: ProsCommand) -> Result<()> {
         }) => {
             let params = fnp.params();
             let elements = read_set(&set)?;
-            let sender = Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS)?;
+            let sender = Arc::new(Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS)?);
             runtime()?.block_on(async {
                 let mut cfg = net_config();
                 cfg.max_frame = params.query_len(MAX_KEY_BITS).min(net::MAX_FRAME);
@@ -399,7 +399,7 @@ pub fn run(cmd: ProsCommand) -> Result<()> {
                     };
                     served += 1;
                     let peer = c.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
-                    match net::psi_serve(&mut c, &sender, &mut rng).await {
+                    match net::psi_serve(&mut c, sender.clone(), &mut rng).await {
                         Ok(()) => eprintln!("tacit pros psi serve: session {served} from {peer}: answered"),
                         Err(e) => eprintln!(
                             "tacit pros psi serve: session {served} from {peer}: {}",

@@ -81,8 +81,11 @@ pub async fn schedule_demo() -> Result<()> {
             Scheme::Sor,
             Variant::Implicit,
             &b_slots,
-            3072,
-            4096,
+            &schedule::Policy {
+                min_key_bits: 3072,
+                max_key_bits: 4096,
+                limits: Default::default(),
+            },
             &mut SecureRng::from_os(),
         )
         .await?;

@@ -311,8 +311,11 @@ pub fn run(cmd: ScheduleCommand) -> Result<()> {
                         opts.scheme.get(),
                         opts.variant.get(),
                         &p.slots,
-                        min_key_bits,
-                        MAX_KEY_BITS,
+                        &schedule::Policy {
+                            min_key_bits,
+                            max_key_bits: MAX_KEY_BITS,
+                            limits: Default::default(),
+                        },
                         &mut rng,
                     )
                     .await;
