@@ -932,6 +932,17 @@ mod tests {
         assert!(!format!("{k:?}").contains(&k.primes().0.to_dec_str().unwrap().to_string()));
     }
 
+    /// Issue 26, item 7: an imported key's size is checked before the 64-round
+    /// primality tests (two 3000-bit "primes" used to be tested first).
+    #[test]
+    fn an_oversized_key_is_refused_before_primality_tests() {
+        let mut big = BigNum::new().unwrap();
+        big.set_bit(3000).unwrap();
+        big.add_word(1).unwrap();
+        let e = PrivateKey::from_primes(bn::dup(&big).unwrap(), big).unwrap_err();
+        assert!(matches!(e, Error::KeySize(_)), "{e}");
+    }
+
     #[test]
     fn lambda_form_recovers_the_primes() {
         let k = key(256);
