@@ -168,7 +168,7 @@ fn pros_seeds(rng: &mut SecureRng) {
         let pool = RnPool::new(pk).unwrap();
         let (_, q) = Chooser::start(&p, key.clone(), &["a"], &pool, rng).unwrap();
         let s = FnpSender::new(&p, &["a", "b"], 0, 4096).unwrap();
-        let (a, _) = s.respond(&q.to_bytes(), rng).unwrap();
+        let (a, _) = s.respond(&q.to_bytes(), &tacit_pros::NO_CHANNEL_BINDING, rng).unwrap();
         write("pros_fnp", &format!("q{sel}"), &with_sel(sel, &q.to_bytes()));
         write("pros_fnp", &format!("a{sel}"), &with_sel(sel | 4, &a.to_bytes(pk)));
     }
@@ -177,9 +177,9 @@ fn pros_seeds(rng: &mut SecureRng) {
     let (ia, hello) = A::start(params, key.clone(), &["a", "b"], pool).unwrap();
     let (rb, acc) = B::new(params, &["b", "c"], 0, 4096)
         .unwrap()
-        .on_hello(&hello, rng)
+        .on_hello(&hello, &tacit_pros::NO_CHANNEL_BINDING, rng)
         .unwrap();
-    let (ia, q) = ia.on_accept(&acc, rng).unwrap();
+    let (ia, q) = ia.on_accept(&acc, &tacit_pros::NO_CHANNEL_BINDING, rng).unwrap();
     write("pros_threepr", "hello", &with_sel(0, &hello));
     write("pros_threepr", "query", &with_sel(1, &q));
     write("pros_threepr", "accept", &with_sel(4, &acc));

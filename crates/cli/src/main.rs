@@ -131,8 +131,8 @@ fn main() -> ExitCode {
         Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
         Command::Mpc(c) => mpc::cmd::run_cmd(c),
         Command::Pir(c) => pir::cmd::run(c),
-        Command::Pros(c) => pros::cmd::run(c),
-        Command::Schedule(c) => pros::schedule::run(c),
+        Command::Pros(c) => pros::cmd::run(c, cli.store.as_deref()),
+        Command::Schedule(c) => pros::schedule::run(c, cli.store.as_deref()),
         Command::Bench(c) => bench::run(c),
     };
     match result {
