@@ -58,6 +58,10 @@ pub enum Error {
         /// The sequence number offered.
         got: u64,
     },
+    /// The receiver cannot take this request now (no precomputation ready in time,
+    /// or this account's request rate is spent); the peer may try again later.
+    #[error("busy: {0}")]
+    Busy(String),
     /// A capture or range given to the attack tool is unusable.
     #[error("{0}")]
     Attack(String),

@@ -15,8 +15,7 @@ use tacit_drop::DropParams;
 use tacit_drop::attack::{PhoneRange, brute_force, read_capture};
 use tacit_drop::protocol::{AddressBook, Discoverability, Peer, ReceiverOutcome};
 use tacit_drop::revocation::Revocations;
-use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
-use tacit_psi::Sender;
+use tacit_drop::transport::{self, BookSupply, Event, Limits, ReceiverConfig, SenderConfig};
 use tacit_store::Store;
 
 /// Who may authenticate to a receiver.
@@ -91,6 +90,12 @@ Examples:
         /// Offers that would leave less than 256 MiB free in DIR are refused too.
         #[arg(long, default_value = "4G", value_parser = crate::util::parse_size)]
         max_file: u64,
+        /// StartPSI requests one enrolled account may make per minute (each costs an
+        /// address-book precomputation); 0 for no limit.
+        #[arg(long, default_value_t = Limits::default().start_psi_per_minute)]
+        start_psi_per_minute: u32,
+        #[command(flatten)]
+        serve_limits: crate::util::ServeLimitArgs,
         #[command(flatten)]
         params: DropParamArgs,
     },
@@ -234,12 +239,16 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
             mdns,
             work_first,
             max_file,
+            start_psi_per_minute,
+            serve_limits,
             ..
         } => {
             let limits = Limits {
                 prepare_answer: !work_first,
                 max_file,
                 max_offer: max_file.saturating_mul(4),
+                start_psi_per_minute,
+                connections: serve_limits.apply(Limits::default().connections)?,
                 ..Limits::default()
             };
             let refresher = spawn_refresher(revocations.clone(), ca, path);
@@ -338,36 +347,6 @@ fn spawn_refresher(
     })
 }
 
-/// Keeps one address-book precomputation ready so a session does not wait for it.
-struct Supply<G: PrimeGroup> {
-    ready: Mutex<Option<Sender<G>>>,
-    book: Arc<AddressBook>,
-    params: DropParams,
-}
-
-impl<G: PrimeGroup> Supply<G> {
-    fn make(book: &AddressBook, params: &DropParams) -> tacit_drop::Result<Sender<G>> {
-        book.fresh_sender(params)
-    }
-
-    fn take(self: &Arc<Self>) -> tacit_drop::Result<Sender<G>> {
-        let ready = self.ready.lock().map(|mut r| r.take()).unwrap_or(None);
-        let s = match ready {
-            Some(s) => s,
-            None => Self::make(&self.book, &self.params)?,
-        };
-        let me = self.clone();
-        std::thread::spawn(move || {
-            if let Ok(next) = Self::make(&me.book, &me.params)
-                && let Ok(mut r) = me.ready.lock()
-            {
-                *r = Some(next);
-            }
-        });
-        Ok(s)
-    }
-}
-
 fn bar(total: u64, name: &str) -> ProgressBar {
     let pb = ProgressBar::new(total);
     pb.set_style(
@@ -409,20 +388,24 @@ async fn receive<G: PrimeGroup>(
 ) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let params = identity.params;
-    let supply = Arc::new(Supply::<G> {
-        ready: Mutex::new(None),
-        book: book.clone(),
-        params,
-    });
+    // One worker thread keeps the next sessions' precomputations ready; a session
+    // never computes one itself (issue 32).
     let t = Instant::now();
-    let first = Supply::<G>::make(&book, &params)?;
+    let supply_book = book.clone();
+    let supply = BookSupply::spawn(move || supply_book.fresh_sender::<G>(&params), 2);
+    let first = supply.clone();
+    tokio::task::spawn_blocking(move || {
+        while first.ready() == 0 && first.made() == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    })
+    .await?;
     eprintln!(
         "tacit drop receive: precomputed the address book ({} entries padded to {}) in {:.0} ms",
         book.len(),
         params.max_contacts(),
         t.elapsed().as_secs_f64() * 1e3
     );
-    *supply.ready.lock().map_err(|_| anyhow::anyhow!("lock poisoned"))? = Some(first);
     let capture = match capture {
         Some(p) => Some(Arc::new(Mutex::new(
             std::fs::OpenOptions::new()
@@ -479,6 +462,7 @@ async fn receive<G: PrimeGroup>(
         }
         Event::Received(p) => eprintln!("tacit drop receive: received {}", p.display()),
         Event::Failed(why) => eprintln!("tacit drop receive: session failed: {why}"),
+        Event::Admission(e) => eprintln!("tacit drop receive: {e}"),
     });
     let cfg = Arc::new(ReceiverConfig {
         identity,
@@ -494,7 +478,7 @@ async fn receive<G: PrimeGroup>(
         dir,
         legacy,
         limits,
-        supply: Arc::new(move || supply.take()),
+        supply,
         decide,
         events,
         capture,
@@ -563,6 +547,13 @@ async fn deliver<G: PrimeGroup>(
 ) -> Result<Vec<String>> {
     let offers: Vec<_> = files.iter().map(|(_, o)| o.clone()).collect();
     if !session.ask(&offers).await? {
+        if session.outcome.known_by_receiver.is_empty() {
+            // The receiver answers a contacts-only refusal like a decline (issue 32);
+            // we know from DO3 that it does not hold us.
+            bail!(
+                "declined (the receiver does not have you in its contacts; a contacts-only receiver refuses such senders)"
+            );
+        }
         bail!("declined");
     }
     let mut stored = Vec::new();
@@ -656,7 +647,7 @@ async fn send<G: PrimeGroup>(
     let t = Instant::now();
     let mut auth = tokio::task::JoinSet::new();
     for addr in candidates.iter().cloned() {
-        let book_sender = Supply::<G>::make(&book, &identity.params)?;
+        let book_sender = book.fresh_sender::<G>(&identity.params)?;
         let cfg = cfg.clone();
         auth.spawn(async move {
             let r = transport::authenticate(&addr, cfg, book_sender).await;
