@@ -354,8 +354,9 @@ async fn connection<G: PrimeGroup>(
         .and_then(|c| c.first())
         .ok_or_else(|| Error::Transport("the peer presented no certificate".into()))?;
     let peer = account_of_certificate(peer_cert)?;
-    // A revoked account gets nothing: the connection closes before any request.
-    cfg.revocations.check(&peer)?;
+    // A revoked account gets nothing: the connection closes before any request (nor
+    // does anyone, under the refuse policy, while our list is not current).
+    cfg.revocations.check_at(&peer, now_unix())?;
     (cfg.events)(Event::Connected(peer));
     let state = Arc::new(tokio::sync::Mutex::new(ConnState::Fresh));
     let header_timeout = cfg.limits.read_timeout;
@@ -902,7 +903,7 @@ async fn connect<G: PrimeGroup>(
         .ok_or_else(|| Error::Transport("the receiver presented no certificate".into()))?;
     let peer = account_of_certificate(cert)?;
     // A revoked receiver is sent nothing, not even our certified inputs.
-    cfg.revocations.check(&peer)?;
+    cfg.revocations.check_at(&peer, now_unix())?;
     let (http, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| io_err("HTTP", e))?;
@@ -995,6 +996,91 @@ pub async fn legacy_discover<G: PrimeGroup>(addr: &str, cfg: Arc<SenderConfig<G>
             total: total + tls,
         },
     ))
+}
+
+/// Fetches `url` (`http://` or `https://`, checked against Mozilla's root
+/// certificates) with one `GET`: the body of a 200 answer of at most `max` bytes,
+/// within `timeout`. For what is signed anyway, wherever it is published (a
+/// revocation list: `tacit id refresh --url`); redirects are not followed.
+pub async fn fetch_url(url: &str, max: usize, timeout: Duration) -> Result<Vec<u8>> {
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| Error::InvalidParams(format!("{url:?} is not a URL: {e}")))?;
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => {
+            return Err(Error::InvalidParams(format!(
+                "{url:?}: only http:// and https:// URLs can be fetched"
+            )));
+        }
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| Error::InvalidParams(format!("{url:?} names no host")))?
+        .to_string();
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let authority = uri.authority().map(|a| a.to_string()).unwrap_or_else(|| host.clone());
+    let path = uri
+        .path_and_query()
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "/".into());
+    let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let fetch = async {
+        let tcp = TcpStream::connect((bare.as_str(), port))
+            .await
+            .map_err(|e| io_err(&format!("connecting to {authority}"), e))?;
+        let req = Request::get(path)
+            .header(hyper::header::HOST, authority.as_str())
+            .header(hyper::header::USER_AGENT, "tacit")
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| io_err("request", e))?;
+        let resp = if https {
+            let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+            let config = tokio_rustls::rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| io_err("TLS", e))?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            let name = server_name(&bare).map_err(|e| Error::InvalidParams(e.to_string()))?;
+            let tls = TlsConnector::from(Arc::new(config))
+                .connect(name, tcp)
+                .await
+                .map_err(|e| io_err(&format!("TLS with {authority}"), e))?;
+            send_get(tls, req).await?
+        } else {
+            send_get(tcp, req).await?
+        };
+        let status = resp.status();
+        if status != StatusCode::OK {
+            return Err(Error::Transport(format!("{url}: the server answered {status}")));
+        }
+        let body = Limited::new(resp.into_body(), max)
+            .collect()
+            .await
+            .map_err(|e| io_err(url, e))?
+            .to_bytes();
+        Ok(body.to_vec())
+    };
+    tokio::time::timeout(timeout, fetch).await.map_err(|_| {
+        Error::Transport(format!(
+            "{url}: no complete answer within {:.0} s",
+            timeout.as_secs_f64()
+        ))
+    })?
+}
+
+async fn send_get<S>(io: S, req: Request<Full<Bytes>>) -> Result<Response<Incoming>>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut http, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| io_err("HTTP", e))?;
+    tokio::spawn(conn);
+    http.send_request(req).await.map_err(|e| io_err("HTTP", e))
 }
 
 /// The media type of a file name, from its extension (`application/octet-stream` when

@@ -86,11 +86,22 @@ async fn start_receiver_with(
     sessions: u64,
     limits: Limits,
 ) -> Receiver {
+    start_receiver_revoking(ca, d, (mode, legacy), tag, sessions, limits, Revocations::new()).await
+}
+
+async fn start_receiver_revoking(
+    ca: &CertificateAuthority,
+    d: &Device,
+    (mode, legacy): (Discoverability, bool),
+    tag: &str,
+    sessions: u64,
+    limits: Limits,
+    revocations: Revocations,
+) -> Receiver {
     let dir = tmpdir(tag);
     let events = Arc::new(Mutex::new(Vec::new()));
     let ev = events.clone();
     let book = d.book.clone();
-    let revocations = Revocations::new();
     let cfg = Arc::new(ReceiverConfig {
         identity: d.identity.clone(),
         book: d.book.clone(),
@@ -672,4 +683,73 @@ async fn start_counting_receiver(
 async fn spent(supply: &BookSupply<G>) -> u64 {
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     supply.made() - supply.ready() as u64
+}
+
+/// Issue 32, item 2: under the refuse policy a device whose revocation list is past
+/// its next update (or missing) talks to no peer, as receiver or as sender; under
+/// the default (warn) it goes on. A current list lifts the refusal at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_revocation_list_refuses_peers_only_under_the_refuse_policy() {
+    use tacit_drop::revocation::StalePolicy;
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let list = |seq: u64, next: u64| {
+        ca.sign_revocation_list(RevocationList::new(seq, now() - 7200, next, []).unwrap())
+            .verify(&ca.public_key())
+            .unwrap()
+    };
+    let stale = Revocations::new().with_stale_policy(StalePolicy::Refuse);
+    stale.update(list(1, now() - 60)).unwrap();
+    let r = start_receiver_revoking(
+        &ca,
+        &bob,
+        (Discoverability::Everyone, false),
+        "stale",
+        2,
+        Limits::default(),
+        stale.clone(),
+    )
+    .await;
+    let e = match transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap()).await {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a receiver with a stale list under the refuse policy authenticated a sender"),
+    };
+    assert!(!e.is_empty());
+    // A current list reaches the running receiver: it serves again.
+    stale.update(list(2, now() + 3600)).unwrap();
+    let s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+        .await
+        .unwrap();
+    drop(s);
+    r.task.await.unwrap().unwrap();
+    let events = r.events.lock().unwrap().clone();
+    assert!(
+        events.iter().any(|e| e.contains("(number 1) was due to be replaced")),
+        "{events:?}"
+    );
+    // The sender side: refused before anything is sent under refuse, fine under warn.
+    for (policy, ok) in [(StalePolicy::Refuse, false), (StalePolicy::Warn, true)] {
+        let ra = start_receiver(&ca, &bob, Discoverability::Everyone, false, "stale-s", 1).await;
+        let revocations = Revocations::new().with_stale_policy(policy);
+        revocations.update(list(1, now() - 60)).unwrap();
+        let cfg = Arc::new(SenderConfig {
+            identity: alice.identity.clone(),
+            book: alice.book.clone(),
+            ca: ca.public_key(),
+            revocations,
+            name: "sender".into(),
+            limits: Limits::default(),
+            events: Arc::new(|_| {}),
+        });
+        let got = transport::authenticate(&ra.addr, cfg, book_sender(&alice.book).unwrap()).await;
+        assert_eq!(got.is_ok(), ok, "{policy:?}: {:?}", got.as_ref().err());
+        if let Err(e) = got {
+            assert!(
+                e.to_string().contains("refuses peers until it has a current one"),
+                "{e}"
+            );
+        }
+        ra.task.abort();
+    }
 }

@@ -14,7 +14,7 @@ use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_drop::DropParams;
 use tacit_drop::attack::{PhoneRange, brute_force, read_capture};
 use tacit_drop::protocol::{AddressBook, Discoverability, Peer, ReceiverOutcome};
-use tacit_drop::revocation::Revocations;
+use tacit_drop::revocation::{Revocations, StalePolicy};
 use tacit_drop::transport::{self, BookSupply, Event, Limits, ReceiverConfig, SenderConfig};
 use tacit_store::Store;
 
@@ -27,6 +27,25 @@ pub enum ModeArg {
     Everyone,
     /// Nobody.
     Off,
+}
+
+/// What to do while the revocation list is past its next update and cannot be
+/// refreshed.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StaleArg {
+    /// Go on with the list held, with a warning (default: devices work offline).
+    Warn,
+    /// Talk to no peer until a current list is in force.
+    Refuse,
+}
+
+impl StaleArg {
+    fn policy(self) -> StalePolicy {
+        match self {
+            StaleArg::Warn => StalePolicy::Warn,
+            StaleArg::Refuse => StalePolicy::Refuse,
+        }
+    }
 }
 
 /// What the receiver does with an authenticated offer.
@@ -96,6 +115,10 @@ Examples:
         start_psi_per_minute: u32,
         #[command(flatten)]
         serve_limits: crate::util::ServeLimitArgs,
+        /// When the revocation list is past its next update and cannot be refreshed:
+        /// warn and go on, or refuse every peer until a current list arrives.
+        #[arg(long, value_enum, default_value = "warn")]
+        stale_revocations: StaleArg,
         #[command(flatten)]
         params: DropParamArgs,
     },
@@ -142,6 +165,10 @@ Examples:
         /// Our device name.
         #[arg(long, default_value = "tacit sender")]
         name: String,
+        /// When the revocation list is past its next update and cannot be refreshed:
+        /// warn and go on, or refuse to send.
+        #[arg(long, value_enum, default_value = "warn")]
+        stale_revocations: StaleArg,
         #[command(flatten)]
         params: DropParamArgs,
     },
@@ -210,13 +237,15 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
         );
     }
     let ca = load_ca_public(&st)?;
-    let who = match cmd {
-        DropCommand::Receive { .. } => "drop receive",
-        _ => "drop send",
+    let (who, stale) = match &cmd {
+        DropCommand::Receive { stale_revocations, .. } => ("drop receive", *stale_revocations),
+        DropCommand::Send { stale_revocations, .. } => ("drop send", *stale_revocations),
+        DropCommand::AttackLegacy { .. } => unreachable!("no store needed"),
     };
     // Issue 10: the CA's revocation list, refreshed first if it is past due; every
-    // handshake refuses a revoked peer.
-    let revocations = revocations_on_start(&mut st, &ca, who).await?;
+    // handshake refuses a revoked peer (issue 32: and, under --stale-revocations
+    // refuse, every peer while the list is not current).
+    let revocations = revocations_on_start(&mut st, &ca, who, stale.policy()).await?;
     let entries = st.address_book()?;
     if entries.len() > p.max_contacts() {
         bail!(
@@ -297,10 +326,11 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
     }
 }
 
-/// Keeps a running receiver's revocation list current: fetches the CA's list when the
-/// one in force reaches its next update (every hour without a list; ten minutes after
-/// a failure), and keeps it in the store. The CA's address is read from the store
-/// each time (`tacit id refresh --ca` changes it).
+/// Keeps a running receiver's revocation list current: fetches the list when the one
+/// in force reaches its next update (every hour without a list; ten minutes after a
+/// failure), from the URL or CA the device last refreshed from, and keeps it in the
+/// store. The sources are read from the store each time (`tacit id refresh` changes
+/// them).
 fn spawn_refresher(
     revocations: Revocations,
     ca: tacit_drop::records::CaPublicKey,
@@ -314,19 +344,20 @@ fn spawn_refresher(
                 None => 3600,
             };
             tokio::time::sleep(std::time::Duration::from_secs(due.max(wait).max(60))).await;
-            let addr = Store::open(&store)
-                .ok()
-                .and_then(|st| crate::drop::ca::ca_address(&st).ok().flatten());
-            let Some(addr) = addr else {
-                wait = 3600;
-                continue;
+            let sources = Store::open(&store)
+                .map_err(anyhow::Error::from)
+                .and_then(|st| crate::drop::ca::ListSources::of(&st));
+            let fetched = match sources {
+                Ok(sources) => sources.fetch(ca).await,
+                Err(e) => Err(e),
             };
-            match crate::drop::ca::fetch_revocations(&addr, ca).await {
-                Ok(list) => {
+            match fetched {
+                Ok(None) => wait = 3600,
+                Ok(Some((list, from))) => {
                     wait = 0;
                     if let Ok(tacit_drop::revocation::Update::Installed) = revocations.update(list.clone()) {
                         eprintln!(
-                            "tacit drop receive: revocation list {} from the CA at {addr} ({} accounts revoked)",
+                            "tacit drop receive: revocation list {} from {from} ({} accounts revoked)",
                             list.list().sequence(),
                             list.list().accounts().len()
                         );
@@ -338,8 +369,12 @@ fn spawn_refresher(
                 Err(e) => {
                     wait = 600;
                     eprintln!(
-                        "tacit drop receive: warning: could not refresh the revocation list from the CA at {addr}: {}",
-                        crate::util::one_line(&e)
+                        "tacit drop receive: warning: could not refresh the revocation list: {}{}",
+                        crate::util::one_line(&e),
+                        match revocations.stale_policy() {
+                            StalePolicy::Refuse => "; every sender is refused until it is current",
+                            StalePolicy::Warn => "",
+                        }
                     );
                 }
             }
