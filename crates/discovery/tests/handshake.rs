@@ -401,14 +401,16 @@ fn a_policy_with_several_prefixes_admits_each_of_them() {
     ));
 }
 
-/// Issue 9, defect 6: the handshake listener used to accept without limit. With the
-/// limit reached by clients that send nothing, an honest client is served only after
-/// one of them leaves.
+/// Issue 9, defect 6: the handshake listener used to accept without limit; issue 32:
+/// with the limit reached by idle connections, an honest client waited until they
+/// timed out (20 s). Now one address holds at most its share, and a newcomer from
+/// another address takes a slot from the busiest one: the honest client is served
+/// while the flood is still connected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_handshake_listener_holds_a_bounded_number_of_connections() {
+async fn an_idle_flood_does_not_keep_an_honest_client_out_of_the_handshake_listener() {
     use std::sync::Mutex;
     use tacit_discovery::service::{self, ServerEvent, ServerState};
-    use tacit_net::{FramedConn, FramedListener, NetConfig};
+    use tacit_net::{FramedListener, NetConfig};
     let mut w = World::new(31);
     let (cam_party, cam) = camera(&mut w, false);
     let owner = w.party(true, &["Owner", "Phone"], "Home/Devices/*");
@@ -422,39 +424,39 @@ async fn the_handshake_listener_holds_a_bounded_number_of_connections() {
             ev.lock().unwrap().push(match e {
                 ServerEvent::Authenticated { .. } => "authenticated".into(),
                 ServerEvent::Refused(_) => "refused".into(),
+                ServerEvent::Admission(e) => e.to_string(),
             })
         }),
     });
     let net = NetConfig::default();
     let l = FramedListener::bind("127.0.0.1:0", &net).await.unwrap();
     let addr = l.local_addr().unwrap().to_string();
-    let server = tokio::spawn(service::serve_with_limit(l, state, 2));
+    let server = tokio::spawn(service::serve_with_limit(l, state, 4));
     let mut stallers = Vec::new();
-    for _ in 0..2 {
-        stallers.push(FramedConn::connect(addr.as_str(), &net).await.unwrap());
+    for _ in 0..10 {
+        if let Ok(c) = tacit_net::guard::connect_from("127.0.0.2".parse().unwrap(), addr.parse().unwrap()).await {
+            stallers.push(c);
+        }
     }
-    let honest = {
-        let addr = addr.clone();
-        tokio::spawn(async move {
-            service::connect(
-                &addr,
-                Mode::Private,
-                &owner.creds,
-                Some(&owner.prefix),
-                None,
-                b"hi",
-                &NetConfig::default(),
-            )
-            .await
-        })
-    };
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert!(events.lock().unwrap().is_empty(), "served past the limit");
-    drop(stallers.pop());
-    let o = honest.await.unwrap().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let o = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        service::connect(
+            &addr,
+            Mode::Private,
+            &owner.creds,
+            Some(&owner.prefix),
+            None,
+            b"hi",
+            &NetConfig::default(),
+        ),
+    )
+    .await
+    .expect("the honest client waited past 5 s")
+    .unwrap();
     assert_eq!(o.response, b"ok");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    assert_eq!(*events.lock().unwrap(), ["refused", "authenticated"]);
+    assert!(events.lock().unwrap().contains(&"authenticated".to_string()));
     server.abort();
 }
 

@@ -205,6 +205,8 @@ Examples:
         /// Exit after this many connections.
         #[arg(long)]
         sessions: Option<u64>,
+        #[command(flatten)]
+        serve_limits: crate::util::ServeLimitArgs,
     },
     /// Revoke a blessing: sign a new revocation list of this naming root (the
     /// principal in --store) that names it.
@@ -303,6 +305,8 @@ pub struct AdvertiseArgs {
     /// connects receives its name and key. Off by default.
     #[arg(long)]
     allow_sigma: bool,
+    #[command(flatten)]
+    serve_limits: crate::util::ServeLimitArgs,
 }
 
 /// Options of `browse`.
@@ -784,7 +788,9 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
             listen,
             trust,
             sessions,
+            serve_limits,
         } => {
+            let limits = serve_limits.apply(root_service::default_limits())?;
             let msk = MasterSecretKey::from_bytes(&read(&dir.join("ibe.msk"), "IBE master secret key")?)?;
             let authority = Arc::new(PrefixAuthority::from_master_secret_key(msk));
             let mut roots = TrustedRoots::new();
@@ -819,7 +825,7 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
                 eprintln!("tacit discover root serve: listening on {}", l.local_addr()?);
-                root_service::serve(l, state, sessions).await?;
+                root_service::serve_with(l, state, sessions, limits).await?;
                 anyhow::Ok(())
             })?;
         }
@@ -976,6 +982,7 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
         events: Arc::new(|e| match e {
             ServerEvent::Authenticated { handshake, client } => println!("{handshake}: {client}"),
             ServerEvent::Refused(why) => println!("refused a connection: {why}"),
+            ServerEvent::Admission(e) => eprintln!("tacit discover advertise: {e}"),
         }),
     });
     println!(
@@ -983,7 +990,8 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
         creds.blessing.unverified_name(),
         creds.policy
     );
-    let server = tokio::spawn(service::serve(listener, state.clone()));
+    let limits = a.serve_limits.apply(service::default_limits())?;
+    let server = tokio::spawn(service::serve_with(listener, state.clone(), limits));
     // Revocation lists imported into the store while the service runs
     // (`discover id refresh`, `id import-revocations`) take effect within seconds: the
     // credentials share the trusted roots' revocation state.
