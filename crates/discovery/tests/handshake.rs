@@ -649,7 +649,11 @@ fn outsider_recognises(w: &mut World, server: &ServerConfig, outsider: &Party, c
     for p in [&sid[..], &inner[..end], &gx[..], &gy[..]] {
         content.put_var_bytes(p);
     }
-    let msg = [b"tacit-discovery/principal-signature/v1\0".as_slice(), &content.into_bytes()].concat();
+    let msg = [
+        b"tacit-discovery/principal-signature/v1\0".as_slice(),
+        &content.into_bytes(),
+    ]
+    .concat();
     let key = tacit_crypto::sign::VerifyingKey::from_bytes(candidate).unwrap();
     inner[end..].windows(64).any(|sig| key.verify(&msg, sig).is_ok())
 }
@@ -670,7 +674,10 @@ fn a_client_outside_the_policy_cannot_recognise_the_server_by_its_key() {
         ServerConfig::new(a.creds.clone(), Some(a.prefix.clone()), false),
         ServerConfig::new(b.creds.clone(), Some(b.prefix.clone()), false),
     ];
-    let keys = [a.creds.principal.public_key().to_bytes(), b.creds.principal.public_key().to_bytes()];
+    let keys = [
+        a.creds.principal.public_key().to_bytes(),
+        b.creds.principal.public_key().to_bytes(),
+    ];
     for (i, server) in servers.iter().enumerate() {
         for (j, key) in keys.iter().enumerate() {
             assert!(
