@@ -232,3 +232,44 @@ fn a_device_without_a_current_list_follows_its_policy() {
     // It went on: the failure is the connection to the (absent) receiver.
     assert!(err(&o).contains("127.0.0.1:9"), "{}", err(&o));
 }
+
+fn discover_root_key(store: &str) -> String {
+    ok(tacit().args(["discover", "id", "new", "--store", store, "--root", "Home"]));
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(tacit().args(["discover", "id", "show", "--store", store, "--json"]))).unwrap();
+    v["public_key"].as_str().unwrap().to_string()
+}
+
+/// Issue 32, item 6, between processes: `discover root serve` refuses to trust one
+/// root name under two keys (a member under one would get the name's prefix key and
+/// read what is encrypted for the other), unless they are marked as a rollover.
+#[test]
+fn the_ibe_root_refuses_two_roots_of_one_name() {
+    let dir = tmp("ibe-root");
+    let dir = dir.to_str().unwrap();
+    ok(tacit().args(["discover", "root", "init", "--dir", dir]));
+    let (a, b) = (tmp("a.sqlite3"), tmp("b.sqlite3"));
+    let (k1, k2) = (
+        discover_root_key(a.to_str().unwrap()),
+        discover_root_key(b.to_str().unwrap()),
+    );
+    let serve = |extra: &[&str]| {
+        let mut c = tacit();
+        c.args(["discover", "root", "serve", "--dir", dir, "--listen", "127.0.0.1:0"]);
+        c.args(["--trust", &format!("Home={k1}"), "--trust", &format!("Home={k2}")]);
+        c.args(extra);
+        c
+    };
+    let o = serve(&["--sessions", "0"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(err(&o).contains("gives the root name Home 2 keys"), "{}", err(&o));
+    let (child, _addr) = spawn_listening(
+        &[
+            &["discover", "root", "serve", "--dir", dir, "--listen", "127.0.0.1:0"][..],
+            &["--trust", &format!("Home={k1}"), "--trust", &format!("Home={k2}")],
+            &["--rollover", "Home"],
+        ]
+        .concat(),
+    );
+    drop(Killed(child));
+}

@@ -128,6 +128,10 @@ pub enum Error {
     /// A 0-RTT first flight seen before for this advertisement.
     #[error("replayed 0-RTT first flight")]
     Replay,
+    /// The advertisement's replay cache is full: no more 0-RTT sessions under it
+    /// (the private handshake still works, and the next advertisement starts empty).
+    #[error("this advertisement has served its {0} 0-RTT sessions; use the full handshake or the next advertisement")]
+    ReplayCacheFull(usize),
     /// The server's reply names other identities or another session.
     #[error("the server's confirmation does not match this session")]
     BadConfirmation,
@@ -1212,7 +1216,14 @@ pub mod zero_rtt {
     pub struct Service {
         creds: Credentials,
         adverts: Mutex<Vec<Arc<AdvertSecret>>>,
+        replay_limit: usize,
     }
+
+    /// Most 0-RTT first flights one advertisement accepts (its replay cache: 32 bytes
+    /// each, 2 MiB at most); beyond, [`Error::ReplayCacheFull`] until the next
+    /// advertisement. Only authorised clients reach the cache, so this bounds what
+    /// they can make the service store (issue 32).
+    pub const MAX_ZERO_RTT_PER_ADVERT: usize = 65_536;
 
     impl core::fmt::Debug for Service {
         fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -1247,7 +1258,14 @@ pub mod zero_rtt {
             Service {
                 creds,
                 adverts: Mutex::new(Vec::new()),
+                replay_limit: MAX_ZERO_RTT_PER_ADVERT,
             }
+        }
+
+        /// The same with at most `n` 0-RTT first flights per advertisement.
+        pub fn with_replay_limit(mut self, n: usize) -> Self {
+            self.replay_limit = n;
+            self
         }
 
         /// Starts a new advertisement valid until `expiry`; older ones keep being
@@ -1312,14 +1330,17 @@ pub mod zero_rtt {
                 .verify(&signed("0rtt/client", &[&bid, &sid, &id1, &id2, &advert.gs, &gx]), &sig)
                 .map_err(|_| Error::BadSignature("client's"))?;
             // Replay protection (§5.1): each first flight is accepted once per
-            // advertisement. Checked last so that garbage cannot fill the cache.
-            if !advert
-                .seen
-                .lock()
-                .map_err(|_| Error::Config("poisoned".into()))?
-                .insert(gx)
+            // advertisement. Checked last so that garbage cannot fill the cache, and
+            // bounded, so that authorised clients cannot fill memory either.
             {
-                return Err(Error::Replay);
+                let mut seen = advert.seen.lock().map_err(|_| Error::Config("poisoned".into()))?;
+                if seen.contains(&gx) {
+                    return Err(Error::Replay);
+                }
+                if seen.len() >= self.replay_limit {
+                    return Err(Error::ReplayCacheFull(self.replay_limit));
+                }
+                seen.insert(gx);
             }
             Ok(Accepted {
                 client,

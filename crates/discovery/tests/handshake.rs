@@ -692,3 +692,31 @@ fn a_client_outside_the_policy_cannot_recognise_the_server_by_its_key() {
         run(Mode::Private, &mut w, &owner, server, None).unwrap();
     }
 }
+
+/// Issue 32, item 7: the 0-RTT replay cache is bounded per advertisement. Only
+/// authorised clients reach it, but they could make the service store a share per
+/// first flight for the advertisement's lifetime; beyond the bound, 0-RTT is
+/// refused under that advertisement (replays stay refused), and the next one starts
+/// empty.
+#[test]
+fn the_zero_rtt_replay_cache_is_bounded() {
+    let mut w = World::new(45);
+    let (cam, _) = camera(&mut w, false);
+    let owner = w.party(true, &["Owner", "Phone"], "Home/Devices/*");
+    let svc = Service::new(cam.creds.clone()).with_replay_limit(3);
+    let ad = svc.refresh(&cam.prefix.mpk, NOW, NOW + 3600, &mut w.rng).unwrap();
+    let found = open_advert(ad.advert(), &owner.creds, &owner.prefix, NOW).unwrap();
+    let mut first = None;
+    for _ in 0..3 {
+        let (_, hello) = connect(found.clone(), &owner.creds, b"hi", &mut w.rng).unwrap();
+        svc.on_hello(&hello, NOW).unwrap();
+        first.get_or_insert(hello);
+    }
+    let (_, fourth) = connect(found.clone(), &owner.creds, b"hi", &mut w.rng).unwrap();
+    assert!(matches!(svc.on_hello(&fourth, NOW), Err(Error::ReplayCacheFull(3))));
+    assert!(matches!(svc.on_hello(&first.unwrap(), NOW), Err(Error::Replay)));
+    let ad2 = svc.refresh(&cam.prefix.mpk, NOW, NOW + 3600, &mut w.rng).unwrap();
+    let found2 = open_advert(ad2.advert(), &owner.creds, &owner.prefix, NOW).unwrap();
+    let (_, hello) = connect(found2, &owner.creds, b"hi", &mut w.rng).unwrap();
+    svc.on_hello(&hello, NOW).unwrap();
+}

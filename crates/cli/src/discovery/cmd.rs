@@ -8,7 +8,7 @@
 //! as `tacit ca` does.
 
 use crate::util::MdnsArg;
-use anyhow::{Context, Result, anyhow, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -189,9 +189,12 @@ holds a valid blessing for that name under one of the --trust roots (not expired
 not revoked); everyone else gets a one-line refusal and nothing else. Revocation
 lists stored in DIR (`root revoke --dir`, `root import-revocations`) are picked up
 at each connection and served to `tacit discover id refresh`.
+Each root name may be trusted with one key only (prefix keys name only names), unless
+its keys are one root's rollover (--rollover NAME).
 Examples:
   tacit discover root serve --dir ./ibe-root --listen 0.0.0.0:7910 --trust Home=3b6a…(64 hex)
-  tacit discover root serve --dir ./ibe-root --listen 127.0.0.1:0 --trust Home=<key> --trust Office=<key>")]
+  tacit discover root serve --dir ./ibe-root --listen 127.0.0.1:0 --trust Home=<key> --trust Office=<key>
+  tacit discover root serve --dir ./ibe-root --listen 127.0.0.1:0 --trust Home=<old> --trust Home=<new> --rollover Home")]
     Serve {
         /// The authority's directory.
         #[arg(long)]
@@ -200,8 +203,14 @@ Examples:
         #[arg(long)]
         listen: String,
         /// A naming root whose blessings this authority honours: NAME=KEY (hex); repeat.
+        /// One NAME takes one KEY: prefix keys name only names, so two roots of one
+        /// name would read each other's advertisements (see --rollover).
         #[arg(long = "trust", value_name = "NAME=KEY", required = true)]
         trust: Vec<String>,
+        /// NAME's keys given with --trust are one root's old and new keys (a key
+        /// rollover): members under either get NAME's prefix keys; repeat.
+        #[arg(long = "rollover", value_name = "NAME")]
+        rollover: Vec<String>,
         /// Exit after this many connections.
         #[arg(long)]
         sessions: Option<u64>,
@@ -787,6 +796,7 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
             dir,
             listen,
             trust,
+            rollover,
             sessions,
             serve_limits,
         } => {
@@ -801,8 +811,20 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
             let root_store = dir.join("root.sqlite3");
             apply_stored_lists(&open_root_store(&dir)?, &roots, false);
             let reload_roots = roots.clone();
+            let mut key_authority = KeyAuthority::new(authority, roots);
+            for name in &rollover {
+                key_authority = key_authority.with_rollover(name);
+            }
+            // Issue 32: one root name, one root (unless marked as a rollover).
+            if let Some((name, n)) = key_authority.ambiguous_root_names().into_iter().next() {
+                bail!(
+                    "--trust gives the root name {name} {n} keys; prefix keys name only names, so members under one \
+                     would read what is encrypted for the others. Trust one key per name, or pass --rollover {name} \
+                     if the keys are one root's old and new keys"
+                );
+            }
             let state = Arc::new(RootState {
-                authority: KeyAuthority::new(authority, roots),
+                authority: key_authority,
                 reload: Some(Arc::new(move || {
                     if let Ok(st) = Store::open(&root_store) {
                         apply_stored_lists(&st, &reload_roots, true);
