@@ -154,6 +154,37 @@ pub fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e5).round() / 100.0
 }
 
+/// A serving command's admission limits (issue 32, `tacit_net::guard`), the same
+/// flags on every server.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ServeLimitArgs {
+    /// Most connections served at once (default: the server's own; always fitted
+    /// below the process's file-descriptor limit).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Most connections one address (an IPv4 address, or an IPv6 /64) may hold at
+    /// once; when the server is full, a less busy address takes the slot of the
+    /// busiest address's oldest connection.
+    #[arg(long, value_name = "N")]
+    pub max_per_address: Option<usize>,
+}
+
+impl ServeLimitArgs {
+    /// `defaults` with the flags given applied.
+    pub fn apply(&self, defaults: tacit_net::guard::ServeLimits) -> Result<tacit_net::guard::ServeLimits> {
+        let mut l = defaults;
+        if let Some(n) = self.max_connections {
+            anyhow::ensure!(n >= 1, "--max-connections must be at least 1");
+            l.max_connections = n;
+        }
+        if let Some(n) = self.max_per_address {
+            anyhow::ensure!(n >= 1, "--max-per-address must be at least 1");
+            l.max_per_address = n;
+        }
+        Ok(l)
+    }
+}
+
 /// Where mDNS runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum MdnsArg {
