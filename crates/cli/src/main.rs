@@ -129,10 +129,10 @@ fn main() -> ExitCode {
         Command::Contacts(c) => contacts::cmd::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::cmd::run(c, cli.store.as_deref()),
         Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
-        Command::Mpc(c) => mpc::cmd::run_cmd(c),
+        Command::Mpc(c) => mpc::cmd::run_cmd(c, cli.store.as_deref()),
         Command::Pir(c) => pir::cmd::run(c),
         Command::Pros(c) => pros::cmd::run(c),
-        Command::Schedule(c) => pros::schedule::run(c),
+        Command::Schedule(c) => pros::schedule::run(c, cli.store.as_deref()),
         Command::Bench(c) => bench::run(c),
     };
     match result {

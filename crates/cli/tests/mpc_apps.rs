@@ -31,6 +31,8 @@ fn availability_from_the_example_calendars_matches_the_plain_intersection() {
     let (server, addr) = spawn(
         &[
             &[
+                "--store",
+                tmp("a.sqlite3").to_str().unwrap(),
                 "schedule",
                 "serve",
                 "--calendar",
@@ -48,6 +50,8 @@ fn availability_from_the_example_calendars_matches_the_plain_intersection() {
         .args(
             [
                 &[
+                    "--store",
+                    tmp("b.sqlite3").to_str().unwrap(),
                     "schedule",
                     "connect",
                     "--calendar",
@@ -141,6 +145,8 @@ fn location_aware_scheduling_picks_the_reachable_slot() {
     let (server, addr) = spawn(
         &[
             &[
+                "--store",
+                tmp("a.sqlite3").to_str().unwrap(),
                 "schedule",
                 "serve",
                 "--calendar",
@@ -160,6 +166,8 @@ fn location_aware_scheduling_picks_the_reachable_slot() {
         .args(
             [
                 &[
+                    "--store",
+                    tmp("b.sqlite3").to_str().unwrap(),
                     "schedule",
                     "connect",
                     "--calendar",
@@ -192,6 +200,8 @@ fn different_windows_are_one_line_errors() {
     let (server, addr) = spawn(
         &[
             &[
+                "--store",
+                tmp("a.sqlite3").to_str().unwrap(),
                 "schedule",
                 "serve",
                 "--calendar",
@@ -211,6 +221,8 @@ fn different_windows_are_one_line_errors() {
         .args(
             [
                 &[
+                    "--store",
+                    tmp("b.sqlite3").to_str().unwrap(),
                     "schedule",
                     "connect",
                     "--calendar",
@@ -226,7 +238,8 @@ fn different_windows_are_one_line_errors() {
         .unwrap();
     assert!(!o.status.success());
     let e = err(&o);
-    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    // One error line (beside the line that names the peer's key, recorded on first use).
+    assert_eq!(e.lines().filter(|l| !l.contains("the peer's key")).count(), 1, "{e}");
     assert!(e.contains("slots"), "{e}");
     // The server reports the session's failure on stderr and exits cleanly after it.
     let s = server.wait_with_output().unwrap();
@@ -241,10 +254,14 @@ fn psi_prints_the_intersection() {
         "alice@example.org\n17\nbob@example.org\n99\ncarol@example.org\n",
     );
     let mine = write("mine.txt", "17\ncarol@example.org\nzed@example.org\n5\n");
+    let store_a = tmp("a.sqlite3");
     let (server, addr) = spawn(&[
+        "--store",
+        store_a.to_str().unwrap(),
         "mpc",
         "psi",
         "serve",
+        "--semi-honest-peers",
         "--set",
         server_set.to_str().unwrap(),
         "--bits",
@@ -256,6 +273,8 @@ fn psi_prints_the_intersection() {
     ]);
     let o = tacit()
         .args([
+            "--store",
+            tmp("b.sqlite3").to_str().unwrap(),
             "mpc",
             "psi",
             "query",
@@ -274,6 +293,8 @@ fn psi_prints_the_intersection() {
     // Another length: refused, one line, and the server goes on.
     let o = tacit()
         .args([
+            "--store",
+            tmp("b.sqlite3").to_str().unwrap(),
             "mpc",
             "psi",
             "query",
@@ -287,10 +308,59 @@ fn psi_prints_the_intersection() {
         .output()
         .unwrap();
     assert!(!o.status.success());
-    assert_eq!(err(&o).trim().lines().count(), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o).lines().filter(|l| !l.contains("the peer's key")).count(),
+        1,
+        "{}",
+        err(&o)
+    );
     assert!(err(&o).contains("40-bit"), "{}", err(&o));
     let s = server.wait_with_output().unwrap();
     assert!(s.status.success());
     // The server learns no output.
     assert_eq!(out(&s), "");
+}
+
+/// Item 4 of issue 27: `tacit mpc psi serve` serves only after the acknowledgement
+/// that its queriers follow the protocol, and says where untrusted queriers go. (It
+/// served at once before: this test then found it still running.)
+#[test]
+fn psi_serve_needs_the_semi_honest_acknowledgement() {
+    let set = write("server.txt", "1\n2\n3\n");
+    let mut child = tacit()
+        .args(["--store", tmp("a.sqlite3").to_str().unwrap()])
+        .args([
+            "mpc",
+            "psi",
+            "serve",
+            "--set",
+            set.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("psi serve runs without --semi-honest-peers");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let o = child.wait_with_output().unwrap();
+    assert!(!status.success());
+    let e = err(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(
+        e.contains("--semi-honest-peers") && e.contains("tacit psi serve"),
+        "{e}"
+    );
+    let help = tacit().args(["mpc", "psi", "serve", "--help"]).output().unwrap();
+    assert!(out(&help).contains("tacit psi serve") && out(&help).contains("semi-honest"));
 }

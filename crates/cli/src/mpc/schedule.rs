@@ -10,11 +10,13 @@
 
 use super::triples::TripleOpts;
 use crate::pros::schedule::{ScheduleArgs, weekday};
+use crate::util::channel::ChannelArgs;
 use crate::util::sanitize;
 use anyhow::{Context, Result, anyhow, bail};
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use clap::Args;
+use std::path::Path;
 use tacit_calendar::{
     Calendar, Preferences, Slot, SlotSpec, free_slots, parse_hours, parse_span, parse_time, parse_zone, rank_slots,
 };
@@ -25,7 +27,7 @@ use tacit_mpc::apps::schedule::{
     Event, Geo, Kind, MAX_SLOTS, Outcome, ScheduleHello, ScheduleInput, Window, free_bits, run_session, slot_inputs,
 };
 use tacit_mpc::driver::RunReport;
-use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_net::{FramedListener, NetConfig};
 
 /// Options of the GMW engine (ignored by `--engine pros`).
 #[derive(Debug, Clone, Args)]
@@ -51,6 +53,9 @@ pub struct GmwScheduleArgs {
     pub unit: f64,
     #[command(flatten)]
     pub triples: TripleOpts,
+    /// GMW: the channel to the peer (TLS 1.3 by default).
+    #[command(flatten)]
+    pub channel: ChannelArgs,
 }
 
 /// A calendar ready for a session.
@@ -308,21 +313,30 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// `tacit schedule serve --engine gmw`: party a (listens; holds the token link).
-pub fn serve(listen: &str, sessions: Option<u64>, o: &ScheduleArgs, g: &GmwScheduleArgs) -> Result<()> {
+pub fn serve(
+    listen: &str,
+    sessions: Option<u64>,
+    o: &ScheduleArgs,
+    g: &GmwScheduleArgs,
+    store: Option<&Path>,
+) -> Result<()> {
     let p = prepare(o, g)?;
+    let ch = super::cmd::peer_channel(&g.channel, store)?;
     runtime()?.block_on(async {
         let l = FramedListener::bind(listen, &NetConfig::default())
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
+        super::cmd::announce(&ch, "tacit schedule serve (gmw)")?;
         eprintln!(
             "tacit schedule serve (gmw): {} of {} window slots free; listening on {}",
             p.free,
             p.slots.len(),
             l.local_addr()?
         );
+        let acceptor = ch.acceptor()?;
         let mut served = 0u64;
         while sessions.is_none_or(|m| served < m) {
-            let mut c = match l.accept().await {
+            let c = match l.accept().await {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("tacit schedule serve: accept failed: {e}");
@@ -331,7 +345,9 @@ pub fn serve(listen: &str, sessions: Option<u64>, o: &ScheduleArgs, g: &GmwSched
             };
             served += 1;
             let r = async {
-                let mut src = g.triples.source(Party::A).await?;
+                let (mut c, peer) = acceptor.accept(c).await?;
+                eprintln!("tacit schedule serve: {}", peer.describe());
+                let mut src = g.triples.source(Party::A, store).await?;
                 let mut rng = SecureRng::from_os();
                 Ok::<_, anyhow::Error>(run_session(&mut c, Party::A, &p.hello, &p.input, &mut src, &mut rng).await?)
             }
@@ -349,13 +365,13 @@ pub fn serve(listen: &str, sessions: Option<u64>, o: &ScheduleArgs, g: &GmwSched
 }
 
 /// `tacit schedule connect --engine gmw`: party b.
-pub fn connect(addr: &str, o: &ScheduleArgs, g: &GmwScheduleArgs) -> Result<()> {
+pub fn connect(addr: &str, o: &ScheduleArgs, g: &GmwScheduleArgs, store: Option<&Path>) -> Result<()> {
     let p = prepare(o, g)?;
+    let mut ch = super::cmd::peer_channel(&g.channel, store)?;
     let (out, rep) = runtime()?.block_on(async {
-        let mut c = FramedConn::connect(addr, &NetConfig::default())
-            .await
-            .with_context(|| format!("cannot connect to {addr}"))?;
-        let mut src = g.triples.source(Party::B).await?;
+        let (mut c, peer) = ch.connect(addr, &NetConfig::default()).await?;
+        eprintln!("tacit schedule: {}", peer.describe());
+        let mut src = g.triples.source(Party::B, store).await?;
         let mut rng = SecureRng::from_os();
         Ok::<_, anyhow::Error>(run_session(&mut c, Party::B, &p.hello, &p.input, &mut src, &mut rng).await?)
     })?;

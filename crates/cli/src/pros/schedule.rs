@@ -266,13 +266,15 @@ fn report(a: &Agreed, p: &Prepared, o: &ScheduleArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn run(cmd: ScheduleCommand) -> Result<()> {
+pub fn run(cmd: ScheduleCommand, store: Option<&std::path::Path>) -> Result<()> {
     match &cmd {
         ScheduleCommand::Serve {
             listen, sessions, opts, ..
-        } if opts.engine == EngineArg::Gmw => return crate::mpc::schedule::serve(listen, *sessions, opts, &opts.gmw),
+        } if opts.engine == EngineArg::Gmw => {
+            return crate::mpc::schedule::serve(listen, *sessions, opts, &opts.gmw, store);
+        }
         ScheduleCommand::Connect { connect, opts, .. } if opts.engine == EngineArg::Gmw => {
-            return crate::mpc::schedule::connect(connect, opts, &opts.gmw);
+            return crate::mpc::schedule::connect(connect, opts, &opts.gmw, store);
         }
         _ => {}
     }
