@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{err, out, spawn, spawn_listening, tacit, tmp};
+use common::{err, out, spawn, spawn_listening, tacit, tmp, write};
 use std::path::PathBuf;
 use std::process::Output;
 use tacit_mpc::bits::{be_bytes_from_bits, bits_from_be_bytes, parse_bit_string, to_bit_string};
@@ -476,4 +476,33 @@ fn a_flipped_bit_on_the_path_is_an_error_never_a_wrong_output() {
     }
     assert_eq!(printed, "", "b printed something after a failed session");
     assert!(err(&ob).contains("error"), "{}", err(&ob));
+}
+
+/// Item 8 of issue 27: a circuit that does not fit in the memory this process may use
+/// is refused in one line, before its gates are held. A chain of 2^19 XOR gates
+/// (13 MB of text, about 40 MB to hold and layer) against a limit of 32 MiB
+/// (`TACIT_MEMORY_LIMIT`; otherwise the least of the available memory, the cgroup's
+/// and `ulimit -v`): refused; without the limit it evaluates.
+#[test]
+fn a_circuit_larger_than_the_memory_it_may_use_is_refused() {
+    let g = 1usize << 19;
+    let mut text = format!("{g} {}\n1 2\n1 1\n\n", g + 2);
+    for i in 0..g {
+        text += &format!("2 1 {} {} {} XOR\n", i, i + 1, i + 2);
+    }
+    let file = write("chain.txt", &text);
+    let eval = |limit: Option<&str>| {
+        let mut c = tacit();
+        c.args(["mpc", "eval", "--circuit", file.to_str().unwrap(), "--input", "01"]);
+        if let Some(l) = limit {
+            c.env("TACIT_MEMORY_LIMIT", l);
+        }
+        c.output().unwrap()
+    };
+    let o = eval(Some("32M"));
+    assert!(!o.status.success(), "evaluated within 32 MiB: {}", out(&o));
+    assert_eq!(err(&o).trim().lines().count(), 1, "{}", err(&o));
+    assert!(err(&o).contains("MiB") && err(&o).contains("may use"), "{}", err(&o));
+    let o = eval(None);
+    assert!(o.status.success(), "{}", err(&o));
 }

@@ -291,6 +291,13 @@ pub fn run_cmd(cmd: MpcCommand, store: Option<&Path>) -> Result<()> {
     }
 }
 
+/// Bytes one instance of `c` takes to run beyond the circuit itself: its triples
+/// (3 bits per AND gate, twice while they are made) and at most one word per wire.
+fn lc_need(c: &Circuit) -> u64 {
+    let s = c.stats();
+    (s.and_gates as u64 * 6).div_ceil(8) + s.wires as u64 / 8
+}
+
 /// The store's key for sessions between the parties.
 pub const PEER_PURPOSE: &str = "mpc-tls-identity";
 /// The store's key for party a's link to its token.
@@ -331,6 +338,9 @@ pub fn announce(ch: &Channel, who: &str) -> Result<()> {
     Ok(())
 }
 
+/// Reads a Bristol Fashion file, refusing one whose text, or whose gates and wires
+/// (from its header), would not fit in the memory this process may use
+/// ([`crate::util::memory_budget`]).
 pub fn load_circuit(path: &Path) -> Result<Circuit> {
     let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
     if meta.len() > 1 << 31 {
@@ -340,8 +350,23 @@ pub fn load_circuit(path: &Path) -> Result<Circuit> {
             meta.len()
         );
     }
+    let budget = crate::util::memory_budget();
+    if let Some(b) = budget
+        && meta.len() > b
+    {
+        bail!(
+            "{} is {} MiB; this process may use {} MiB",
+            path.display(),
+            meta.len() >> 20,
+            b >> 20
+        );
+    }
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    bristol::parse(&text).with_context(|| format!("{}", path.display()))
+    let limits = bristol::ParseLimits {
+        max_bytes: budget.map(|b| b.saturating_sub(text.len() as u64)),
+        ..Default::default()
+    };
+    bristol::parse_with(&text, &limits).with_context(|| format!("{}", path.display()))
 }
 
 fn parse_inputs(c: &Circuit, given: &[String], which: &[usize]) -> Result<Vec<Vec<bool>>> {
@@ -457,6 +482,18 @@ async fn run_party(a: RunArgs, store: Option<&Path>) -> Result<()> {
             .map(|&o| if o == party { it.next() } else { None })
             .collect(),
     };
+    // The run's own memory: the triples (three bits per AND and instance, twice while
+    // they are made) and a row of words per slot.
+    let need = (lc_need(&c) as u128) * n as u128;
+    if let Some(b) = crate::util::memory_budget()
+        && need > b as u128
+    {
+        bail!(
+            "{n} instances of this circuit need about {} MiB; this process may use {} MiB",
+            need >> 20,
+            b >> 20
+        );
+    }
     let lc = LayeredCircuit::new(c.clone());
     let cfg = NetConfig::default();
     let mut channel = peer_channel(&a.channel, store)?;
