@@ -319,10 +319,22 @@ pub async fn listen_once(ch: &Channel, addr: &str, cfg: &NetConfig, who: &str) -
     announce(ch, who)?;
     eprintln!("{who} listening on {}", l.local_addr()?);
     let acceptor = ch.acceptor()?;
-    let conn = l.accept().await?;
-    let (conn, peer) = acceptor.accept(conn).await?;
-    eprintln!("{who}: {}", peer.describe());
-    Ok((conn, peer))
+    loop {
+        let conn = l.accept().await?;
+        let from = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        match acceptor.accept(conn).await {
+            Ok((conn, peer)) => {
+                eprintln!("{who}: {}", peer.describe());
+                return Ok((conn, peer));
+            }
+            // A connection that fails the handshake (a port scan, a key that is not
+            // pinned) does not end the wait for the peer.
+            Err(e) if ch.identity.is_some() => {
+                eprintln!("{who}: refused {from}: {}", sanitize(&crate::util::one_line(&e)));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Prints how a listening party can be reached: its key, or that it runs plain TCP.

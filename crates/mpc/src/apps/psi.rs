@@ -28,6 +28,12 @@
 //! Both learn `n_A`, `n_B` and `σ` (they size the circuit); B learns `|S_A ∩ S_B|`,
 //! which the intersection itself shows.
 //!
+//! **Only against a querier that follows the protocol.** GMW is semi-honest: a B that
+//! flips its shares of `f_i` on the ANDs `f_i ∧ m_{2i+1}` gets `(¬f_i) ∧ m_{2i+1}`,
+//! the merged list's elements, and two such queries give it A's whole set (the test
+//! `a_deviating_querier_reads_the_servers_set`). `tacit mpc psi serve` serves only
+//! with `--semi-honest-peers`.
+//!
 //! Sizes per element bit for `n = n_A = n_B` a power of two: `2n(log₂ n + 1)` (merge)
 //! `+ (2n − 1)(1 − 1/σ)` (compare) `+ n` (select) `+ (n log₂ n − n + 1)(1 + 1/σ)`
 //! (shuffle), about `3n log₂ n + 4n`, against the `5n log₂ n + 6n` per bit of the
