@@ -364,3 +364,60 @@ fn psi_serve_needs_the_semi_honest_acknowledgement() {
     let help = tacit().args(["mpc", "psi", "serve", "--help"]).output().unwrap();
     assert!(out(&help).contains("tacit psi serve") && out(&help).contains("semi-honest"));
 }
+
+/// Item 7 of issue 27: one client does not hold `tacit mpc psi serve`. A connection
+/// that never speaks takes one session slot; a query still runs beside it (the silent
+/// one is still connected when it is done), and the silent one is cut at the session
+/// deadline (before: one session at a time and no deadline, so the query waited 30 s
+/// behind it).
+#[test]
+fn psi_serve_runs_sessions_side_by_side_and_cuts_a_silent_one() {
+    use std::io::Read;
+    let set = write("server.txt", "1\n2\n3\n");
+    let mine = write("mine.txt", "2\n4\n");
+    let (server, addr) = spawn(&[
+        "--store",
+        tmp("a.sqlite3").to_str().unwrap(),
+        "mpc",
+        "psi",
+        "serve",
+        "--semi-honest-peers",
+        "--set",
+        set.to_str().unwrap(),
+        "--bits",
+        "16",
+        "--listen",
+        "127.0.0.1:0",
+        "--max-sessions",
+        "2",
+        "--session-timeout",
+        "3",
+        "--sessions",
+        "2",
+    ]);
+    let mut silent = std::net::TcpStream::connect(&addr).unwrap();
+    let o = tacit()
+        .args(["--store", tmp("b.sqlite3").to_str().unwrap()])
+        .args(["mpc", "psi", "query", "--set", mine.to_str().unwrap(), "--bits", "16"])
+        .args(["--connect", &addr])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o), "2\n");
+    // The query did not wait for the silent client to go: it is still connected.
+    silent.set_nonblocking(true).unwrap();
+    let mut b = [0u8; 1];
+    match silent.read(&mut b) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the silent client was cut before the query ran: {other:?}"),
+    }
+    // Then the server closes it at its deadline (3 s after accept).
+    silent.set_nonblocking(false).unwrap();
+    silent
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let n = silent.read(&mut b).unwrap_or(0);
+    assert_eq!(n, 0, "the server sent something to a client that never spoke");
+    let s = server.wait_with_output().unwrap();
+    assert!(s.status.success());
+}

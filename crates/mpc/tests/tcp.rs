@@ -539,8 +539,8 @@ async fn the_token_serves_connections_at_once_within_a_cap_and_a_deadline() {
     let (mut p1, mut p2) = (|_, _| {}, |_, _| {});
     let (a, b) = tokio::join!(h1.fill(1 << 20, &mut p1), h2.fill(1 << 20, &mut p2));
     assert_eq!(a.unwrap().len() + b.unwrap().len(), 2);
-    // A third connection is over the cap: closed at once.
-    let t0 = std::time::Instant::now();
+    // A third connection is over the cap: closed at once (the two others still work
+    // after it, so it was not their deadline that ended it).
     match connect_as(&t, host_key()).await {
         Err(_) => {}
         Ok(mut c) => {
@@ -548,7 +548,7 @@ async fn the_token_serves_connections_at_once_within_a_cap_and_a_deadline() {
             assert!(c.recv().await.is_err());
         }
     }
-    assert!(t0.elapsed() < Duration::from_secs(1));
+    assert!(h2.fill(1 << 7, &mut |_, _| {}).await.is_ok());
     // An abandoned GENERATE: its sequence is erased when the connection goes.
     {
         use tacit_mpc::triples::token::holder::TokenLink;
@@ -567,16 +567,16 @@ async fn the_token_serves_connections_at_once_within_a_cap_and_a_deadline() {
         assert_eq!(r.sw, 0x6100);
     }
     let live = || t.server.card().lock().unwrap().state().sequences().count();
-    assert_eq!(live(), 3);
+    assert_eq!(live(), 4);
     drop(h1);
     drop(h2);
     for _ in 0..100 {
-        if live() == 2 {
+        if live() == 3 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(live(), 2, "the abandoned sequence is erased");
+    assert_eq!(live(), 3, "the abandoned sequence is erased");
     // The deadline: a connection that idles is cut 1.5 s after it was accepted.
     let mut idle = connect_as(&t, host_key()).await.unwrap();
     let t0 = std::time::Instant::now();
