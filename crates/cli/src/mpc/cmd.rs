@@ -645,7 +645,9 @@ fn guard_path(seal_key: &Path, guard: Option<&Path>) -> PathBuf {
 
 /// Reads a seal key file (64 hex digits).
 pub fn read_seal_key(path: &Path) -> Result<SealKey> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading the seal key {}", path.display()))?;
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(path).with_context(|| format!("reading the seal key {}", path.display()))?,
+    );
     let mut b = zeroize::Zeroizing::new([0u8; 32]);
     hex::decode_to_slice(text.trim(), &mut b[..])
         .map_err(|_| anyhow!("{} is not a seal key (64 hex digits)", path.display()))?;
@@ -708,7 +710,8 @@ async fn token(t: TokenCommand, store: Option<&Path>) -> Result<()> {
                 read_seal_key(&a.seal_key)?
             } else {
                 let (k, bytes) = SealKey::generate(&mut rng);
-                write_private(&a.seal_key, format!("{}\n", hex::encode(*bytes)).as_bytes())?;
+                let text = zeroize::Zeroizing::new(format!("{}\n", hex::encode(*bytes)));
+                write_private(&a.seal_key, text.as_bytes())?;
                 eprintln!(
                     "seal key written to {} (keep it apart from the state, where neither party can read it)",
                     a.seal_key.display()
@@ -754,7 +757,12 @@ async fn token(t: TokenCommand, store: Option<&Path>) -> Result<()> {
                     max_connections: a.max_connections as usize,
                 },
             )?;
-            let cfg = NetConfig::default().with_deadline(Duration::from_secs(a.session_timeout));
+            // A connection that has not finished its handshake in 5 s is closed: it
+            // holds one of the --max-connections slots meanwhile.
+            let cfg = NetConfig {
+                connect_timeout: Duration::from_secs(5),
+                ..NetConfig::default().with_deadline(Duration::from_secs(a.session_timeout))
+            };
             let l = FramedListener::bind(&a.listen, &cfg)
                 .await
                 .with_context(|| format!("listening on {}", a.listen))?;

@@ -190,7 +190,10 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
 async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> Result<()> {
     let ch = super::cmd::peer_channel(&a.channel, store.as_deref())?;
     let acceptor = ch.acceptor()?;
-    let cfg = NetConfig::default().with_deadline(Duration::from_secs(a.session_timeout));
+    let cfg = NetConfig {
+        connect_timeout: Duration::from_secs(5),
+        ..NetConfig::default().with_deadline(Duration::from_secs(a.session_timeout))
+    };
     let l = FramedListener::bind(&a.listen, &cfg)
         .await
         .with_context(|| format!("cannot listen on {}", a.listen))?;
@@ -215,6 +218,7 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
             Ok(c) => c,
             Err(e) => {
                 eprintln!("tacit mpc psi serve: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };

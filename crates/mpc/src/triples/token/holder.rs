@@ -204,7 +204,9 @@ impl<E: Eeprom + Send + 'static> TokenServer<E> {
             let conn = match conn {
                 Ok(c) => c,
                 Err(e) => {
+                    // Out of descriptors, say: do not spin on it.
                     log(format!("accept failed: {e}"));
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             };
