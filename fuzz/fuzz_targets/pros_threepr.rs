@@ -37,14 +37,14 @@ fuzz_target!(|data: &[u8]| {
             // an initiator reading a hostile accept
             let pool = Arc::new(RnPool::new(pk).unwrap());
             let (w, _) = Initiator::start(ReconcileParams::default(), key.clone(), &["a", "b"], pool).unwrap();
-            let _ = w.on_accept(msg, &mut rng);
+            let _ = w.on_accept(msg, &tacit_pros::NO_CHANNEL_BINDING, &mut rng);
         }
         _ => {
             // a responder after a valid hello, reading a hostile query or outcome
             let pool = Arc::new(RnPool::new(pk).unwrap());
             let (_, hello) = Initiator::start(ReconcileParams::default(), key.clone(), &["a", "b"], pool).unwrap();
             let r = Responder::new(ReconcileParams::default(), &["b", "c"], 0, 4096).unwrap();
-            let (state, _) = r.on_hello(&hello, &mut rng).unwrap();
+            let (state, _) = r.on_hello(&hello, &tacit_pros::NO_CHANNEL_BINDING, &mut rng).unwrap();
             let _ = state.on_message(msg, &mut rng);
         }
     }

@@ -149,9 +149,12 @@ pub mod pros {
     pub fn key() -> &'static PrivateKey {
         static K: OnceLock<PrivateKey> = OnceLock::new();
         K.get_or_init(|| {
-            let p = openssl_hex("c5b38fbe0682f98fe8b897ca9834b613");
-            let q = openssl_hex("e7dff63579170c5677d29e17fb7ab40d");
-            PrivateKey::from_primes(p, q).expect("fixed primes")
+            // two 128-bit primes ≡ 3 (mod 4), so the key has a modulus proof
+            let p = openssl_hex("d408584f651c316614cf70e1af0a463f");
+            let q = openssl_hex("cc98036ce4868b7dba9f8900f5ca4907");
+            let k = PrivateKey::from_primes(p, q).expect("fixed primes");
+            k.modulus_proof().expect("a Blum key");
+            k
         })
     }
 

@@ -39,6 +39,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, 
 use chrono_tz::Tz;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Calendar errors: what is wrong with a file or a request, in one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,8 +65,17 @@ pub type Result<T> = core::result::Result<T, Error>;
 
 /// The largest .ics file read (16 MiB).
 pub const MAX_ICS_BYTES: usize = 16 << 20;
-/// The most occurrences one recurring event may produce inside a window.
+/// The most occurrences one recurring event may produce inside a window (more is an
+/// error, not a silent cut: a cut would show busy time as free).
 pub const MAX_OCCURRENCES: u16 = 10_000;
+/// The most occurrences a whole calendar may produce inside a window.
+pub const MAX_TOTAL_OCCURRENCES: usize = 100_000;
+/// The most recurrences the whole calendar may step through, from each rule's
+/// `DTSTART` to the window's end (a `FREQ=SECONDLY` rule from 1900 would otherwise run
+/// for hours before it reaches the window).
+pub const MAX_EXPANSION: u64 = 500_000;
+/// The longest event or duration read: 100 years.
+pub const MAX_DURATION_DAYS: i64 = 36_525;
 
 /// A half-open time interval `[start, end)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -84,13 +94,14 @@ impl Interval {
 }
 
 /// One occurrence of an event inside the window, with what a location-aware scheduler
-/// needs.
+/// needs. The texts are shared by all occurrences of an event (a recurring event with
+/// a long `LOCATION` costs its text once, not once per occurrence).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Occurrence {
     /// `UID`.
-    pub uid: String,
+    pub uid: Arc<str>,
     /// `SUMMARY`.
-    pub summary: Option<String>,
+    pub summary: Option<Arc<str>>,
     /// When.
     pub interval: Interval,
     /// Whether it was an all-day event.
@@ -98,7 +109,7 @@ pub struct Occurrence {
     /// Whether it blocks time (`TRANSP:OPAQUE`, not cancelled).
     pub busy: bool,
     /// `LOCATION`.
-    pub location: Option<String>,
+    pub location: Option<Arc<str>>,
     /// `GEO`: latitude and longitude in degrees.
     pub geo: Option<(f64, f64)>,
 }
@@ -201,9 +212,13 @@ fn to_utc(w: When, default_tz: Tz) -> DateTime<Utc> {
     }
 }
 
-/// Parses an RFC 5545 duration (`P1D`, `PT1H30M`, `-PT15M`, `P2W`).
+/// Parses an RFC 5545 duration (`P1D`, `PT1H30M`, `-PT15M`, `P2W`), at most
+/// [`MAX_DURATION_DAYS`] long (checked arithmetic: a huge value is an error, not a
+/// panic).
 pub fn parse_ics_duration(s: &str) -> Result<Duration> {
-    let bad = || Error::Ics(format!("bad duration {s:?}"));
+    let shown: String = s.chars().take(40).collect();
+    let bad = || Error::Ics(format!("bad duration {shown:?}"));
+    let too_long = || Error::Ics(format!("duration {shown:?} is longer than {MAX_DURATION_DAYS} days"));
     let (neg, rest) = match s.trim().strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s.trim().strip_prefix('+').unwrap_or(s.trim())),
@@ -217,16 +232,24 @@ pub fn parse_ics_duration(s: &str) -> Result<Duration> {
             'T' => in_time = true,
             '0'..='9' => num.push(ch),
             u => {
-                let v: i64 = num.parse().map_err(|_| bad())?;
+                if num.is_empty() {
+                    return Err(bad());
+                }
+                let v: i64 = num.parse().map_err(|_| too_long())?;
                 num.clear();
-                total += match (u, in_time) {
-                    ('W', false) => Duration::weeks(v),
-                    ('D', false) => Duration::days(v),
-                    ('H', true) => Duration::hours(v),
-                    ('M', true) => Duration::minutes(v),
-                    ('S', true) => Duration::seconds(v),
+                let part = match (u, in_time) {
+                    ('W', false) => Duration::try_weeks(v),
+                    ('D', false) => Duration::try_days(v),
+                    ('H', true) => Duration::try_hours(v),
+                    ('M', true) => Duration::try_minutes(v),
+                    ('S', true) => Duration::try_seconds(v),
                     _ => return Err(bad()),
-                };
+                }
+                .ok_or_else(too_long)?;
+                total = total.checked_add(&part).ok_or_else(too_long)?;
+                if total > Duration::days(MAX_DURATION_DAYS) {
+                    return Err(too_long());
+                }
             }
         }
     }
@@ -313,10 +336,11 @@ impl Calendar {
             .iter()
             .filter_map(|r| r.recurrence_id.map(|t| (r.uid.clone(), t)))
             .collect();
-        let mut occurrences = Vec::new();
+        let mut occurrences: Vec<Occurrence> = Vec::new();
+        let mut budget = MAX_EXPANSION;
         for r in &raws {
             let starts: Vec<DateTime<Utc>> = if r.recurrence_id.is_none() && prop(r.comp, "RRULE").is_some() {
-                Self::expand(r, from, to, default_tz)?
+                Self::expand(r, from, to, default_tz, &mut budget)?
                     .into_iter()
                     .filter(|t| !overridden.contains(&(r.uid.clone(), *t)))
                     .collect()
@@ -332,20 +356,26 @@ impl Calendar {
                 prop(r.comp, "TRANSP").is_some_and(|p| p.val.as_str().trim().eq_ignore_ascii_case("TRANSPARENT"));
             let cancelled =
                 prop(r.comp, "STATUS").is_some_and(|p| p.val.as_str().trim().eq_ignore_ascii_case("CANCELLED"));
-            let location = prop(r.comp, "LOCATION").map(text);
+            let location: Option<Arc<str>> = prop(r.comp, "LOCATION").map(|p| text(p).into());
             let geo = prop(r.comp, "GEO").and_then(|p| {
                 let (a, b) = p.val.as_str().split_once(';')?;
                 Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
             });
-            let summary = prop(r.comp, "SUMMARY").map(text);
+            let summary: Option<Arc<str>> = prop(r.comp, "SUMMARY").map(|p| text(p).into());
+            let uid: Arc<str> = r.uid.as_str().into();
             for s in starts {
-                let iv = Interval {
-                    start: s,
-                    end: s + r.duration,
-                };
+                let end = s
+                    .checked_add_signed(r.duration)
+                    .ok_or_else(|| Error::Ics(format!("event {:?} ends after the last representable date", r.uid)))?;
+                let iv = Interval { start: s, end };
                 if iv.overlaps(&window) || (iv.start == iv.end && iv.start >= from && iv.start < to) {
+                    if occurrences.len() >= MAX_TOTAL_OCCURRENCES {
+                        return Err(Error::Ics(format!(
+                            "more than {MAX_TOTAL_OCCURRENCES} event occurrences in the window"
+                        )));
+                    }
                     occurrences.push(Occurrence {
-                        uid: r.uid.clone(),
+                        uid: uid.clone(),
                         summary: summary.clone(),
                         interval: iv,
                         all_day: matches!(r.start, When::Date(_)),
@@ -371,7 +401,13 @@ impl Calendar {
         let start = parse_when(ds)?;
         let duration = if let Some(de) = prop(c, "DTEND") {
             let end = parse_when(de)?;
-            to_utc(end, default_tz) - to_utc(start, default_tz)
+            let d = to_utc(end, default_tz) - to_utc(start, default_tz);
+            if d > Duration::days(MAX_DURATION_DAYS) {
+                return Err(Error::Ics(format!(
+                    "event {uid:?} lasts longer than {MAX_DURATION_DAYS} days"
+                )));
+            }
+            d
         } else if let Some(du) = prop(c, "DURATION") {
             parse_ics_duration(du.val.as_str())?
         } else if matches!(start, When::Date(_)) {
@@ -407,7 +443,15 @@ impl Calendar {
         Ok(out)
     }
 
-    fn expand(r: &RawEvent<'_>, from: DateTime<Utc>, to: DateTime<Utc>, default_tz: Tz) -> Result<Vec<DateTime<Utc>>> {
+    /// The starts of a recurring event inside the window, stepping through at most
+    /// `budget` recurrences from its `DTSTART` (shared by the whole calendar).
+    fn expand(
+        r: &RawEvent<'_>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        default_tz: Tz,
+        budget: &mut u64,
+    ) -> Result<Vec<DateTime<Utc>>> {
         let (tz, local) = rrule_tz(r.start, default_tz);
         let dtstart = match tz.from_local_datetime(&local) {
             chrono::LocalResult::Single(d) | chrono::LocalResult::Ambiguous(d, _) => d,
@@ -454,15 +498,41 @@ impl Calendar {
                 }
             }
         }
-        let lo = (from - r.duration - Duration::seconds(1)).with_timezone(&rrule::Tz::UTC);
+        let lo = from
+            .checked_sub_signed(r.duration)
+            .and_then(|t| t.checked_sub_signed(Duration::seconds(1)))
+            .ok_or_else(|| Error::Ics(format!("event {:?} lasts too long", r.uid)))?
+            .with_timezone(&rrule::Tz::UTC);
         let hi = to.with_timezone(&rrule::Tz::UTC);
-        let res = set.after(lo).before(hi).all(MAX_OCCURRENCES);
+        // step through the recurrences ourselves, with the budget; `limit` keeps the
+        // crate's guard against rules that never produce a date
+        let set = set.limit();
+        let mut dates = Vec::new();
+        for d in &set {
+            *budget = budget.checked_sub(1).ok_or_else(|| {
+                Error::Ics(format!(
+                    "event {:?} repeats too often between its start and the window (the calendar may step through {MAX_EXPANSION} recurrences)",
+                    r.uid
+                ))
+            })?;
+            if d > hi {
+                break;
+            }
+            if d >= lo {
+                if dates.len() >= MAX_OCCURRENCES as usize {
+                    return Err(Error::Ics(format!(
+                        "event {:?} repeats more than {MAX_OCCURRENCES} times in the window",
+                        r.uid
+                    )));
+                }
+                dates.push(d);
+            }
+        }
         let local_tz = match r.start {
             When::Zoned(_, tz) => tz,
             _ => default_tz,
         };
-        Ok(res
-            .dates
+        Ok(dates
             .into_iter()
             .map(|d| d.with_timezone(&Utc))
             .filter(|t| !ex_instants.contains(t) && !ex_dates.contains(&t.with_timezone(&local_tz).date_naive()))
@@ -809,7 +879,7 @@ pub fn parse_zone(s: &str) -> Result<Tz> {
 pub fn by_uid(occ: &[Occurrence]) -> HashMap<String, Vec<Occurrence>> {
     let mut m: HashMap<String, Vec<Occurrence>> = HashMap::new();
     for o in occ {
-        m.entry(o.uid.clone()).or_default().push(o.clone());
+        m.entry(o.uid.to_string()).or_default().push(o.clone());
     }
     m
 }

@@ -111,10 +111,10 @@ fn all_day_transparent_cancelled_and_floating() {
         ]
     );
     assert_eq!(c.occurrences().len(), 4);
-    let f = c.occurrences().iter().find(|o| o.uid == "floating").unwrap();
+    let f = c.occurrences().iter().find(|o| &*o.uid == "floating").unwrap();
     assert_eq!(f.location.as_deref(), Some("Room 1, 2nd floor"));
     assert_eq!(f.geo, Some((52.52, 13.405)));
-    assert!(c.occurrences().iter().find(|o| o.uid == "allday").unwrap().all_day);
+    assert!(c.occurrences().iter().find(|o| &*o.uid == "allday").unwrap().all_day);
 }
 
 #[test]
@@ -261,4 +261,85 @@ proptest::proptest! {
         }
         proptest::prop_assert_eq!(n, slots.len());
     }
+}
+
+// ------------------------------------------------------------ hostile calendars (issue 26, item 6)
+
+fn one_event(props: &str) -> String {
+    format!(
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART:20250106T090000Z\r\n{props}END:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+}
+
+/// `DURATION:P99999999999999W` panicked ("TimeDelta::weeks out of bounds") and
+/// `DURATION:P100000000W` overflowed `DateTime + TimeDelta` (exit 101): both are
+/// one-line errors now, as is a DTEND centuries away.
+#[test]
+fn huge_durations_are_one_line_errors() {
+    let (from, to) = (utc(2025, 1, 6, 0, 0), utc(2025, 1, 13, 0, 0));
+    for d in [
+        "P99999999999999W",
+        "P100000000W",
+        "P36526D",
+        "PT99999999999999999999S",
+        "PW",
+    ] {
+        let e = Calendar::parse(&one_event(&format!("DURATION:{d}\r\n")), from, to, BERLIN).unwrap_err();
+        assert_eq!(e.to_string().lines().count(), 1, "{e}");
+        assert!(e.to_string().contains("duration"), "{d}: {e}");
+    }
+    let e = Calendar::parse(&one_event("DTEND:99991231T000000Z\r\n"), from, to, BERLIN).unwrap_err();
+    assert!(e.to_string().contains("longer than"), "{e}");
+    assert!(parse_ics_duration("P36525D").is_ok());
+}
+
+/// One VEVENT with a 4 MiB LOCATION and `RRULE:FREQ=MINUTELY` cloned the text per
+/// occurrence (2.96 GB before abort). The text is now shared by all occurrences, a
+/// rule producing more than `MAX_OCCURRENCES` in the window is an error instead of a
+/// silent cut, and so is a calendar of more than `MAX_TOTAL_OCCURRENCES`.
+#[test]
+fn a_long_text_on_a_frequent_rule_is_shared_and_bounded() {
+    let loc = "x".repeat(4 << 20);
+    let ics = one_event(&format!("DURATION:PT1M\r\nRRULE:FREQ=MINUTELY\r\nLOCATION:{loc}\r\n"));
+    let from = utc(2025, 1, 6, 9, 0);
+    let c = Calendar::parse(&ics, from, from + Duration::hours(24), BERLIN).unwrap();
+    let occ = c.occurrences();
+    assert_eq!(occ.len(), 24 * 60);
+    let first = occ[0].location.clone().unwrap();
+    assert!(
+        occ.iter()
+            .all(|o| o.location.as_ref().is_some_and(|l| Arc::ptr_eq(l, &first)))
+    );
+    // a week of minutes: 10 080 > 10 000
+    let e = Calendar::parse(&ics, from, from + Duration::days(7), BERLIN).unwrap_err();
+    assert!(e.to_string().contains("repeats more than"), "{e}");
+    // 21 rules of 5 000 minutes each: over the calendar's total
+    let mut many = String::from("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n");
+    for i in 0..21 {
+        many.push_str(&format!(
+            "BEGIN:VEVENT\r\nUID:e{i}\r\nDTSTART:20250106T090000Z\r\nDURATION:PT1M\r\nRRULE:FREQ=MINUTELY\r\nEND:VEVENT\r\n"
+        ));
+    }
+    many.push_str("END:VCALENDAR\r\n");
+    let e = Calendar::parse(&many, from, from + Duration::minutes(5000), BERLIN).unwrap_err();
+    assert!(e.to_string().contains("occurrences in the window"), "{e}");
+}
+
+/// A `FREQ=SECONDLY` rule from 1900 stepped through about four billion recurrences
+/// before the window; the calendar's expansion budget makes it a one-line error.
+#[test]
+fn a_rule_that_runs_long_before_the_window_is_an_error() {
+    let ics = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART:19000101T000000Z\r\nDURATION:PT1S\r\nRRULE:FREQ=SECONDLY\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+    let from = utc(2025, 1, 6, 9, 0);
+    let e = Calendar::parse(ics, from, from + Duration::minutes(10), BERLIN).unwrap_err();
+    assert!(e.to_string().contains("repeats too often"), "{e}");
+    // a daily rule from 1990 is fine
+    let daily = ics.replace("SECONDLY", "DAILY").replace("19000101", "19900101");
+    assert_eq!(
+        Calendar::parse(&daily, utc(2025, 1, 6, 0, 0), utc(2025, 1, 13, 0, 0), BERLIN)
+            .unwrap()
+            .occurrences()
+            .len(),
+        7
+    );
 }

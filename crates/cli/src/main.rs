@@ -131,7 +131,7 @@ fn main() -> ExitCode {
         Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
         Command::Mpc(c) => mpc::cmd::run_cmd(c, cli.store.as_deref()),
         Command::Pir(c) => pir::cmd::run(c),
-        Command::Pros(c) => pros::cmd::run(c),
+        Command::Pros(c) => pros::cmd::run(c, cli.store.as_deref()),
         Command::Schedule(c) => pros::schedule::run(c, cli.store.as_deref()),
         Command::Bench(c) => bench::run(c),
     };

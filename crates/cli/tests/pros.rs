@@ -55,9 +55,12 @@ fn paillier_json_commands() {
 fn reconcile_between_two_processes() {
     let a = write("a.txt", "tue\nmon\nwed\nfri\n");
     let b = write("b.txt", "wed\nthu\nmon\n");
+    let (srv, cli) = (tmp("srv.sqlite3"), tmp("cli.sqlite3"));
     for scheme in ["sor", "mor"] {
         for variant in ["implicit", "explicit", "explicit-cached"] {
             let (server, addr) = spawn(&[
+                "--store",
+                srv.to_str().unwrap(),
                 "pros",
                 "reconcile",
                 "serve",
@@ -76,6 +79,8 @@ fn reconcile_between_two_processes() {
             ]);
             let o = tacit()
                 .args([
+                    "--store",
+                    cli.to_str().unwrap(),
                     "pros",
                     "reconcile",
                     "connect",
@@ -114,6 +119,7 @@ fn reconcile_between_two_processes() {
         "1",
         "--min-key-bits",
         "512",
+        "--plain-tcp",
     ]);
     let o = tacit()
         .args([
@@ -126,6 +132,7 @@ fn reconcile_between_two_processes() {
             &addr,
             "--key-bits",
             "512",
+            "--plain-tcp",
         ])
         .output()
         .unwrap();
@@ -139,7 +146,10 @@ fn reconcile_between_two_processes() {
 fn psi_between_two_processes() {
     let s = write("s.txt", "1\n2\n3\n40\n");
     let c = write("c.txt", "3\n40\n50\n");
+    let (srv, cli) = (tmp("srv.sqlite3"), tmp("cli.sqlite3"));
     let (server, addr) = spawn(&[
+        "--store",
+        srv.to_str().unwrap(),
         "pros",
         "psi",
         "serve",
@@ -160,6 +170,8 @@ fn psi_between_two_processes() {
     ]);
     let o = tacit()
         .args([
+            "--store",
+            cli.to_str().unwrap(),
             "pros",
             "psi",
             "query",
@@ -201,9 +213,12 @@ fn schedule_from_the_example_calendars() {
     let bob = examples().join("bob.ics");
     let alice = examples().join("alice.ics");
     let invite = tmp("meeting.ics");
+    let (srv, cli) = (tmp("srv.sqlite3"), tmp("cli.sqlite3"));
     let (server, addr) = spawn(
         &[
             &[
+                "--store",
+                srv.to_str().unwrap(),
                 "schedule",
                 "serve",
                 "--calendar",
@@ -233,6 +248,8 @@ fn schedule_from_the_example_calendars() {
         .args(
             [
                 &[
+                    "--store",
+                    cli.to_str().unwrap(),
                     "schedule",
                     "connect",
                     "--calendar",

@@ -14,12 +14,13 @@ use tacit_mpc::triples::ot::OtSource;
 use tacit_mpc::triples::token::apdu::{Command, Response, sw};
 use tacit_mpc::triples::token::card::{Card, MemoryEeprom, TokenSpec, TokenState};
 use tacit_mpc::triples::token::holder::{
-    LocalTokenLink, Pool, ServeLimits, TcpTokenLink, TokenHolder, TokenPeer, TokenServer, check_offer, open_release,
+    LocalTokenLink, Pool, TcpTokenLink, TokenHolder, TokenPeer, TokenServer, check_offer, open_release,
 };
 use tacit_mpc::triples::token::{
     CLA, INS_RELEASE_A, INS_RELEASE_B, SeedRelease, SeedRequest, SequenceId, TokenKind, TokenOffer, TokenTrust,
 };
 use tacit_mpc::{Error, Party};
+use tacit_net::guard::ServeLimits;
 use tacit_net::tls::SelfSigned;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_wire::{Decode, Encode};
@@ -530,8 +531,12 @@ async fn a_probe_of_the_token_port_gets_no_seed() {
 #[tokio::test]
 async fn the_token_serves_connections_at_once_within_a_cap_and_a_deadline() {
     let (_, card) = manufacture(63);
-    let cfg = NetConfig::default().with_deadline(Duration::from_millis(1500));
-    let t = token_process(card, ServeLimits { max_connections: 2 }, cfg).await;
+    let t = token_process(
+        card,
+        ServeLimits::new(2, Duration::from_millis(1500)),
+        NetConfig::default(),
+    )
+    .await;
     let mut h1 = TokenHolder::new(host_link(&t).await, Pool::in_memory()).await.unwrap();
     // A second connection streams while the first one stays open (before this
     // change, one connection at a time: the second waited for the first to end).

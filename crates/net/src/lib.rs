@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod guard;
 pub mod mdns;
 pub mod tls;
 
@@ -860,6 +861,38 @@ impl FramedListener {
     pub async fn accept(&self) -> Result<FramedConn, Error> {
         let (stream, _) = self.listener.accept().await?;
         FramedConn::from_stream(stream, &self.cfg)
+    }
+
+    /// The TCP listener underneath.
+    pub fn tcp(&self) -> &TcpListener {
+        &self.listener
+    }
+
+    /// The settings accepted connections get.
+    pub fn config(&self) -> &NetConfig {
+        &self.cfg
+    }
+
+    /// Serves connections under `guard` ([`guard::serve`]: a cap on connections,
+    /// per-address fairness, a deadline per connection, `accept` errors reported and
+    /// never fatal), running `handler` on each admitted connection, until `sessions`
+    /// were admitted (or forever).
+    pub async fn serve<F, Fut>(&self, guard: &guard::Guard, sessions: Option<u64>, handler: F)
+    where
+        F: Fn(FramedConn) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let cfg = self.cfg;
+        guard::serve(&self.listener, guard, sessions, |stream, _peer| {
+            let conn = FramedConn::from_stream(stream, &cfg);
+            let work = conn.map(&handler);
+            async move {
+                if let Ok(work) = work {
+                    work.await;
+                }
+            }
+        })
+        .await
     }
 }
 

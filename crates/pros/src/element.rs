@@ -7,7 +7,7 @@
 
 use crate::bn::{self, Nat};
 use crate::{Error, Result};
-use openssl::bn::BigNum;
+use openssl::bn::{BigNum, BigNumRef};
 use rand_core::CryptoRngCore;
 use sha2::{Digest, Sha256};
 
@@ -94,6 +94,39 @@ impl ElementEncoding {
     pub fn is_element_value(self, v: &openssl::bn::BigNumRef) -> bool {
         !v.is_negative() && (v.num_bits() as u32) <= self.bits()
     }
+}
+
+/// A **match tag**: what an evaluation decrypts to when the compared elements are
+/// equal, `h = SHA-256(domain ‖ sid ‖ u32 i ‖ u32 j ‖ value (16 bytes))` read as a
+/// 256-bit integer and reduced mod `n`.
+///
+/// The evaluating party returns `E(r·(y − a) + h(y))` instead of FNP's
+/// `E(r·(y − a) + y)`: a party that holds `E(−a)` can compute `E(a)` (the inverse mod
+/// `n²`) but not `E(h(a))` without knowing `a`, because `h` is not affine in `a`
+/// (a random oracle). So a match is something only a holder of the element can
+/// produce (issue 26, item 1). `sid` (fresh per session) and the pair `(i, j)` make
+/// every comparison's tag different, so two partial matches (equal modulo one prime
+/// factor of the key) cannot be linked to each other.
+pub fn match_tag(domain: &[u8], sid: &[u8; 32], i: u32, j: u32, value: &BigNumRef, n: &BigNumRef) -> Result<Nat> {
+    let mut h = Sha256::new();
+    h.update(domain);
+    h.update(sid);
+    h.update(i.to_be_bytes());
+    h.update(j.to_be_bytes());
+    h.update(value_bytes(value)?);
+    let d: [u8; 32] = h.finalize().into();
+    bn::reduce(&*BigNum::from_slice(&d)?, n)
+}
+
+/// The session identifier of a PROS run: `SHA-256(domain ‖ channel binding ‖ nonce)`
+/// with the TLS channel binding (zeros over plain TCP) and the evaluating party's
+/// fresh nonce.
+pub fn session_id(domain: &[u8], binding: &[u8; 32], nonce: &[u8; 32]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(domain);
+    h.update(binding);
+    h.update(nonce);
+    h.finalize().into()
 }
 
 /// Fixed 16-byte big-endian form of an element value (for outcomes on the wire).

@@ -7,14 +7,24 @@
 //!   places its elements in B bins (two choices, greedy),
 //!   pads each bin to M roots with dummies,
 //!   p_k(x) = ∏_{c ∈ bin k} (x − c)   (monic, degree M)
-//!   Query = pk, seed, E(α_{k,i}) for all k < B, i < M   ───▶
+//!   Query = pk, proof that pk is a Paillier–Blum
+//!           modulus, seed, E(α_{k,i}) for k < B, i < M  ───▶  verifies the proof first;
+//!                                                          nonce, sid = H(binding ‖ nonce);
 //!                                                          for each y ∈ X_S (padded to
 //!                                                          the bound with dummies), for
 //!                                                          both bins k ∈ {h₁(y), h₂(y)}:
-//!                                                            E(r·p_k(y) + y), r fresh
-//!                                                  ◀───   Answer = the 2·n results, shuffled
-//!   decrypts; v ∈ X_C ⇔ v is in the intersection
+//!                                                            E(r·p_k(y) + h(sid, k, y)),
+//!                                                            r fresh
+//!                                                  ◀───   Answer = nonce, the 2·n results,
+//!                                                          shuffled
+//!   decrypts; a value equal to h(sid, k, c) for one of its elements c (in bin k) means
+//!   c is in the intersection
 //! ```
+//!
+//! The payload is the **match tag** `h` ([`crate::element::match_tag`]), not FNP's
+//! `y`: with one root per polynomial (PM, or a bin of one) the sender holds `E(−c)`
+//! and could return its inverse `E(c)`, a false "match" on an element it does not
+//! hold; `E(h(c))` it cannot make without knowing `c`.
 //!
 //! Without bucketing (`B = 1`, `M = m`) this is the protocol of §3.3 with `O(m·n)`
 //! exponentiations for S; with bucketing S does `O(n·M)` with `M = O(log log m)`.
@@ -26,8 +36,8 @@
 //! coefficients, cannot relate the result's randomness to its own.
 
 use crate::bn::{self, Nat};
-use crate::element::ElementEncoding;
-use crate::paillier::{Ciphertext, PrivateKey, PublicKey, RnPool};
+use crate::element::{ElementEncoding, match_tag};
+use crate::paillier::{Ciphertext, ModulusProof, PrivateKey, PublicKey, RnPool};
 use crate::poly::{Multiplier, Poly, horner_encrypted};
 use crate::{Error, Result};
 use openssl::bn::BigNumRef;
@@ -36,6 +46,7 @@ use rand_core::{CryptoRngCore, SeedableRng};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::Arc;
 use tacit_wire::{Reader, Writer};
 
 /// Wire tag of the chooser's query.
@@ -107,6 +118,22 @@ impl PsiParams {
         avg + ((b as f64).ln().log2().ceil().max(0.0) as u32) + 2
     }
 
+    /// Root slots of the query, `B·M`: every one can hold a guess of a deviating
+    /// chooser (the sender cannot tell dummies from elements).
+    pub fn root_slots(&self) -> usize {
+        self.bins() as usize * self.load() as usize
+    }
+
+    /// The most candidate elements a deviating chooser can test against the sender's
+    /// set in one session: two per root slot, `2·B·M` — one per prime factor of its
+    /// (proven Paillier–Blum) modulus, because the chooser knows the factors and can
+    /// put a different root modulo each (`docs/pros.md`, test
+    /// `a_deviating_chooser_tests_at_most_two_per_root_slot`). An honest chooser
+    /// tests its `m` elements.
+    pub fn chooser_tests(&self) -> usize {
+        2 * self.root_slots()
+    }
+
     /// Answers the sender returns: `2n` with bucketing (both candidate bins), else `n`.
     pub fn answers(&self) -> usize {
         self.sender_bound as usize * if self.bins() > 1 { 2 } else { 1 }
@@ -140,15 +167,16 @@ impl PsiParams {
             && self.sender_bound == other.sender_bound
     }
 
-    /// Size in bytes of a query under a `bits`-bit key.
+    /// Size in bytes of a query under a `bits`-bit key (with the modulus proof).
     pub fn query_len(&self, bits: u32) -> usize {
         let ct = (2 * bits as usize).div_ceil(8);
-        3 + 10 + 2 + (bits as usize).div_ceil(8) + 32 + 8 + self.bins() as usize * self.load() as usize * ct
+        let nl = (bits as usize).div_ceil(8);
+        3 + 10 + 2 + nl + ModulusProof::encoded_len(nl) + 32 + 8 + self.root_slots() * ct
     }
 
     /// Size in bytes of an answer under a `bits`-bit key.
     pub fn answer_len(&self, bits: u32) -> usize {
-        3 + 4 + self.answers() * (2 * bits as usize).div_ceil(8)
+        3 + 32 + 4 + self.answers() * (2 * bits as usize).div_ceil(8)
     }
 }
 
@@ -188,6 +216,11 @@ pub fn allocate(seed: &[u8; 32], values: &[Nat], bins: u32, load: u32) -> Result
     Ok(Some(out))
 }
 
+/// Domain of the FNP session identifier.
+pub const SESSION_DOMAIN: &[u8] = b"tacit-pros/v1/fnp-session\0";
+/// Domain of FNP's match tags.
+pub const MATCH_DOMAIN: &[u8] = b"tacit-pros/v1/fnp-match\0";
+
 /// The chooser's first (and only) message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
@@ -195,6 +228,8 @@ pub struct Query {
     pub params: PsiParams,
     /// The chooser's public key.
     pub key: PublicKey,
+    /// The proof that the key's modulus is a Paillier–Blum modulus.
+    pub proof: Arc<ModulusProof>,
     /// The seed of the bin hashes.
     pub seed: [u8; 32],
     /// `B·M` encrypted coefficients, bin by bin, `α₀ … α_{M−1}` each.
@@ -202,12 +237,14 @@ pub struct Query {
 }
 
 impl Query {
-    /// `01 0410 || params || key || seed || u32 B || u32 M || B·M × ciphertext`.
+    /// `01 0410 || params || key || modulus proof || seed || u32 B || u32 M || B·M ×
+    /// ciphertext`.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::with_capacity(self.params.query_len(self.key.bits()));
         w.put_envelope(TAG_QUERY);
         self.params.encode(&mut w);
         self.key.encode(&mut w);
+        self.proof.encode(&self.key, &mut w);
         w.put_fixed(&self.seed);
         w.put_u32(self.params.bins());
         w.put_u32(self.params.load());
@@ -217,7 +254,9 @@ impl Query {
         w.into_bytes()
     }
 
-    /// Decodes a query for a sender running `ours` with keys of `min_bits..=max_bits`.
+    /// Decodes a query for a sender running `ours` with keys of `min_bits..=max_bits`
+    /// (the modulus proof is decoded, not verified: [`Sender::respond_typed`] verifies
+    /// it before any other work).
     pub fn from_bytes(bytes: &[u8], ours: &PsiParams, min_bits: u32, max_bits: u32) -> Result<Self> {
         crate::messages::check_refusal(bytes)?;
         let mut r = Reader::new(bytes);
@@ -238,6 +277,7 @@ impl Query {
         }
         let key = PublicKey::decode(&mut r)?;
         crate::messages::check_key_bits(&key, min_bits.max(params.encoding.min_key_bits()), max_bits)?;
+        let proof = Arc::new(ModulusProof::decode(&mut r, &key)?);
         let seed = r.array::<32>("bin seed")?;
         let (b, m) = (r.u32()?, r.u32()?);
         if b != params.bins() || m != params.load() {
@@ -253,24 +293,28 @@ impl Query {
         Ok(Query {
             params,
             key,
+            proof,
             seed,
             coeffs,
         })
     }
 }
 
-/// The sender's answer: the evaluations, shuffled.
+/// The sender's answer: its nonce and the evaluations, shuffled.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
-    /// `E(r·p(y) + y)` for every evaluation.
+    /// The sender's fresh nonce (part of the session identifier).
+    pub nonce: [u8; 32],
+    /// `E(r·p(y) + h(sid, k, y))` for every evaluation.
     pub values: Vec<Ciphertext>,
 }
 
 impl Answer {
-    /// `01 0411 || u32 count || count × ciphertext`.
+    /// `01 0411 || nonce (32) || u32 count || count × ciphertext`.
     pub fn to_bytes(&self, key: &PublicKey) -> Vec<u8> {
-        let mut w = Writer::with_capacity(7 + self.values.len() * key.ciphertext_len());
+        let mut w = Writer::with_capacity(39 + self.values.len() * key.ciphertext_len());
         w.put_envelope(TAG_ANSWER);
+        w.put_fixed(&self.nonce);
         w.put_count(self.values.len());
         for c in &self.values {
             key.encode_ciphertext(c, &mut w);
@@ -283,6 +327,7 @@ impl Answer {
         crate::messages::check_refusal(bytes)?;
         let mut r = Reader::new(bytes);
         r.envelope(TAG_ANSWER, "FNP answer")?;
+        let nonce = r.array::<32>("session nonce")?;
         let count = r.count("FNP answers", params.answers(), key.ciphertext_len())?;
         if count != params.answers() {
             return Err(Error::WrongCount {
@@ -293,16 +338,20 @@ impl Answer {
         }
         let values = key.decode_ciphertexts(&mut r, count)?;
         r.finish()?;
-        Ok(Answer { values })
+        Ok(Answer { nonce, values })
     }
 }
 
-/// `E(r·p(y) + y)` with `r` a fresh unit, re-randomised by a fresh `ρⁿ` (from
-/// `pool` when it has one): the sender's oblivious evaluation (§3.3).
+/// `E(r·p(y) + payload)` with `r` a fresh unit, re-randomised by a fresh `ρⁿ` (from
+/// `pool` when it has one): the sender's oblivious evaluation (§3.3, with the payload
+/// a match tag instead of `y`; see [`crate::element::match_tag`]). Costs the Horner
+/// exponentiations, one full-size exponentiation by `r` mod `n²`, one `ρⁿ` and two
+/// multiplications: the payload adds nothing to FNP's cost.
 pub fn evaluate(
     pk: &PublicKey,
     enc: &[Ciphertext],
     y: &BigNumRef,
+    payload: &BigNumRef,
     pool: &RnPool,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Ciphertext> {
@@ -311,9 +360,9 @@ pub fn evaluate(
     let masked = bn::pow_secret(&py.0, &r, pk.n_squared());
     bn::wipe(&mut r);
     let rn = pool.take(pk, rng)?;
-    // E(y) = g^y·ρⁿ with g^y = 1 + y·n
-    let ey = bn::mul_mod(&*pk.g_pow(&*bn::reduce(y, pk.n())?)?, &rn, pk.n_squared())?;
-    Ok(Ciphertext(bn::mul_mod(&*masked?, &ey, pk.n_squared())?))
+    // E(payload) = g^payload·ρⁿ with g^payload = 1 + payload·n
+    let ep = bn::mul_mod(&*pk.g_pow(&*bn::reduce(payload, pk.n())?)?, &rn, pk.n_squared())?;
+    Ok(Ciphertext(bn::mul_mod(&*masked?, &ep, pk.n_squared())?))
 }
 
 /// Seeds for `count` parallel workers.
@@ -364,7 +413,8 @@ pub struct Chooser;
 pub struct ChooserAwaitingAnswer {
     params: PsiParams,
     key: PrivateKey,
-    by_value: HashMap<Vec<u8>, Vec<u8>>,
+    /// Each real element: its value, the bin it was placed in, the element.
+    members: Vec<(Nat, u32, Vec<u8>)>,
 }
 
 impl Chooser {
@@ -396,10 +446,7 @@ impl Chooser {
             });
         }
         let values: Vec<Nat> = set.iter().map(|e| params.encoding.value(e)).collect::<Result<_>>()?;
-        let mut by_value = HashMap::with_capacity(set.len());
-        for (v, e) in values.iter().zip(&set) {
-            by_value.insert(crate::element::value_bytes(v)?.to_vec(), e.clone());
-        }
+        let proof = key.modulus_proof()?;
         let (bins, load) = (params.bins(), params.load());
         let mut seed = [0u8; 32];
         let alloc = loop {
@@ -408,6 +455,12 @@ impl Chooser {
                 break a;
             }
         };
+        let mut members = Vec::with_capacity(set.len());
+        for (k, m) in alloc.iter().enumerate() {
+            for &i in m {
+                members.push((bn::dup(&values[i])?, k as u32, set[i].clone()));
+            }
+        }
         // dummy roots: uniform in [2^{b+1}, n), never a sender value
         let mut lo = openssl::bn::BigNum::new()?;
         lo.set_bit(params.encoding.bits() as i32 + 1)?;
@@ -435,11 +488,12 @@ impl Chooser {
             ChooserAwaitingAnswer {
                 params: *params,
                 key,
-                by_value,
+                members,
             },
             Query {
                 params: *params,
                 key: pk,
+                proof,
                 seed,
                 coeffs,
             },
@@ -449,14 +503,21 @@ impl Chooser {
 
 impl ChooserAwaitingAnswer {
     /// Decrypts the answer (on all cores) and returns the intersection, in the order
-    /// the elements were found.
-    pub fn on_answer(self, bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
+    /// the elements were found. `binding` is the TLS channel binding of the session
+    /// ([`crate::NO_CHANNEL_BINDING`] outside TLS); the sender must use the same.
+    pub fn on_answer(self, bytes: &[u8], binding: &[u8; 32]) -> Result<Vec<Vec<u8>>> {
         let ans = Answer::from_bytes(bytes, &self.params, self.key.public())?;
-        self.on_answer_typed(&ans)
+        self.on_answer_typed(&ans, binding)
     }
 
     /// Like [`ChooserAwaitingAnswer::on_answer`] with a typed answer.
-    pub fn on_answer_typed(self, ans: &Answer) -> Result<Vec<Vec<u8>>> {
+    ///
+    /// A value counts only if it equals the match tag `h(sid, k, c)` of one of the
+    /// chooser's own elements `c` in its bin `k`, which a sender cannot produce
+    /// without holding `c`. More distinct elements than the sender's bound is a
+    /// deviation (a sender answering for guesses in both bins of each element): the
+    /// output is always an intersection with some set of at most `n` elements.
+    pub fn on_answer_typed(self, ans: &Answer, binding: &[u8; 32]) -> Result<Vec<Vec<u8>>> {
         if ans.values.len() != self.params.answers() {
             return Err(Error::WrongCount {
                 what: "evaluations",
@@ -469,18 +530,27 @@ impl ChooserAwaitingAnswer {
             .par_iter()
             .map(|c| self.key.decrypt_raw(c))
             .collect::<Result<_>>()?;
+        let sid = crate::element::session_id(SESSION_DOMAIN, binding, &ans.nonce);
+        let n = self.key.public().n();
+        let mut expect: HashMap<Vec<u8>, usize> = HashMap::with_capacity(self.members.len());
+        for (idx, (v, k, _)) in self.members.iter().enumerate() {
+            expect.insert(match_tag(MATCH_DOMAIN, &sid, *k, 0, v, n)?.to_vec(), idx);
+        }
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for v in plain {
-            if !self.params.encoding.is_element_value(&v) {
-                continue;
-            }
-            let k = crate::element::value_bytes(&v)?.to_vec();
-            if let Some(e) = self.by_value.get(&k)
-                && seen.insert(k)
+            if let Some(&idx) = expect.get(&v.to_vec())
+                && seen.insert(idx)
             {
-                out.push(e.clone());
+                out.push(self.members[idx].2.clone());
             }
+        }
+        if out.len() > self.params.sender_bound as usize {
+            return Err(Error::Deviation(format!(
+                "the sender's answer matches {} of our elements, more than its bound of {}",
+                out.len(),
+                self.params.sender_bound
+            )));
         }
         Ok(out)
     }
@@ -522,18 +592,42 @@ impl Sender {
         &self.params
     }
 
-    /// Decodes a query and answers it.
-    pub fn respond(&self, bytes: &[u8], rng: &mut impl CryptoRngCore) -> Result<(Answer, PublicKey)> {
+    /// The largest chooser key accepted, in bits.
+    pub fn max_key_bits(&self) -> u32 {
+        self.max_key_bits
+    }
+
+    /// Decodes a query and answers it; `binding` is the TLS channel binding of the
+    /// session ([`crate::NO_CHANNEL_BINDING`] outside TLS).
+    pub fn respond(
+        &self,
+        bytes: &[u8],
+        binding: &[u8; 32],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<(Answer, PublicKey)> {
         let q = Query::from_bytes(bytes, &self.params, self.min_key_bits, self.max_key_bits)?;
-        let a = self.respond_typed(&q, None, rng)?;
+        let a = self.respond_typed(&q, binding, None, rng)?;
         Ok((a, q.key))
     }
 
     /// Answers a decoded query; `pool` may hold precomputed `ρⁿ` for the chooser's key.
-    pub fn respond_typed(&self, q: &Query, pool: Option<&RnPool>, rng: &mut impl CryptoRngCore) -> Result<Answer> {
+    /// The modulus proof is verified before anything else is computed.
+    pub fn respond_typed(
+        &self,
+        q: &Query,
+        binding: &[u8; 32],
+        pool: Option<&RnPool>,
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Answer> {
         if !q.params.same_as(&self.params) {
             return Err(Error::ParamsMismatch("the query was made for other parameters".into()));
         }
+        crate::messages::check_key_bits(
+            &q.key,
+            self.min_key_bits.max(self.params.encoding.min_key_bits()),
+            self.max_key_bits,
+        )?;
+        q.proof.verify(&q.key)?;
         let pk = &q.key;
         let own_pool;
         let pool = match pool {
@@ -567,25 +661,34 @@ impl Sender {
                 jobs.push((b, y));
             }
         }
+        let mut nonce = [0u8; 32];
+        rng.fill_bytes(&mut nonce);
+        let sid = crate::element::session_id(SESSION_DOMAIN, binding, &nonce);
         let s = seeds(rng, jobs.len());
         let mut values: Vec<Ciphertext> = jobs
             .par_iter()
             .zip(s)
             .map(|((k, y), s)| {
                 let enc = &q.coeffs[*k as usize * load..(*k as usize + 1) * load];
-                evaluate(pk, enc, y, pool, &mut ChaCha20Rng::from_seed(s))
+                let h = match_tag(MATCH_DOMAIN, &sid, *k, 0, y, pk.n())?;
+                evaluate(pk, enc, y, &h, pool, &mut ChaCha20Rng::from_seed(s))
             })
             .collect::<Result<_>>()?;
         shuffle(&mut values, rng);
-        Ok(Answer { values })
+        Ok(Answer { nonce, values })
     }
 }
 
 /// Private matching (PM) of single elements (§4.5): FNP with sets of one element,
 /// without bucketing. The chooser's query is `E(−a)` (the lower coefficient of
-/// `x − a`); the sender answers `E(r·(y − a) + y)`.
+/// `x − a`); the sender answers `E(r·(y − a) + h(sid, y))` and the chooser accepts
+/// exactly `h(sid, a)` (not FNP's `E(r·(y − a) + y)`: the sender could return
+/// `E(−a)⁻¹ = E(a)`, a false match).
 pub mod pm {
     use super::*;
+
+    /// Domain of PM's match tags.
+    pub const MATCH_DOMAIN: &[u8] = b"tacit-pros/v1/pm-match\0";
 
     /// The chooser's PM query for element value `a`.
     pub fn query(pk: &PublicKey, a: &BigNumRef, pool: &RnPool, rng: &mut impl CryptoRngCore) -> Result<Ciphertext> {
@@ -593,26 +696,30 @@ pub mod pm {
         pk.encrypt_pooled(&neg, pool, rng)
     }
 
-    /// The sender's PM answer for its element value `y`.
+    /// The sender's PM answer for its element value `y` in session `sid`.
     pub fn answer(
         pk: &PublicKey,
         q: &Ciphertext,
         y: &BigNumRef,
+        sid: &[u8; 32],
         pool: &RnPool,
         rng: &mut impl CryptoRngCore,
     ) -> Result<Ciphertext> {
-        evaluate(pk, std::slice::from_ref(q), y, pool, rng)
+        let h = match_tag(MATCH_DOMAIN, sid, 0, 0, y, pk.n())?;
+        evaluate(pk, std::slice::from_ref(q), y, &h, pool, rng)
     }
 
-    /// Whether the answer shows a match with the chooser's value `a`.
-    pub fn matched(key: &PrivateKey, answer: &Ciphertext, a: &BigNumRef) -> Result<bool> {
-        Ok(*key.decrypt_raw(answer)? == *a)
+    /// Whether the answer shows a match with the chooser's value `a` in session `sid`.
+    pub fn matched(key: &PrivateKey, answer: &Ciphertext, a: &BigNumRef, sid: &[u8; 32]) -> Result<bool> {
+        let h = match_tag(MATCH_DOMAIN, sid, 0, 0, a, key.public().n())?;
+        Ok(*key.decrypt_raw(answer)? == *h)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::NO_CHANNEL_BINDING;
     use proptest::prelude::*;
 
     fn rng(s: u8) -> ChaCha20Rng {
@@ -630,8 +737,8 @@ mod tests {
         let mut r = rng(seed);
         let (wait, q) = Chooser::start(params, k, c, &pool, &mut r).unwrap();
         let sender = Sender::new(params, s, 256, 4096).unwrap();
-        let (a, pk) = sender.respond(&q.to_bytes(), &mut r).unwrap();
-        wait.on_answer(&a.to_bytes(&pk)).unwrap()
+        let (a, pk) = sender.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut r).unwrap();
+        wait.on_answer(&a.to_bytes(&pk), &NO_CHANNEL_BINDING).unwrap()
     }
 
     fn names(v: &[&str]) -> Vec<String> {
@@ -671,8 +778,8 @@ mod tests {
         assert_eq!(q1.to_bytes().len(), p.query_len(256));
         let s1 = Sender::new(&p, &names(&["x"]), 256, 4096).unwrap();
         let s2 = Sender::new(&p, &(0..10).map(|i| i.to_string()).collect::<Vec<_>>(), 256, 4096).unwrap();
-        let a1 = s1.respond(&q1.to_bytes(), &mut rng(4)).unwrap();
-        let a2 = s2.respond(&q1.to_bytes(), &mut rng(4)).unwrap();
+        let a1 = s1.respond(&q1.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(4)).unwrap();
+        let a2 = s2.respond(&q1.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(4)).unwrap();
         assert_eq!(a1.0.to_bytes(&a1.1).len(), a2.0.to_bytes(&a2.1).len());
         assert_eq!(a1.0.to_bytes(&a1.1).len(), p.answer_len(256));
     }
@@ -690,28 +797,32 @@ mod tests {
         // a sender with other bounds refuses
         let other = Sender::new(&PsiParams::new(5, 4), &names(&["1"]), 256, 4096).unwrap();
         assert!(matches!(
-            other.respond(&q.to_bytes(), &mut rng(6)),
+            other.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)),
             Err(Error::ParamsMismatch(_))
         ));
         // a sender demanding bigger keys refuses
         let strict = Sender::new(&p, &names(&["1"]), 2048, 4096).unwrap();
         assert!(matches!(
-            strict.respond(&q.to_bytes(), &mut rng(6)),
+            strict.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)),
             Err(Error::KeySize(_))
         ));
         // trailing bytes, truncation
         let s = Sender::new(&p, &names(&["1"]), 256, 4096).unwrap();
         let mut b = q.to_bytes();
         b.push(0);
-        assert!(s.respond(&b, &mut rng(6)).is_err());
-        assert!(s.respond(&q.to_bytes()[..100], &mut rng(6)).is_err());
+        assert!(s.respond(&b, &NO_CHANNEL_BINDING, &mut rng(6)).is_err());
+        assert!(
+            s.respond(&q.to_bytes()[..100], &NO_CHANNEL_BINDING, &mut rng(6))
+                .is_err()
+        );
         // an answer with one evaluation too few
-        let (a, pk) = s.respond(&q.to_bytes(), &mut rng(6)).unwrap();
+        let (a, pk) = s.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)).unwrap();
         let short = Answer {
+            nonce: a.nonce,
             values: a.values[1..].to_vec(),
         };
         assert!(matches!(
-            wait.on_answer(&short.to_bytes(&pk)),
+            wait.on_answer(&short.to_bytes(&pk), &NO_CHANNEL_BINDING),
             Err(Error::WrongCount { .. })
         ));
     }
@@ -725,7 +836,7 @@ mod tests {
         q.coeffs[0] = Ciphertext(bn::dup(q.key.n()).unwrap());
         let s = Sender::new(&p, &names(&["1"]), 256, 4096).unwrap();
         assert!(matches!(
-            s.respond(&q.to_bytes(), &mut rng(8)),
+            s.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(8)),
             Err(Error::BadCiphertext(_))
         ));
     }
@@ -752,11 +863,12 @@ mod tests {
         let pool = RnPool::new(pk).unwrap();
         let mut r = rng(9);
         let a = bn::from_u64(77).unwrap();
+        let sid = [3; 32];
         let q = pm::query(pk, &a, &pool, &mut r).unwrap();
-        let yes = pm::answer(pk, &q, &a, &pool, &mut r).unwrap();
-        let no = pm::answer(pk, &q, &bn::from_u64(78).unwrap(), &pool, &mut r).unwrap();
-        assert!(pm::matched(&k, &yes, &a).unwrap());
-        assert!(!pm::matched(&k, &no, &a).unwrap());
+        let yes = pm::answer(pk, &q, &a, &sid, &pool, &mut r).unwrap();
+        let no = pm::answer(pk, &q, &bn::from_u64(78).unwrap(), &sid, &pool, &mut r).unwrap();
+        assert!(pm::matched(&k, &yes, &a, &sid).unwrap());
+        assert!(!pm::matched(&k, &no, &a, &sid).unwrap());
     }
 
     proptest! {

@@ -1,6 +1,8 @@
 //! PROS: privacy-preserving reconciliation of ordered sets (Mayer, Wetzel, Teubert,
 //! Meyer, CODASPY 2011) and the building blocks it is made of.
 //!
+//! * [`modproof`] — the zero-knowledge proof that a peer's Paillier modulus is a
+//!   Paillier–Blum modulus (CGGMP21's Π^mod), verified before a peer's key is used;
 //! * [`paillier`] — the additively homomorphic Paillier cryptosystem (§3.1, §4.2):
 //!   CRT decryption, a pool of precomputed `rⁿ` for online encryption, signed
 //!   plaintexts, constant-time secret exponentiations on OpenSSL's `BIGNUM`;
@@ -12,7 +14,9 @@
 //!   Ranks, FNP-implicit, PSI-explicit and PSI-explicit-cached (§3.4, §4.6);
 //! * [`schedule`] — appoint (§5): private meeting scheduling on real calendars;
 //! * [`phe`] — python-paillier's JSON keys and ciphertexts;
-//! * [`net`] — drivers over tacit's framed TCP.
+//! * [`net`] — drivers over tacit's framed connections (TLS by default in `tacit`);
+//! * [`service`] — the serving shell: concurrent sessions with a cap, deadlines and
+//!   frame limits from the protocol's bounds.
 //!
 //! The protocol engines are sans-I/O state machines: bytes in, bytes out, randomness
 //! passed in.
@@ -32,8 +36,10 @@
 //!
 //! let params = ReconcileParams::default(); // sum of ranks, FNP-implicit
 //! let (a, hello) = Initiator::start(params, key, &alice, pool).unwrap();
-//! let (mut b, accept) = Responder::new(params, &bob, 256, 4096).unwrap().on_hello(&hello, &mut rng).unwrap();
-//! let (mut a, mut msg) = a.on_accept(&accept, &mut rng).unwrap();
+//! // over TLS both pass the connection's channel binding instead
+//! let cb = tacit_pros::NO_CHANNEL_BINDING;
+//! let (mut b, accept) = Responder::new(params, &bob, 256, 4096).unwrap().on_hello(&hello, &cb, &mut rng).unwrap();
+//! let (mut a, mut msg) = a.on_accept(&accept, &cb, &mut rng).unwrap();
 //! let result = loop {
 //!     match b.on_message(&msg, &mut rng).unwrap() {
 //!         ResponderStep::Answer(next_b, answer) => {
@@ -62,14 +68,23 @@ pub mod element;
 mod error;
 pub mod fnp;
 mod messages;
+pub mod modproof;
 pub mod net;
 pub mod paillier;
 pub mod phe;
 pub mod poly;
 pub mod schedule;
+pub mod service;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod threepr;
 
 pub use error::Error;
+
+/// The channel binding of a run outside TLS (plain TCP, in process): PROS sessions
+/// mix the TLS channel binding into their session identifier, so that answers made
+/// for one session mean nothing in another.
+pub const NO_CHANNEL_BINDING: [u8; 32] = [0; 32];
 
 /// Result alias of this crate.
 pub type Result<T> = core::result::Result<T, Error>;

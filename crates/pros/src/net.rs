@@ -1,25 +1,48 @@
-//! Drivers that run the sans-I/O engines over tacit's framed TCP
-//! ([`tacit_net::FramedConn`], `TCP_NODELAY`, bounded frames). They hold no
-//! cryptography: bytes from the engines go out, bytes from the peer go in. On a local
-//! error the driver sends the peer an [`ErrorMessage`] with the reason before it
-//! returns.
+//! Drivers that run the sans-I/O engines over a [`tacit_net::FramedConn`] (plain
+//! TCP or TLS; `TCP_NODELAY`, bounded frames). They hold no cryptography: bytes from
+//! the engines go out, bytes from the peer go in. On a local error the driver sends
+//! the peer an [`ErrorMessage`] with the reason before it returns.
+//!
+//! **Frame limits come from the protocol.** Before each receive the driver sets the
+//! connection's limit to the largest message the protocol allows at that step (the
+//! engines say how large: [`Responder::max_hello_len`],
+//! [`ResponderAwaiting::max_next_message_len`],
+//! [`InitiatorAwaitingAnswer::expected_answer_len`], [`PsiParams::answer_len`]), and
+//! before each send to the message's own size; a refusal always fits. Over TLS the
+//! engines mix the channel binding into their session identifier.
+//!
+//! The heavy steps (verifying a modulus proof, a round of evaluations, a round of
+//! decryptions) run on the blocking pool (`spawn_blocking`), so a server's accept
+//! loop and other sessions keep running while one session computes.
 
 use crate::fnp::{Chooser, PsiParams, Sender};
 use crate::paillier::{PrivateKey, RnPool};
-use crate::threepr::{Initiator, InitiatorStep, ReconcileParams, Reconciled, Responder, ResponderStep};
-use crate::{Error, Result};
-use rand_core::CryptoRngCore;
+use crate::threepr::{ACCEPT_LEN, Initiator, InitiatorStep, ReconcileParams, Reconciled, Responder, ResponderStep};
+use crate::{Error, NO_CHANNEL_BINDING, Result};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{CryptoRngCore, SeedableRng};
 use std::sync::Arc;
 use tacit_net::FramedConn;
 use tacit_wire::{Encode, ErrorMessage};
 
-/// The largest frame a PROS party accepts (the bucketed FNP query of 100 000 elements
-/// at 3072 bits does not fit; `tacit` sizes frames from the bounds it runs with).
+/// The largest frame any PROS message can need: the bucketed FNP query of 100 000
+/// elements at 4096 bits does not fit, and `tacit` refuses such bounds at start.
 pub const MAX_FRAME: usize = 256 << 20;
+
+/// Room for a refusal ([`ErrorMessage`] with its longest reason) wherever a shorter
+/// message is expected.
+pub const REFUSAL_ROOM: usize = 1024;
+
+/// The connection's TLS channel binding, or [`NO_CHANNEL_BINDING`] on plain TCP.
+pub fn binding_of(conn: &FramedConn) -> [u8; 32] {
+    conn.channel_binding().copied().unwrap_or(NO_CHANNEL_BINDING)
+}
 
 async fn refuse(conn: &mut FramedConn, e: &Error) {
     if !matches!(e, Error::PeerRefused(_) | Error::Net(_)) {
-        let _ = conn.send(&ErrorMessage::new(e.to_string()).to_wire()).await;
+        let msg = ErrorMessage::new(e.to_string()).to_wire();
+        conn.set_max_frame(msg.len().max(REFUSAL_ROOM));
+        let _ = conn.send(&msg).await;
     }
 }
 
@@ -28,6 +51,31 @@ async fn guard<T>(conn: &mut FramedConn, r: Result<T>) -> Result<T> {
         refuse(conn, e).await;
     }
     r
+}
+
+/// Receives one frame of at most `max` bytes (or a refusal).
+pub async fn recv_at_most(conn: &mut FramedConn, max: usize) -> Result<Vec<u8>> {
+    conn.set_max_frame(max.max(REFUSAL_ROOM));
+    Ok(conn.recv().await?)
+}
+
+/// Sends one message (the frame limit is the message's size).
+pub async fn send(conn: &mut FramedConn, bytes: &[u8]) -> Result<()> {
+    conn.set_max_frame(bytes.len().max(REFUSAL_ROOM));
+    Ok(conn.send(bytes).await?)
+}
+
+fn seed(rng: &mut impl CryptoRngCore) -> ChaCha20Rng {
+    let mut s = [0u8; 32];
+    rng.fill_bytes(&mut s);
+    ChaCha20Rng::from_seed(s)
+}
+
+/// Runs `f` on the blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Backend(format!("a worker failed: {e}")))?
 }
 
 /// The chooser's side of FNP PSI: returns the intersection.
@@ -39,20 +87,29 @@ pub async fn psi_query<T: AsRef<[u8]>>(
     pool: &RnPool,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Vec<Vec<u8>>> {
+    let bits = key.public().bits();
     let (wait, q) = Chooser::start(params, key, set, pool, rng)?;
-    conn.send(&q.to_bytes()).await?;
-    let a = conn.recv().await?;
-    let r = wait.on_answer(&a);
+    send(conn, &q.to_bytes()).await?;
+    let a = recv_at_most(conn, params.answer_len(bits)).await?;
+    let binding = binding_of(conn);
+    let r = blocking(move || wait.on_answer(&a, &binding)).await;
     guard(conn, r).await
 }
 
-/// The sender's side of FNP PSI for one session.
-pub async fn psi_serve(conn: &mut FramedConn, sender: &Sender, rng: &mut impl CryptoRngCore) -> Result<()> {
-    let q = conn.recv().await?;
-    let r = sender.respond(&q, rng);
-    let (a, pk) = guard(conn, r).await?;
-    conn.send(&a.to_bytes(&pk)).await?;
-    Ok(())
+/// The sender's side of FNP PSI for one session: reads a query of at most
+/// [`PsiParams::query_len`] at the sender's largest key size, verifies the modulus
+/// proof, answers.
+pub async fn psi_serve(conn: &mut FramedConn, sender: Arc<Sender>, rng: &mut impl CryptoRngCore) -> Result<()> {
+    let q = recv_at_most(conn, sender.params().query_len(sender.max_key_bits())).await?;
+    let binding = binding_of(conn);
+    let mut r = seed(rng);
+    let res = blocking(move || {
+        let (a, pk) = sender.respond(&q, &binding, &mut r)?;
+        Ok(a.to_bytes(&pk))
+    })
+    .await;
+    let a = guard(conn, res).await?;
+    send(conn, &a).await
 }
 
 /// Party A of 3PR (key holder).
@@ -64,57 +121,59 @@ pub async fn reconcile_initiator<T: AsRef<[u8]>>(
     pool: Arc<RnPool>,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Reconciled> {
-    let (wait, hello) = Initiator::start(params, key, set, pool)?;
-    conn.send(&hello).await?;
-    let acc = conn.recv().await?;
-    let r = wait.on_accept(&acc, rng);
+    let set: Vec<Vec<u8>> = set.iter().map(|e| e.as_ref().to_vec()).collect();
+    let (wait, hello) = blocking(move || Initiator::start(params, key, &set, pool)).await?;
+    send(conn, &hello).await?;
+    let acc = recv_at_most(conn, ACCEPT_LEN).await?;
+    let r = wait.on_accept(&acc, &binding_of(conn), rng);
     let (mut state, q) = guard(conn, r).await?;
-    conn.send(&q).await?;
+    send(conn, &q).await?;
     loop {
-        let ans = conn.recv().await?;
-        let r = state.on_answer(&ans, rng);
-        match guard(conn, r).await? {
+        let ans = recv_at_most(conn, state.expected_answer_len()).await?;
+        let mut r = seed(rng);
+        let step = blocking(move || state.on_answer(&ans, &mut r)).await;
+        match guard(conn, step).await? {
             InitiatorStep::Continue(s, q) => {
-                conn.send(&q).await?;
+                send(conn, &q).await?;
                 state = s;
             }
             InitiatorStep::Done(result, outcome) => {
-                conn.send(&outcome).await?;
+                send(conn, &outcome).await?;
                 return Ok(result);
             }
         }
     }
 }
 
-/// Party B of 3PR (evaluator). While A works on a round, B fills its pool of `ρⁿ`
-/// for the next one.
+/// Party B of 3PR (evaluator). The responder's [`crate::threepr::Limits`] bound what
+/// the session may cost. While A works on a round, B fills its pool of `ρⁿ` for the
+/// next one.
 pub async fn reconcile_responder(
     conn: &mut FramedConn,
     responder: Responder,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Reconciled> {
-    let hello = conn.recv().await?;
-    let r = responder.on_hello(&hello, rng);
-    let (mut state, accept) = guard(conn, r).await?;
-    conn.send(&accept).await?;
+    let hello = recv_at_most(conn, responder.max_hello_len()).await?;
+    let binding = binding_of(conn);
+    let mut r = seed(rng);
+    let res = blocking(move || responder.on_hello(&hello, &binding, &mut r)).await;
+    let (mut state, accept) = guard(conn, res).await?;
+    send(conn, &accept).await?;
     loop {
         let pool = state.pool();
         let key = state.peer_key().clone();
         let want = state.next_round_size().saturating_sub(pool.len());
-        let mut seed = [0u8; 32];
-        rng.fill_bytes(&mut seed);
-        let fill = tokio::task::spawn_blocking(move || {
-            let mut r = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::from_seed(seed);
-            pool.fill(&key, want, &mut r)
-        });
-        let msg = conn.recv().await;
+        let mut fill_rng = seed(rng);
+        let fill = tokio::task::spawn_blocking(move || pool.fill(&key, want, &mut fill_rng));
+        let msg = recv_at_most(conn, state.max_next_message_len()).await;
         let filled = fill.await.map_err(|e| Error::Backend(e.to_string()))?;
         let msg = msg?;
         filled?;
-        let r = state.on_message(&msg, rng);
-        match guard(conn, r).await? {
+        let mut r = seed(rng);
+        let step = blocking(move || state.on_message(&msg, &mut r)).await;
+        match guard(conn, step).await? {
             ResponderStep::Answer(s, a) => {
-                conn.send(&a).await?;
+                send(conn, &a).await?;
                 state = s;
             }
             ResponderStep::Done(result) => return Ok(result),

@@ -23,6 +23,7 @@
 //! ([`crate::bn::pow_secret`]).
 
 use crate::bn::{self, Nat};
+pub use crate::modproof::ModulusProof;
 use crate::{Error, Result};
 use openssl::bn::{BigNum, BigNumRef};
 use rand_chacha::ChaCha20Rng;
@@ -400,6 +401,8 @@ pub struct PrivateKey {
     hp: Nat,
     hq: Nat,
     q_inv_p: Nat,
+    /// The proof that `n` is a Paillier–Blum modulus, made on first use.
+    proof: std::sync::OnceLock<std::sync::Arc<ModulusProof>>,
 }
 
 impl core::fmt::Debug for PrivateKey {
@@ -431,7 +434,12 @@ impl Clone for PrivateKey {
         // The primes are valid: this only fails on allocation failure.
         match (bn::dup(&self.p), bn::dup(&self.q)) {
             (Ok(p), Ok(q)) => match Self::from_primes_unchecked(p, q) {
-                Ok(k) => k,
+                Ok(k) => {
+                    if let Some(proof) = self.proof.get() {
+                        let _ = k.proof.set(proof.clone());
+                    }
+                    k
+                }
                 Err(e) => panic!("cloning a private key: {e}"),
             },
             _ => panic!("cloning a private key: allocation failed"),
@@ -446,16 +454,24 @@ fn secret(x: Nat) -> Nat {
 }
 
 impl PrivateKey {
-    /// Generates a key with a `bits`-bit modulus (primes from OpenSSL's CSPRNG via
-    /// `BN_generate_prime_ex`).
+    /// Generates a key with a `bits`-bit modulus: two primes `p ≡ q ≡ 3 (mod 4)` (a
+    /// Blum integer, so that [`ModulusProof`] can prove it) from OpenSSL's CSPRNG via
+    /// `BN_generate_prime_ex` (top two bits set, so `n` has exactly `bits` bits).
     pub fn generate(bits: u32) -> Result<Self> {
         check_bits(bits)?;
         let half = (bits / 2) as i32;
+        let blum_prime = || -> Result<Nat> {
+            loop {
+                let mut p = BigNum::new()?;
+                p.generate_prime(half, false, None, None)?;
+                if p.mod_word(4)? == 3 {
+                    return Ok(p);
+                }
+            }
+        };
         loop {
-            let mut p = BigNum::new()?;
-            p.generate_prime(half, false, None, None)?;
-            let mut q = BigNum::new()?;
-            q.generate_prime(half, false, None, None)?;
+            let p = blum_prime()?;
+            let q = blum_prime()?;
             if p == q {
                 continue;
             }
@@ -467,9 +483,14 @@ impl PrivateKey {
         }
     }
 
-    /// The key with primes `p` and `q`, checked: both prime, distinct, and
+    /// The key with primes `p` and `q`, checked: `p·q` of a supported size (checked
+    /// first, before any primality test), both prime, distinct, and
     /// `gcd(n, (p−1)(q−1)) = 1`.
     pub fn from_primes(p: Nat, q: Nat) -> Result<Self> {
+        if p.is_negative() || q.is_negative() {
+            return Err(Error::BadKey("p and q must be positive".into()));
+        }
+        check_bits(bn::mul(&p, &q)?.num_bits() as u32)?;
         let prime = |x: &BigNumRef| bn::with_ctx(|ctx| Ok(x.is_prime(64, ctx)?));
         if p == q || !prime(&p)? || !prime(&q)? {
             return Err(Error::BadKey("p and q must be two distinct primes".into()));
@@ -515,7 +536,27 @@ impl PrivateKey {
             hp,
             hq,
             q_inv_p,
+            proof: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The proof that this key's modulus is a Paillier–Blum modulus (made once, then
+    /// kept with the key; a deterministic function of the key). Peers refuse a key
+    /// without it.
+    pub fn modulus_proof(&self) -> Result<std::sync::Arc<ModulusProof>> {
+        if let Some(p) = self.proof.get() {
+            return Ok(p.clone());
+        }
+        let p = std::sync::Arc::new(ModulusProof::prove(self)?);
+        let _ = self.proof.set(p.clone());
+        Ok(p)
+    }
+
+    /// The residue mod `n` with residues `xp mod p` and `xq mod q` (Garner).
+    pub(crate) fn crt(&self, xp: &BigNumRef, xq: &BigNumRef) -> Result<Nat> {
+        let d = bn::sub_mod(&*bn::reduce(xp, &self.p)?, &*bn::reduce(xq, &self.p)?, &self.p)?;
+        let h = bn::mul_mod(&d, &self.q_inv_p, &self.p)?;
+        bn::add(&*bn::reduce(xq, &self.q)?, &*bn::mul(&h, &self.q)?)
     }
 
     /// The key recovered from `n` and `λ = lcm(p−1, q−1)` (python-paillier's
@@ -555,7 +596,10 @@ impl PrivateKey {
                         let g = bn::div(n, &f)?;
                         let (p, q) = if f.ucmp(&g).is_gt() { (f, g) } else { (g, f) };
                         let key = Self::from_primes(p, q)?;
-                        // λ must actually decrypt: check it is a multiple of lcm(p−1, q−1).
+                        // λ must decrypt: it is a multiple of lcm(p−1, q−1).
+                        if !bn::is_zero(&*bn::reduce(lambda, &*key.lambda()?)?) {
+                            return Err(Error::BadKey("λ is not a multiple of lcm(p−1, q−1)".into()));
+                        }
                         return Ok(key);
                     }
                     break;
@@ -886,6 +930,17 @@ mod tests {
         bad[2 + 16 - 1] &= 0xfe;
         assert!(PrivateKey::decode(&mut Reader::new(&bad)).is_err());
         assert!(!format!("{k:?}").contains(&k.primes().0.to_dec_str().unwrap().to_string()));
+    }
+
+    /// Issue 26, item 7: an imported key's size is checked before the 64-round
+    /// primality tests (two 3000-bit "primes" used to be tested first).
+    #[test]
+    fn an_oversized_key_is_refused_before_primality_tests() {
+        let mut big = BigNum::new().unwrap();
+        big.set_bit(3000).unwrap();
+        big.add_word(1).unwrap();
+        let e = PrivateKey::from_primes(bn::dup(&big).unwrap(), big).unwrap_err();
+        assert!(matches!(e, Error::KeySize(_)), "{e}");
     }
 
     #[test]

@@ -306,8 +306,37 @@ pub fn encrypted_json(c: &EncryptedNumber) -> Result<Value> {
     Ok(json!({ "v": c.ciphertext.value().to_dec_str()?.to_string(), "e": c.exponent }))
 }
 
-/// Reads `{"v": …, "e": …}` under `pk` (the ciphertext must be in `Z*_{n²}`).
+/// A public key's fingerprint as tacit writes it beside ciphertexts: the first 16 hex
+/// digits of SHA-256 of the modulus (big-endian bytes).
+pub fn key_fingerprint(pk: &PublicKey) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(pk.n().to_vec());
+    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// `{"v": "<decimal>", "e": exponent, "key_fp": "<16 hex digits>"}`: phe's form with
+/// the key's fingerprint beside it (phe ignores the extra field; tacit refuses a
+/// ciphertext whose fingerprint is not the key's).
+pub fn encrypted_json_for(pk: &PublicKey, c: &EncryptedNumber) -> Result<Value> {
+    let mut v = encrypted_json(c)?;
+    v["key_fp"] = json!(key_fingerprint(pk));
+    Ok(v)
+}
+
+/// Reads `{"v": …, "e": …}` under `pk` (the ciphertext must be in `Z*_{n²}`). A
+/// `"key_fp"` that is not `pk`'s fingerprint is refused: the ciphertext was made under
+/// another key.
 pub fn read_encrypted(pk: &PublicKey, v: &Value) -> Result<EncryptedNumber> {
+    if let Some(fp) = v.get("key_fp") {
+        let fp = fp.as_str().ok_or_else(|| err("\"key_fp\" is not a string"))?;
+        let ours = key_fingerprint(pk);
+        if !fp.eq_ignore_ascii_case(&ours) {
+            return Err(Error::KeyMismatch(format!(
+                "the ciphertext was made under the key with fingerprint {}, not this key ({ours})",
+                fp.chars().take(16).collect::<String>()
+            )));
+        }
+    }
     let raw = field(v, "v")?;
     let s = match raw {
         Value::String(s) => s.clone(),

@@ -17,7 +17,7 @@
 
 use crate::element::ElementEncoding;
 use crate::paillier::{PrivateKey, RnPool};
-use crate::threepr::{ReconcileParams, Reconciled, Responder, Scheme, Variant};
+use crate::threepr::{Limits, ReconcileParams, Reconciled, Responder, Scheme, Variant};
 use crate::{Error, Result};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use rand_core::CryptoRngCore;
@@ -127,7 +127,30 @@ impl Window {
         Ok(w)
     }
 
-    fn describe(&self) -> String {
+    /// The fields in which `other` differs from this window (names only: a refusal
+    /// sent to a peer says which fields differ, not our values).
+    pub fn differences(&self, other: &Window) -> Vec<&'static str> {
+        let mut d = Vec::new();
+        if self.from != other.from {
+            d.push("from");
+        }
+        if self.to != other.to {
+            d.push("to");
+        }
+        if self.duration != other.duration {
+            d.push("duration");
+        }
+        if self.step != other.step {
+            d.push("step");
+        }
+        if self.encoding != other.encoding {
+            d.push("encoding");
+        }
+        d
+    }
+
+    /// The window in words (for local logs).
+    pub fn describe(&self) -> String {
         format!(
             "{} to {} in {}-minute slots every {} minutes ({:?} encoding)",
             self.from.to_rfc3339(),
@@ -229,8 +252,8 @@ pub async fn connect(
     rng: &mut impl CryptoRngCore,
 ) -> Result<Agreed> {
     let (set, map) = elements(window, slots)?;
-    conn.send(&window.to_bytes()).await?;
-    let ok = conn.recv().await?;
+    crate::net::send(conn, &window.to_bytes()).await?;
+    let ok = crate::net::recv_at_most(conn, WINDOW_OK_LEN).await?;
     crate::messages::check_refusal(&ok)?;
     let mut r = Reader::new(&ok);
     r.envelope(TAG_WINDOW_OK, "window agreement")?;
@@ -240,53 +263,70 @@ pub async fn connect(
     finish(rec, &map)
 }
 
+/// What B accepts from a peer: key sizes and what one session may cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Smallest peer key, in bits.
+    pub min_key_bits: u32,
+    /// Largest peer key, in bits.
+    pub max_key_bits: u32,
+    /// The peer's list length and the comparisons of one session.
+    pub limits: Limits,
+}
+
+/// Bytes of the window message.
+pub const WINDOW_LEN: usize = 3 + 8 + 8 + 4 + 4 + 1;
+/// Bytes of B's agreement.
+pub const WINDOW_OK_LEN: usize = 3;
+
+async fn refuse(conn: &mut FramedConn, why: &str) {
+    let msg = tacit_wire::Encode::to_wire(&tacit_wire::ErrorMessage::new(why));
+    let _ = crate::net::send(conn, &msg).await;
+}
+
 /// B's side: checks A's window equals ours, then reconciles.
-#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     conn: &mut FramedConn,
     window: &Window,
     scheme: Scheme,
     variant: Variant,
     slots: &[Slot],
-    min_key_bits: u32,
-    max_key_bits: u32,
+    policy: &Policy,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Agreed> {
     let (set, map) = elements(window, slots)?;
-    let msg = conn.recv().await?;
+    let msg = crate::net::recv_at_most(conn, WINDOW_LEN).await?;
     let theirs = match Window::from_bytes(&msg) {
         Ok(w) => w,
         Err(e) => {
-            let _ = conn
-                .send(&tacit_wire::Encode::to_wire(&tacit_wire::ErrorMessage::new(
-                    e.to_string(),
-                )))
-                .await;
+            refuse(conn, &e.to_string()).await;
             return Err(e);
         }
     };
     if theirs != *window {
-        let e = Error::ParamsMismatch(format!(
+        // the peer learns which fields differ, not our values; the local error has both
+        let fields = window.differences(&theirs).join(", ");
+        refuse(
+            conn,
+            &format!("parameter mismatch: the scheduling windows differ in {fields}; agree on them with the peer"),
+        )
+        .await;
+        return Err(Error::ParamsMismatch(format!(
             "we schedule {}; the peer schedules {}",
             window.describe(),
             theirs.describe()
-        ));
-        let _ = conn
-            .send(&tacit_wire::Encode::to_wire(&tacit_wire::ErrorMessage::new(
-                e.to_string(),
-            )))
-            .await;
-        return Err(e);
+        )));
     }
-    let mut w = Writer::new();
-    w.put_envelope(TAG_WINDOW_OK);
-    conn.send(&w.into_bytes()).await?;
     let responder = Responder::new(
         params(window.encoding, scheme, variant),
         &set,
-        min_key_bits,
-        max_key_bits,
-    )?;
+        policy.min_key_bits,
+        policy.max_key_bits,
+    )?
+    .with_limits(policy.limits);
+    let mut w = Writer::new();
+    w.put_envelope(TAG_WINDOW_OK);
+    crate::net::send(conn, &w.into_bytes()).await?;
     let rec = crate::net::reconcile_responder(conn, responder, rng).await?;
     finish(rec, &map)
 }

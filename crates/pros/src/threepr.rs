@@ -13,39 +13,45 @@
 //! * MOR: round `t = 0 … n−1` holds the pairs with `max(i, j) = t` — `a_t` against
 //!   `b_0 … b_t` and `b_t` against `a_0 … a_{t−1}` (≤ n rounds).
 //!
-//! Every comparison is FNP's oblivious evaluation of `x − a_i` at `b_j` (§3.4):
+//! Every comparison is FNP's oblivious evaluation of `x − a_i` at `b_j` (§3.4), with
+//! a **match tag** as the payload instead of `b_j`:
 //!
 //! ```text
 //! A (key holder)                                         B
-//!   Hello = scheme, variant, encoding, n_A, pk     ───▶
-//!                                                  ◀───  Accept = n = max(n_A, n_B)
+//!   Hello = scheme, variant, encoding, n_A, pk,
+//!           proof that pk is Paillier–Blum         ───▶  checks bounds, verifies the proof
+//!                                                  ◀───  Accept = n = max(n_A, n_B), nonce
+//!   both: sid = SHA-256(channel binding ‖ nonce); h_ij(v) = SHA-256(sid ‖ i ‖ j ‖ v)
 //!   for t = 0, 1, …:
 //!   Query_t = E(−a_i) for the round's pairs        ───▶  for each pair (i, j) of round t:
-//!     implicit:        one per distinct a_i                E(r·(b_j − a_i) + b_j), r fresh,
-//!     explicit:        one PM query per pair               re-randomised by ρⁿ
+//!     implicit:        one per distinct a_i                E(r·(b_j − a_i) + h_ij(b_j)),
+//!     explicit:        one PM query per pair               r fresh, re-randomised by ρⁿ
 //!     explicit-cached: only a_i not sent before    ◀───  Answer_t = those, shuffled
-//!   decrypts; a value equal to one of the round's
-//!   a_i is a common element
+//!   decrypts; a value equal to h_ij(a_i) for a
+//!   pair (i, j) of the round is a common element
 //!   no match and t not last: Query_{t+1}
 //!   else Outcome = t, the common elements          ───▶  B checks each is one of its
 //!                                                         elements in round t
 //! ```
 //!
-//! Both parties learn the output and the number of rounds; see `docs/pros.md` for the
-//! full list of what each learns. The model is semi-honest (§3.2): B takes A's
-//! outcome on trust, as in the paper.
+//! The paper's payload `b_j` let a deviating B answer `E(−a_i)⁻¹ = E(a_i)`, which A
+//! took for a match on every one of its elements (issue 26): `E(h_ij(a_i))` cannot be
+//! made from `E(−a_i)` without knowing `a_i`. Both parties learn the output and the
+//! number of rounds; see `docs/pros.md` for what each learns against a semi-honest and
+//! against a deviating peer, claim by claim with its test.
 
 use crate::bn::{self, Nat};
-use crate::element::{ElementEncoding, value_bytes};
+use crate::element::{ElementEncoding, match_tag, session_id, value_bytes};
 use crate::fnp::{dedupe, evaluate, seeds, shuffle};
 use crate::messages::{check_key_bits, check_refusal};
-use crate::paillier::{Ciphertext, PrivateKey, PublicKey, RnPool};
+use crate::paillier::{Ciphertext, ModulusProof, PrivateKey, PublicKey, RnPool};
 use crate::{Error, Result};
 use openssl::bn::BigNum;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{CryptoRngCore, SeedableRng};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use tacit_wire::{Envelope, Reader, Writer};
 
 /// Wire tag of A's hello.
@@ -61,6 +67,11 @@ pub const TAG_OUTCOME: u16 = 0x0424;
 
 /// The largest ordered set (the worst case costs `n²` comparisons).
 pub const MAX_ORDERED_SET: u32 = 4096;
+
+/// Domain of the 3PR session identifier.
+pub const SESSION_DOMAIN: &[u8] = b"tacit-pros/v1/3pr-session\0";
+/// Domain of 3PR's match tags.
+pub const MATCH_DOMAIN: &[u8] = b"tacit-pros/v1/3pr-match\0";
 
 /// The preference order composition scheme (§3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -242,22 +253,33 @@ pub struct Hello {
     pub n: u32,
     /// A's public key.
     pub key: PublicKey,
+    /// The proof that the key's modulus is a Paillier–Blum modulus.
+    pub proof: Arc<ModulusProof>,
 }
 
 impl Hello {
-    /// `01 0420 || u8 scheme || u8 variant || u8 encoding || u32 n || key`.
+    /// `01 0420 || u8 scheme || u8 variant || u8 encoding || u32 n || key || modulus
+    /// proof`.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new();
+        let mut w = Writer::with_capacity(Self::max_len(self.key.bits()));
         w.put_envelope(TAG_HELLO);
         w.put_u8(self.params.scheme.code());
         w.put_u8(self.params.variant.code());
         w.put_u8(self.params.encoding.code());
         w.put_u32(self.n);
         self.key.encode(&mut w);
+        self.proof.encode(&self.key, &mut w);
         w.into_bytes()
     }
 
-    /// Decodes a hello (the key is validated as a peer's).
+    /// The size of a hello under a `bits`-bit key.
+    pub fn max_len(bits: u32) -> usize {
+        let nl = (bits as usize).div_ceil(8);
+        3 + 3 + 4 + 2 + nl + ModulusProof::encoded_len(nl)
+    }
+
+    /// Decodes a hello (the key is validated as a peer's; the proof is decoded, and
+    /// [`Responder::on_hello`] verifies it before anything else).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         check_refusal(bytes)?;
         let mut r = Reader::new(bytes);
@@ -275,25 +297,40 @@ impl Hello {
             )));
         }
         let key = PublicKey::decode(&mut r)?;
+        let proof = Arc::new(ModulusProof::decode(&mut r, &key)?);
         r.finish()?;
-        Ok(Hello { params, n, key })
+        Ok(Hello { params, n, key, proof })
     }
 }
 
-fn accept_bytes(n: u32) -> Vec<u8> {
+/// `01 0421 || u32 n || nonce (32)`.
+fn accept_bytes(n: u32, nonce: &[u8; 32]) -> Vec<u8> {
     let mut w = Writer::new();
     w.put_envelope(TAG_ACCEPT);
     w.put_u32(n);
+    w.put_fixed(nonce);
     w.into_bytes()
 }
 
-fn accept_from_bytes(bytes: &[u8]) -> Result<u32> {
+/// Bytes of B's accept.
+pub const ACCEPT_LEN: usize = 3 + 4 + 32;
+
+fn accept_from_bytes(bytes: &[u8]) -> Result<(u32, [u8; 32])> {
     check_refusal(bytes)?;
     let mut r = Reader::new(bytes);
     r.envelope(TAG_ACCEPT, "3PR accept")?;
     let n = r.u32()?;
+    let nonce = r.array::<32>("session nonce")?;
     r.finish()?;
-    Ok(n)
+    Ok((n, nonce))
+}
+
+/// The largest round of sets of `n` (SOR: `n` pairs; MOR: `2n − 1`).
+pub fn max_round_pairs(scheme: Scheme, n: u32) -> usize {
+    match scheme {
+        Scheme::Sor => n as usize,
+        Scheme::Mor => (2 * n as usize).saturating_sub(1),
+    }
 }
 
 /// A round's query: the encrypted lower coefficients of `x − a_i`.
@@ -318,6 +355,11 @@ impl Query {
             key.encode_ciphertext(c, &mut w);
         }
         w.into_bytes()
+    }
+
+    /// The size of a query of `entries` entries under a `bits`-bit key.
+    pub fn len_for(entries: usize, bits: u32) -> usize {
+        11 + entries * (4 + (2 * bits as usize).div_ceil(8))
     }
 
     /// Decodes a query under A's key; at most `max` entries.
@@ -362,6 +404,11 @@ impl Answer {
         w.into_bytes()
     }
 
+    /// The size of an answer of `values` evaluations under a `bits`-bit key.
+    pub fn len_for(values: usize, bits: u32) -> usize {
+        11 + values * (2 * bits as usize).div_ceil(8)
+    }
+
     /// Decodes an answer under A's key; exactly `expected` values.
     pub fn from_bytes(bytes: &[u8], key: &PublicKey, expected: usize) -> Result<Self> {
         check_refusal(bytes)?;
@@ -404,6 +451,11 @@ impl Outcome {
         w.into_bytes()
     }
 
+    /// The size of an outcome of `values` elements.
+    pub fn len_for(values: usize) -> usize {
+        11 + 16 * values
+    }
+
     /// Decodes an outcome with at most `max` values.
     pub fn from_bytes(bytes: &[u8], max: usize) -> Result<Self> {
         check_refusal(bytes)?;
@@ -431,7 +483,7 @@ pub struct InitiatorAwaitingAccept {
     params: ReconcileParams,
     key: PrivateKey,
     set: Elements,
-    pool: std::sync::Arc<RnPool>,
+    pool: Arc<RnPool>,
 }
 
 impl core::fmt::Debug for InitiatorAwaitingAccept {
@@ -450,7 +502,8 @@ pub struct InitiatorAwaitingAnswer {
     n: u32,
     round: u32,
     sent: Vec<bool>,
-    pool: std::sync::Arc<RnPool>,
+    pool: Arc<RnPool>,
+    sid: [u8; 32],
     comparisons: u64,
     ciphertexts_sent: u64,
 }
@@ -468,6 +521,7 @@ impl core::fmt::Debug for InitiatorAwaitingAnswer {
 
 /// What A does after an answer.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // moved once per round
 pub enum InitiatorStep {
     /// No match yet: send the next query.
     Continue(InitiatorAwaitingAnswer, Vec<u8>),
@@ -477,12 +531,13 @@ pub enum InitiatorStep {
 
 impl Initiator {
     /// Starts with `key`, `set` (best first, duplicates removed) and a pool of
-    /// precomputed `rⁿ` for the key (may be empty).
+    /// precomputed `rⁿ` for the key (may be empty). The hello carries the key's
+    /// [`PrivateKey::modulus_proof`] (made now unless the key has it already).
     pub fn start<T: AsRef<[u8]>>(
         params: ReconcileParams,
         key: PrivateKey,
         set: &[T],
-        pool: std::sync::Arc<RnPool>,
+        pool: Arc<RnPool>,
     ) -> Result<(InitiatorAwaitingAccept, Vec<u8>)> {
         if key.public().bits() < params.encoding.min_key_bits() {
             return Err(Error::KeySize(format!(
@@ -497,15 +552,23 @@ impl Initiator {
             params,
             n: set.items.len() as u32,
             key: key.public().clone(),
+            proof: key.modulus_proof()?,
         };
         Ok((InitiatorAwaitingAccept { params, key, set, pool }, hello.to_bytes()))
     }
 }
 
 impl InitiatorAwaitingAccept {
-    /// Handles B's accept and sends the first query.
-    pub fn on_accept(self, bytes: &[u8], rng: &mut impl CryptoRngCore) -> Result<(InitiatorAwaitingAnswer, Vec<u8>)> {
-        let n = accept_from_bytes(bytes)?;
+    /// Handles B's accept and sends the first query. `binding` is the TLS channel
+    /// binding of the session ([`crate::NO_CHANNEL_BINDING`] outside TLS); B must use
+    /// the same.
+    pub fn on_accept(
+        self,
+        bytes: &[u8],
+        binding: &[u8; 32],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<(InitiatorAwaitingAnswer, Vec<u8>)> {
+        let (n, nonce) = accept_from_bytes(bytes)?;
         let own = self.set.items.len() as u32;
         if n < own || n > MAX_ORDERED_SET {
             return Err(Error::Deviation(format!(
@@ -533,6 +596,7 @@ impl InitiatorAwaitingAccept {
             round: 0,
             sent: vec![false; n as usize],
             pool: self.pool,
+            sid: session_id(SESSION_DOMAIN, binding, &nonce),
             comparisons: 0,
             ciphertexts_sent: 0,
         };
@@ -577,7 +641,20 @@ impl InitiatorAwaitingAnswer {
         Ok(q.to_bytes(&pk))
     }
 
-    /// Handles B's answer to the current round.
+    /// The agreed length `n`.
+    pub fn n(&self) -> u32 {
+        self.n
+    }
+
+    /// The size of B's answer to the current round (what a driver lets it be).
+    pub fn expected_answer_len(&self) -> usize {
+        let pairs = self.params.scheme.round_pairs(self.n, self.round).len();
+        Answer::len_for(pairs, self.key.public().bits())
+    }
+
+    /// Handles B's answer to the current round. A value counts as a match only if it
+    /// is the match tag `h_ij(a_i)` of one of A's own elements `a_i` at a pair `(i, j)`
+    /// of this round, which B can produce only if it holds `a_i`.
     pub fn on_answer(mut self, bytes: &[u8], rng: &mut impl CryptoRngCore) -> Result<InitiatorStep> {
         let (scheme, n, t) = (self.params.scheme, self.n, self.round);
         let pairs = scheme.round_pairs(n, t);
@@ -595,22 +672,20 @@ impl InitiatorAwaitingAnswer {
             .par_iter()
             .map(|c| key.decrypt_raw(c))
             .collect::<Result<_>>()?;
-        // the real elements of A in this round, by value
+        // the match tag of each pair of this round with a real element of A
         let own = self.set.items.len() as u32;
-        let mut round_values: HashMap<[u8; 16], u32> = HashMap::new();
-        for i in a_positions(scheme, n, t) {
+        let pk_n = self.key.public().n();
+        let mut tags: HashMap<Vec<u8>, u32> = HashMap::new();
+        for &(i, j) in &pairs {
             if i < own {
-                round_values.insert(value_bytes(&self.set.values[i as usize])?, i);
+                let h = match_tag(MATCH_DOMAIN, &self.sid, i, j, &self.set.values[i as usize], pk_n)?;
+                tags.insert(h.to_vec(), i);
             }
         }
         let mut found: BTreeMap<u32, [u8; 16]> = BTreeMap::new();
         for v in &plain {
-            if !self.params.encoding.is_element_value(v) {
-                continue;
-            }
-            let vb = value_bytes(v)?;
-            if let Some(&i) = round_values.get(&vb) {
-                found.insert(i, vb);
+            if let Some(&i) = tags.get(&v.to_vec()) {
+                found.insert(i, value_bytes(&self.set.values[i as usize])?);
             }
         }
         let last = t + 1 >= scheme.rounds(n);
@@ -639,12 +714,34 @@ impl InitiatorAwaitingAnswer {
 
 // ---------------------------------------------------------------- party B
 
+/// What B lets one session cost it (issue 26, item 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest list B accepts from A (`n_A`); a longer one is refused at the
+    /// hello.
+    pub max_peer_set: u32,
+    /// The most comparisons (evaluations) B does in one session: a hello whose `n²`
+    /// exceeds it is refused before any work.
+    pub max_comparisons: u64,
+}
+
+impl Default for Limits {
+    /// The protocol's own bounds: `n_A ≤ 4096`, `4096²` comparisons.
+    fn default() -> Self {
+        Limits {
+            max_peer_set: MAX_ORDERED_SET,
+            max_comparisons: (MAX_ORDERED_SET as u64).pow(2),
+        }
+    }
+}
+
 /// Party B: evaluates A's polynomials at its elements.
 pub struct Responder {
     params: ReconcileParams,
     set: Elements,
     min_key_bits: u32,
     max_key_bits: u32,
+    limits: Limits,
 }
 
 impl core::fmt::Debug for Responder {
@@ -665,7 +762,8 @@ pub struct ResponderAwaiting {
     next: u32,
     answered: Option<u32>,
     cache: HashMap<u32, Ciphertext>,
-    pool: std::sync::Arc<RnPool>,
+    pool: Arc<RnPool>,
+    sid: [u8; 32],
     comparisons: u64,
     received: u64,
 }
@@ -678,6 +776,7 @@ impl core::fmt::Debug for ResponderAwaiting {
 
 /// What B does after a message.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // moved once per round
 pub enum ResponderStep {
     /// Send this answer and wait for the next message.
     Answer(ResponderAwaiting, Vec<u8>),
@@ -699,11 +798,42 @@ impl Responder {
             set,
             min_key_bits,
             max_key_bits,
+            limits: Limits::default(),
         })
     }
 
-    /// Handles A's hello; answers with the agreed length.
-    pub fn on_hello(self, bytes: &[u8], rng: &mut impl CryptoRngCore) -> Result<(ResponderAwaiting, Vec<u8>)> {
+    /// The same with other limits on what one session may cost.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// B's list length.
+    pub fn set_len(&self) -> usize {
+        self.set.items.len()
+    }
+
+    /// The largest hello B reads (a key of its largest accepted size with its proof).
+    pub fn max_hello_len(&self) -> usize {
+        Hello::max_len(self.max_key_bits)
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> ReconcileParams {
+        self.params
+    }
+
+    /// Handles A's hello; answers with the agreed length and B's nonce. Checks, in
+    /// this order and before any computation with A's key: the parameters, the key
+    /// size, `n_A` against [`Limits::max_peer_set`], `n²` against
+    /// [`Limits::max_comparisons`], then the modulus proof. `binding` is the TLS
+    /// channel binding ([`crate::NO_CHANNEL_BINDING`] outside TLS).
+    pub fn on_hello(
+        self,
+        bytes: &[u8],
+        binding: &[u8; 32],
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<(ResponderAwaiting, Vec<u8>)> {
         let h = Hello::from_bytes(bytes)?;
         if h.params != self.params {
             return Err(Error::ParamsMismatch(format!(
@@ -721,12 +851,29 @@ impl Responder {
             self.min_key_bits.max(self.params.encoding.min_key_bits()),
             self.max_key_bits,
         )?;
+        if h.n > self.limits.max_peer_set {
+            return Err(Error::SetTooLarge {
+                what: "the peer's list",
+                len: h.n as usize,
+                max: self.limits.max_peer_set as usize,
+            });
+        }
         let n = h.n.max(self.set.items.len() as u32);
+        let worst = (n as u64) * (n as u64);
+        if worst > self.limits.max_comparisons {
+            return Err(Error::Invalid(format!(
+                "a session with lists of {n} may need {worst} comparisons; this party allows {}",
+                self.limits.max_comparisons
+            )));
+        }
+        h.proof.verify(&h.key)?;
         let mut ys: Vec<Nat> = self.set.values.iter().map(|v| bn::dup(v)).collect::<Result<_>>()?;
         while ys.len() < n as usize {
             ys.push(self.params.encoding.dummy(rng)?);
         }
-        let pool = std::sync::Arc::new(RnPool::new(&h.key)?);
+        let pool = Arc::new(RnPool::new(&h.key)?);
+        let mut nonce = [0u8; 32];
+        rng.fill_bytes(&mut nonce);
         Ok((
             ResponderAwaiting {
                 params: self.params,
@@ -738,10 +885,11 @@ impl Responder {
                 answered: None,
                 cache: HashMap::new(),
                 pool,
+                sid: session_id(SESSION_DOMAIN, binding, &nonce),
                 comparisons: 0,
                 received: 0,
             },
-            accept_bytes(n),
+            accept_bytes(n, &nonce),
         ))
     }
 }
@@ -752,9 +900,35 @@ impl ResponderAwaiting {
         &self.key
     }
 
+    /// The agreed length `n`.
+    pub fn n(&self) -> u32 {
+        self.n
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> ReconcileParams {
+        self.params
+    }
+
     /// The pool of `ρⁿ` for A's key (a driver may fill it while waiting).
-    pub fn pool(&self) -> std::sync::Arc<RnPool> {
+    pub fn pool(&self) -> Arc<RnPool> {
         self.pool.clone()
+    }
+
+    /// The largest message A may send next: the next round's query (its most
+    /// entries: one per pair) or the outcome of the round just answered.
+    pub fn max_next_message_len(&self) -> usize {
+        let (scheme, n) = (self.params.scheme, self.n);
+        let query = if self.next < scheme.rounds(n) {
+            Query::len_for(scheme.round_pairs(n, self.next).len(), self.key.bits())
+        } else {
+            0
+        };
+        let outcome = match self.answered {
+            Some(t) => Outcome::len_for(scheme.round_pairs(n, t).len()),
+            None => 0,
+        };
+        query.max(outcome)
     }
 
     /// Comparisons of the next round (how many `ρⁿ` it needs), 0 after the last.
@@ -836,19 +1010,15 @@ impl ResponderAwaiting {
         };
         self.received += per_pair.len() as u64;
         let s = seeds(rng, pairs.len());
-        let (pk, ys, pool) = (&self.key, &self.ys, &self.pool);
+        let (pk, ys, pool, sid) = (&self.key, &self.ys, &self.pool, &self.sid);
         let mut values: Vec<Ciphertext> = pairs
             .par_iter()
             .zip(per_pair.par_iter())
             .zip(s)
-            .map(|((&(_, j), c), s)| {
-                evaluate(
-                    pk,
-                    std::slice::from_ref(c),
-                    &ys[j as usize],
-                    pool,
-                    &mut ChaCha20Rng::from_seed(s),
-                )
+            .map(|((&(i, j), c), s)| {
+                let y = &ys[j as usize];
+                let h = match_tag(MATCH_DOMAIN, sid, i, j, y, pk.n())?;
+                evaluate(pk, std::slice::from_ref(c), y, &h, pool, &mut ChaCha20Rng::from_seed(s))
             })
             .collect::<Result<_>>()?;
         shuffle(&mut values, rng);

@@ -13,6 +13,14 @@ use tacit_pros::schedule::{self, SlotEncoding, Window};
 use tacit_pros::threepr::{ReconcileParams, Responder, Scheme, Variant};
 use tacit_pros::{Error, net};
 
+fn policy() -> schedule::Policy {
+    schedule::Policy {
+        min_key_bits: 256,
+        max_key_bits: 4096,
+        limits: Default::default(),
+    }
+}
+
 fn cfg() -> NetConfig {
     NetConfig {
         max_frame: net::MAX_FRAME,
@@ -28,7 +36,7 @@ async fn psi_over_tcp() {
     let server = tokio::spawn(async move {
         let s = Sender::new(&p, &["x", "y", "z"], 256, 4096).unwrap();
         let mut c = l.accept().await.unwrap();
-        net::psi_serve(&mut c, &s, &mut ChaCha20Rng::from_seed([1; 32])).await
+        net::psi_serve(&mut c, Arc::new(s), &mut ChaCha20Rng::from_seed([1; 32])).await
     });
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
     let key = PrivateKey::generate(256).unwrap();
@@ -132,8 +140,7 @@ async fn schedule_from_two_calendars() {
             Scheme::Sor,
             Variant::Implicit,
             &slots_b,
-            256,
-            4096,
+            &policy(),
             &mut ChaCha20Rng::from_seed([6; 32]),
         )
         .await
@@ -189,8 +196,7 @@ async fn schedule_refuses_another_window() {
             Scheme::Sor,
             Variant::Implicit,
             &s2,
-            256,
-            4096,
+            &policy(),
             &mut ChaCha20Rng::from_seed([8; 32]),
         )
         .await
@@ -210,8 +216,9 @@ async fn schedule_refuses_another_window() {
     )
     .await
     .unwrap_err();
+    // the peer learns which field differs, not our window
     assert!(
-        matches!(e, Error::PeerRefused(ref m) if m.contains("we schedule")),
+        matches!(e, Error::PeerRefused(ref m) if m.contains("differ in step") && !m.contains("2025")),
         "{e}"
     );
     assert!(matches!(server.await.unwrap(), Err(Error::ParamsMismatch(_))));

@@ -6,13 +6,14 @@ use proptest::prelude::*;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use std::sync::{Arc, OnceLock};
-use tacit_pros::Error;
 use tacit_pros::element::ElementEncoding;
+use tacit_pros::element::match_tag;
 use tacit_pros::paillier::{Ciphertext, PrivateKey, RnPool};
 use tacit_pros::threepr::{
-    Answer, Initiator, InitiatorStep, Outcome, Query, ReconcileParams, Reconciled, Responder, ResponderStep, Scheme,
-    Variant, reconcile_in_clear,
+    Answer, Initiator, InitiatorStep, MATCH_DOMAIN, Outcome, Query, ReconcileParams, Reconciled, Responder,
+    ResponderStep, SESSION_DOMAIN, Scheme, Variant, reconcile_in_clear,
 };
+use tacit_pros::{Error, NO_CHANNEL_BINDING};
 
 fn key() -> PrivateKey {
     static K: OnceLock<PrivateKey> = OnceLock::new();
@@ -50,10 +51,10 @@ fn run(p: ReconcileParams, a: &[String], b: &[String], seed: u64) -> (Reconciled
     t.push(('A', hello.clone()));
     let (mut rb, acc) = Responder::new(p, b, 256, 4096)
         .unwrap()
-        .on_hello(&hello, &mut r)
+        .on_hello(&hello, &NO_CHANNEL_BINDING, &mut r)
         .unwrap();
     t.push(('B', acc.clone()));
-    let (mut ia, mut msg) = ia.on_accept(&acc, &mut r).unwrap();
+    let (mut ia, mut msg) = ia.on_accept(&acc, &NO_CHANNEL_BINDING, &mut r).unwrap();
     loop {
         t.push(('A', msg.clone()));
         match rb.on_message(&msg, &mut r).unwrap() {
@@ -77,6 +78,14 @@ fn run(p: ReconcileParams, a: &[String], b: &[String], seed: u64) -> (Reconciled
             ResponderStep::Done(_) => panic!("B finished early"),
         }
     }
+}
+
+/// The session identifier of an in-process run (no channel binding), from B's accept
+/// (the transcript's second message: envelope, n, nonce).
+fn session_id(t: &[(char, Vec<u8>)]) -> [u8; 32] {
+    let acc = &t[1].1;
+    let nonce: [u8; 32] = acc[7..39].try_into().unwrap();
+    tacit_pros::element::session_id(SESSION_DOMAIN, &NO_CHANNEL_BINDING, &nonce)
 }
 
 fn set(prefix: &str, n: usize) -> Vec<String> {
@@ -225,9 +234,16 @@ fn answers_are_shuffled() {
     for seed in 0..12 {
         let (ra, _, t) = run(p, &a, &b, 100 + seed);
         assert_eq!(ra.elements, vec![b"m".to_vec()]);
+        // the match decrypts to the tag of the pair (1, 2) under this session's id
+        let sid = session_id(&t);
+        let tag = match_tag(MATCH_DOMAIN, &sid, 1, 2, &m, sk.public().n()).unwrap();
         let last_answer = &t.iter().rev().find(|(d, _)| *d == 'B').unwrap().1;
         let ans = Answer::from_bytes(last_answer, sk.public(), 4).unwrap();
-        let idx = ans.values.iter().position(|c| sk.decrypt_raw(c).unwrap() == m).unwrap();
+        let idx = ans
+            .values
+            .iter()
+            .position(|c| sk.decrypt_raw(c).unwrap() == tag)
+            .unwrap();
         positions.insert(idx);
     }
     assert!(positions.len() > 1, "the matching answer was always at the same index");
@@ -259,9 +275,9 @@ fn started(
     let (ia, hello) = Initiator::start(p, key(), a, pool).unwrap();
     let (rb, acc) = Responder::new(p, b, 256, 4096)
         .unwrap()
-        .on_hello(&hello, &mut r)
+        .on_hello(&hello, &NO_CHANNEL_BINDING, &mut r)
         .unwrap();
-    let (ia, q) = ia.on_accept(&acc, &mut r).unwrap();
+    let (ia, q) = ia.on_accept(&acc, &NO_CHANNEL_BINDING, &mut r).unwrap();
     (ia, rb, q)
 }
 
@@ -394,12 +410,15 @@ fn a_refuses_bad_answers_and_accepts() {
     let (ia, hello) = Initiator::start(p, key(), &set("a", 5), pool).unwrap();
     let (_, acc) = Responder::new(p, &set("b", 2), 256, 4096)
         .unwrap()
-        .on_hello(&hello, &mut rng(4))
+        .on_hello(&hello, &NO_CHANNEL_BINDING, &mut rng(4))
         .unwrap();
     let mut shrunk = acc.clone();
-    let l = shrunk.len();
-    shrunk[l - 1] = 2;
-    assert!(matches!(ia.on_accept(&shrunk, &mut rng(4)), Err(Error::Deviation(_))));
+    shrunk[6] = 2; // n, after the 3-byte envelope
+    assert_eq!(&shrunk[3..7], &[0, 0, 0, 2]);
+    assert!(matches!(
+        ia.on_accept(&shrunk, &NO_CHANNEL_BINDING, &mut rng(4)),
+        Err(Error::Deviation(_))
+    ));
 }
 
 #[test]
@@ -408,15 +427,21 @@ fn b_refuses_mismatched_parameters_and_small_keys() {
     let (_, hello) = Initiator::start(params(Scheme::Sor, Variant::Implicit), key(), &set("a", 2), pool).unwrap();
     let other = Responder::new(params(Scheme::Mor, Variant::Implicit), &set("b", 2), 256, 4096).unwrap();
     assert!(matches!(
-        other.on_hello(&hello, &mut rng(5)),
+        other.on_hello(&hello, &NO_CHANNEL_BINDING, &mut rng(5)),
         Err(Error::ParamsMismatch(_))
     ));
     let strict = Responder::new(params(Scheme::Sor, Variant::Implicit), &set("b", 2), 2048, 4096).unwrap();
-    assert!(matches!(strict.on_hello(&hello, &mut rng(5)), Err(Error::KeySize(_))));
+    assert!(matches!(
+        strict.on_hello(&hello, &NO_CHANNEL_BINDING, &mut rng(5)),
+        Err(Error::KeySize(_))
+    ));
     let mut long = hello.clone();
     long.push(0);
     let ok = Responder::new(params(Scheme::Sor, Variant::Implicit), &set("b", 2), 256, 4096).unwrap();
-    assert!(matches!(ok.on_hello(&long, &mut rng(5)), Err(Error::Wire(_))));
+    assert!(matches!(
+        ok.on_hello(&long, &NO_CHANNEL_BINDING, &mut rng(5)),
+        Err(Error::Wire(_))
+    ));
 }
 
 proptest! {

@@ -16,7 +16,7 @@ use tacit_mpc::driver::{RunReport, SessionConfig, run};
 use tacit_mpc::gmw::PartyInputs;
 use tacit_mpc::triples::ot::OtSource;
 use tacit_mpc::triples::token::card::{Card, FileEeprom, LINK_NAME, SealKey, TokenSpec, TokenState};
-use tacit_mpc::triples::token::holder::{Pool, ServeLimits, TcpTokenLink, TokenHolder, TokenPeer, TokenServer};
+use tacit_mpc::triples::token::holder::{Pool, TcpTokenLink, TokenHolder, TokenPeer, TokenServer};
 use tacit_mpc::triples::token::{SOFTWARE_POLICY, TokenKind};
 use tacit_mpc::{Party, gmw};
 use tacit_net::tls::SelfSigned;
@@ -751,17 +751,17 @@ async fn token(t: TokenCommand, store: Option<&Path>) -> Result<()> {
             let mut eeprom = FileEeprom::new(&a.state, read_seal_key(&a.seal_key)?, &guard);
             let st = eeprom.load()?;
             let card = Card::new(st, eeprom)?;
-            let server = TokenServer::new(
-                card,
-                ServeLimits {
-                    max_connections: a.max_connections as usize,
-                },
-            )?;
-            // A connection that has not finished its handshake in 5 s is closed: it
-            // holds one of the --max-connections slots meanwhile.
+            // Connections at once (a host needs one or two), each within the session
+            // timeout; when full, a newcomer from a less busy address takes the busiest
+            // address's oldest connection, so that a flood from elsewhere cannot keep
+            // the host out (tacit_net::guard).
+            let limits =
+                tacit_net::guard::ServeLimits::new(a.max_connections as usize, Duration::from_secs(a.session_timeout));
+            let server = TokenServer::new(card, limits)?;
+            // A connection that has not finished its handshake in 5 s is closed.
             let cfg = NetConfig {
                 connect_timeout: Duration::from_secs(5),
-                ..NetConfig::default().with_deadline(Duration::from_secs(a.session_timeout))
+                ..NetConfig::default()
             };
             let l = FramedListener::bind(&a.listen, &cfg)
                 .await

@@ -190,9 +190,11 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
 async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> Result<()> {
     let ch = super::cmd::peer_channel(&a.channel, store.as_deref())?;
     let acceptor = ch.acceptor()?;
+    // A connection that has not finished its handshake in 5 s is closed; it holds
+    // one of the --max-sessions slots meanwhile.
     let cfg = NetConfig {
         connect_timeout: Duration::from_secs(5),
-        ..NetConfig::default().with_deadline(Duration::from_secs(a.session_timeout))
+        ..NetConfig::default()
     };
     let l = FramedListener::bind(&a.listen, &cfg)
         .await
@@ -205,35 +207,20 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
         a.max_sessions,
         l.local_addr()?
     );
-    let slots = Arc::new(tokio::sync::Semaphore::new(a.max_sessions as usize));
+    // The project's admission control (tacit_net::guard): the cap, a deadline per
+    // session, and fairness between addresses (a newcomer from a less busy address
+    // takes the busiest one's oldest connection when the server is full).
+    let limits = tacit_net::guard::ServeLimits::new(a.max_sessions as usize, Duration::from_secs(a.session_timeout));
+    let guard = tacit_net::guard::Guard::new(limits).on_event(Arc::new(|e| {
+        eprintln!("tacit mpc psi serve: {}", sanitize(&e.to_string()))
+    }));
     let a = Arc::new(a);
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut admitted = 0u64;
-    while a.sessions.is_none_or(|m| admitted < m) {
-        let c = tokio::select! {
-            c = l.accept() => c,
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
-        };
-        let c = match c {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("tacit mpc psi serve: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            eprintln!(
-                "tacit mpc psi serve: refused a connection: {} sessions are running",
-                a.max_sessions
-            );
-            continue;
-        };
-        admitted += 1;
-        let n = admitted;
+    let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sessions = a.sessions;
+    l.serve(&guard, sessions, move |c| {
         let (a, set, acceptor, store) = (a.clone(), set.clone(), acceptor.clone(), store.clone());
-        tasks.spawn(async move {
-            let _permit = permit;
+        let n = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        async move {
             let r = async {
                 let (mut c, _) = acceptor.accept(c).await?;
                 let mut src = a.set.triples.source(Party::A, store.as_deref()).await?;
@@ -246,8 +233,8 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
                 Ok(r) => eprintln!("tacit mpc psi serve: session {n}: {}", stats_line(&r)),
                 Err(e) => eprintln!("tacit mpc psi serve: session {n}: {}", sanitize(&format!("{e:#}"))),
             }
-        });
-    }
-    while tasks.join_next().await.is_some() {}
+        }
+    })
+    .await;
     Ok(())
 }

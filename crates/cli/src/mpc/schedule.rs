@@ -9,8 +9,8 @@
 //! origins and reaches per slot) in the clear, through `tacit_calendar`.
 
 use super::triples::TripleOpts;
+use crate::pros::channel::{ConnectChannel, ServeChannel, service_config};
 use crate::pros::schedule::{ScheduleArgs, weekday};
-use crate::util::channel::ChannelArgs;
 use crate::util::sanitize;
 use anyhow::{Context, Result, anyhow, bail};
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
@@ -27,7 +27,7 @@ use tacit_mpc::apps::schedule::{
     Event, Geo, Kind, MAX_SLOTS, Outcome, ScheduleHello, ScheduleInput, Window, free_bits, run_session, slot_inputs,
 };
 use tacit_mpc::driver::RunReport;
-use tacit_net::{FramedListener, NetConfig};
+use tacit_net::FramedListener;
 
 /// Options of the GMW engine (ignored by `--engine pros`).
 #[derive(Debug, Clone, Args)]
@@ -53,9 +53,6 @@ pub struct GmwScheduleArgs {
     pub unit: f64,
     #[command(flatten)]
     pub triples: TripleOpts,
-    /// GMW: the channel to the peer (TLS 1.3 by default).
-    #[command(flatten)]
-    pub channel: ChannelArgs,
 }
 
 /// A calendar ready for a session.
@@ -312,41 +309,55 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
 }
 
-/// `tacit schedule serve --engine gmw`: party a (listens; holds the token link).
+/// `tacit schedule serve --engine gmw`: party a (listens; holds the token link). The
+/// channel is the schedule command's (`--plain-tcp`, `--allow`, `--deadline`,
+/// `--timeout`; the store's `pros-tls-identity` key), one session at a time.
 pub fn serve(
     listen: &str,
     sessions: Option<u64>,
     o: &ScheduleArgs,
     g: &GmwScheduleArgs,
     store: Option<&Path>,
+    ch: &ServeChannel,
 ) -> Result<()> {
     let p = prepare(o, g)?;
-    let ch = super::cmd::peer_channel(&g.channel, store)?;
+    let who = "tacit schedule serve (gmw)";
+    let cfg = service_config(store, ch, 1 << 16, who)?;
     runtime()?.block_on(async {
-        let l = FramedListener::bind(listen, &NetConfig::default())
+        let l = FramedListener::bind(listen, &cfg.net)
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
-        super::cmd::announce(&ch, "tacit schedule serve (gmw)")?;
         eprintln!(
-            "tacit schedule serve (gmw): {} of {} window slots free; listening on {}",
+            "{who}: {} of {} window slots free; listening on {}",
             p.free,
             p.slots.len(),
             l.local_addr()?
         );
-        let acceptor = ch.acceptor()?;
         let mut served = 0u64;
         while sessions.is_none_or(|m| served < m) {
             let c = match l.accept().await {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("tacit schedule serve: accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
             };
             served += 1;
             let r = async {
-                let (mut c, peer) = acceptor.accept(c).await?;
-                eprintln!("tacit schedule serve: {}", peer.describe());
+                let mut c = match &cfg.tls {
+                    Some(tls) => {
+                        let c = c.accept_tls(tls.clone()).await?;
+                        if let Some(fp) = c
+                            .peer_certificate()
+                            .and_then(|d| tacit_net::tls::spki_fingerprint(d).ok())
+                        {
+                            eprintln!("{who}: the peer's key {}", hex::encode(fp));
+                        }
+                        c
+                    }
+                    None => c,
+                };
                 let mut src = g.triples.source(Party::A, store).await?;
                 let mut rng = SecureRng::from_os();
                 Ok::<_, anyhow::Error>(run_session(&mut c, Party::A, &p.hello, &p.input, &mut src, &mut rng).await?)
@@ -364,13 +375,18 @@ pub fn serve(
     })
 }
 
-/// `tacit schedule connect --engine gmw`: party b.
-pub fn connect(addr: &str, o: &ScheduleArgs, g: &GmwScheduleArgs, store: Option<&Path>) -> Result<()> {
+/// `tacit schedule connect --engine gmw`: party b, over the schedule command's channel
+/// (`--pin`, `--tofu`, `--plain-tcp`).
+pub fn connect(
+    addr: &str,
+    o: &ScheduleArgs,
+    g: &GmwScheduleArgs,
+    store: Option<&Path>,
+    ch: &ConnectChannel,
+) -> Result<()> {
     let p = prepare(o, g)?;
-    let mut ch = super::cmd::peer_channel(&g.channel, store)?;
     let (out, rep) = runtime()?.block_on(async {
-        let (mut c, peer) = ch.connect(addr, &NetConfig::default()).await?;
-        eprintln!("tacit schedule: {}", peer.describe());
+        let (mut c, _) = crate::pros::channel::connect(store, ch, addr, "tacit schedule connect").await?;
         let mut src = g.triples.source(Party::B, store).await?;
         let mut rng = SecureRng::from_os();
         Ok::<_, anyhow::Error>(run_session(&mut c, Party::B, &p.hello, &p.input, &mut src, &mut rng).await?)

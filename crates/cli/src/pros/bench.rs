@@ -11,7 +11,10 @@
 //! * Fig. 12 / 13 — average case (one match at random positions; 5 % common elements
 //!   over the long range n = 19 … 2019);
 //! * backends — one 3072-bit modular exponentiation in OpenSSL (the default),
-//!   crypto-bigint and GMP (with `--features gmp`).
+//!   crypto-bigint and GMP (with `--features gmp`);
+//! * modproof — the Paillier–Blum modulus proof (prove, verify) at 3072 bits beside a
+//!   default scheduling session (the README's example: `examples/alice.ics` and
+//!   `examples/bob.ics`, 3072-bit key, over TLS), `modproof_vs_session`.
 
 use crate::pros::cmd::{net_config, seeded};
 use crate::util::plot;
@@ -49,7 +52,8 @@ pub struct ProsBenchArgs {
     /// Seed for the generated sets.
     #[arg(long, default_value_t = 2011)]
     pub seed: u64,
-    /// Run only these parts: backends, crypto, rtt, fnp, worst, average (comma list).
+    /// Run only these parts: backends, crypto, rtt, fnp, worst, floor (the
+    /// `threepr_vs_floor` measurement alone), average, modproof (comma list).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
 }
@@ -137,7 +141,19 @@ pub fn run(a: ProsBenchArgs) -> Result<()> {
         let (fig9, floor) = rt.block_on(bench_worst(&c))?;
         report.insert("fig9_fig15_worst_case".into(), fig9);
         report.insert("threepr_vs_floor".into(), floor["ratio"].clone());
+        report.insert("threepr_vs_floor_tls".into(), floor["ratio_tls"].clone());
         report.insert("threepr_floor_detail".into(), floor);
+    } else if a.only.iter().any(|p| p == "floor") {
+        let key = PrivateKey::generate(256)?;
+        let floor = rt.block_on(floor_100(&c, &key))?;
+        report.insert("threepr_vs_floor".into(), floor["ratio"].clone());
+        report.insert("threepr_vs_floor_tls".into(), floor["ratio_tls"].clone());
+        report.insert("threepr_floor_detail".into(), floor);
+    }
+    if want("modproof") {
+        let m = rt.block_on(bench_modproof(&c))?;
+        report.insert("modproof_vs_session".into(), m["ratio"].clone());
+        report.insert("modproof_detail".into(), m);
     }
     if want("average") {
         let (avg, exponent) = rt.block_on(bench_average(&c))?;
@@ -162,6 +178,8 @@ pub fn run(a: ProsBenchArgs) -> Result<()> {
             ("modexp_vs_best", "≤ 1.3"),
             ("encrypt_online_vs_fresh", "≤ 0.02"),
             ("threepr_vs_floor", "≤ 1.2"),
+            ("threepr_vs_floor_tls", "over TLS"),
+            ("modproof_vs_session", "≤ 0.10"),
             ("average_case_exponent", "≤ 1.2"),
             ("fnp_karatsuba_vs_schoolbook", "≤ 0.05"),
             ("poly_karatsuba_vs_schoolbook", "construction only"),
@@ -409,8 +427,8 @@ fn fnp_once(p: &PsiParams, key: &PrivateKey, a: &[String], b: &[String], seed: u
     let t = Instant::now();
     let (w, q) = Chooser::start(p, key.clone(), a, &pool, &mut rng)?;
     let s = Sender::new(p, b, 0, 4096)?;
-    let (ans, pk) = s.respond(&q.to_bytes(), &mut rng)?;
-    let found = w.on_answer(&ans.to_bytes(&pk))?;
+    let (ans, pk) = s.respond(&q.to_bytes(), &tacit_pros::NO_CHANNEL_BINDING, &mut rng)?;
+    let found = w.on_answer(&ans.to_bytes(&pk), &tacit_pros::NO_CHANNEL_BINDING)?;
     anyhow::ensure!(
         found.len() == a.len().min(b.len()) / 10,
         "FNP found {} common elements",
@@ -528,19 +546,43 @@ async fn reconcile_tcp(
     seed: u64,
     prefill: usize,
 ) -> Result<(f64, f64, u64, usize)> {
-    let l = FramedListener::bind("127.0.0.1:0", &net_config()).await?;
+    reconcile_over(p, key, a, b, seed, prefill, false).await
+}
+
+/// [`reconcile_tcp`] over plain TCP or over loopback TLS with both keys pinned (the
+/// handshake inside the timed part).
+async fn reconcile_over(
+    p: ReconcileParams,
+    key: &PrivateKey,
+    a: Vec<String>,
+    b: Vec<String>,
+    seed: u64,
+    prefill: usize,
+    tls: bool,
+) -> Result<(f64, f64, u64, usize)> {
+    let pair = crate::pros::demo::TlsPair::new(&net_config()).await?;
+    let (l, server_cfg, client_cfg) = (pair.listener, pair.server, pair.client);
     let addr = l.local_addr()?;
     let bits = key.public().bits();
     let server = tokio::spawn(async move {
-        let mut c = l.accept().await?;
+        let mut c = if tls {
+            crate::pros::demo::TlsPair::accept(&l, server_cfg).await?
+        } else {
+            l.accept().await?
+        };
         let r = Responder::new(p, &b, 0, 4096)?;
         Ok::<_, anyhow::Error>(tacit_pros::net::reconcile_responder(&mut c, r, &mut seeded(seed)).await?)
     });
     let pool = Arc::new(RnPool::new(key.public())?);
     pool.fill(key.public(), prefill, &mut seeded(seed + 2))?;
+    key.modulus_proof()?;
     let cpu0 = cpu_seconds();
     let t = Instant::now();
-    let mut c = FramedConn::connect(addr, &net_config()).await?;
+    let mut c = if tls {
+        crate::pros::demo::TlsPair::connect(addr, &net_config(), client_cfg).await?
+    } else {
+        FramedConn::connect(addr, &net_config()).await?
+    };
     let ra = tacit_pros::net::reconcile_initiator(&mut c, p, key.clone(), &a, pool, &mut seeded(seed + 1)).await?;
     let rb = server.await??;
     let wall = t.elapsed().as_secs_f64();
@@ -645,39 +687,54 @@ async fn floor_100(c: &Ctx, key: &PrivateKey) -> Result<Value> {
     let enc_online = t.elapsed().as_secs_f64() / k as f64;
     let ct = pk.encrypt_raw(&m, &mut rng)?;
     let empty = RnPool::new(pk)?;
-    // B's evaluation: Horner step, blinding exponentiation r, fresh ρⁿ, products
+    // B's evaluation: the match tag, Horner step, blinding exponentiation r, fresh ρⁿ,
+    // products
+    let sid = [7u8; 32];
     let eval = per_op(50, min, || {
-        fnp::evaluate(pk, std::slice::from_ref(&ct), &y, &empty, &mut rng)?;
+        let h = tacit_pros::element::match_tag(tacit_pros::threepr::MATCH_DOMAIN, &sid, 0, 0, &y, pk.n())?;
+        fnp::evaluate(pk, std::slice::from_ref(&ct), &y, &h, &empty, &mut rng)?;
         Ok(())
     })?;
     let dec = per_op(50, min, || {
         key.decrypt_raw(&ct)?;
         Ok(())
     })?;
+    // B verifies A's modulus proof once per session (A's proof is made with its key,
+    // offline, like its pool)
+    let proof = key.modulus_proof()?;
+    let verify = per_op(5, min, || {
+        proof.verify(pk)?;
+        Ok(())
+    })?;
     let comps = (n * n) as f64;
     // implicit SOR sends one ciphertext per pair: n² encryptions (rⁿ from the pool
-    // filled offline), n² evaluations by B (with fresh ρⁿ), n² decryptions by A
-    let floor = comps * (enc_online + eval + dec);
+    // filled offline), n² evaluations by B (match tag and fresh ρⁿ included), n²
+    // decryptions by A, and one proof verification
+    let floor = comps * (enc_online + eval + dec) + verify;
     let p = ReconcileParams {
         scheme: Scheme::Sor,
         variant: Variant::Implicit,
         encoding: ElementEncoding::Integer32,
     };
     let (a, b) = worst_sets(n);
-    let (wall, cpu, _, _) = reconcile_tcp(p, key, a, b, c.seed + 77, n * n).await?;
+    let (wall, cpu, _, _) = reconcile_over(p, key, a.clone(), b.clone(), c.seed + 77, n * n, false).await?;
+    let (wall_tls, cpu_tls, _, _) = reconcile_over(p, key, a, b, c.seed + 78, n * n, true).await?;
     let ratio = wall / floor;
     say(
         c.json,
         format!(
-            "  threepr_vs_floor (SOR implicit, n = 100, 256 bits): protocol {wall:.3} s wall ({cpu:.2} s CPU) / floor {floor:.3} s (n² × [online encryption {:.1} µs + evaluation {:.1} µs + CRT decryption {:.1} µs], one core) = {ratio:.3}",
+            "  threepr_vs_floor (SOR implicit, n = 100, 256 bits): protocol {wall:.3} s wall ({cpu:.2} s CPU) / floor {floor:.3} s (n² × [online encryption {:.1} µs + evaluation {:.1} µs + CRT decryption {:.1} µs] + proof verification {:.1} ms, one core) = {ratio:.3}; over TLS {wall_tls:.3} s ({cpu_tls:.2} s CPU) = {:.3}",
             enc_online * 1e6,
             eval * 1e6,
-            dec * 1e6
+            dec * 1e6,
+            verify * 1e3,
+            wall_tls / floor
         ),
     );
     Ok(
-        json!({"ratio": ratio, "wall_s": wall, "cpu_s": cpu, "floor_s": floor, "cpu_vs_floor": cpu / floor,
-        "encrypt_online_us": enc_online * 1e6, "evaluate_us": eval * 1e6, "decrypt_us": dec * 1e6, "n": n}),
+        json!({"ratio": ratio, "ratio_tls": wall_tls / floor, "wall_s": wall, "cpu_s": cpu, "wall_tls_s": wall_tls, "cpu_tls_s": cpu_tls,
+        "floor_s": floor, "cpu_vs_floor": cpu / floor,
+        "encrypt_online_us": enc_online * 1e6, "evaluate_us": eval * 1e6, "decrypt_us": dec * 1e6, "verify_ms": verify * 1e3, "n": n}),
     )
 }
 
@@ -815,4 +872,162 @@ async fn bench_average(c: &Ctx) -> Result<(Value, f64)> {
         false,
     )?;
     Ok((json!({"fig12": rows12, "fig13": rows13}), exponent))
+}
+
+/// `modproof_vs_session`: proving and verifying a 3072-bit modulus against a default
+/// scheduling session (the README's example), both measured in this run. The session
+/// is timed as `tacit schedule connect` spends it: key generation, the modulus proof
+/// and the pool, then the protocol over loopback TLS against a serving B (which
+/// verifies the proof).
+async fn bench_modproof(c: &Ctx) -> Result<Value> {
+    say(
+        c.json,
+        "== modulus proof (Paillier–Blum, 128 + 10 challenges) beside a default scheduling session, 3072 bits =="
+            .into(),
+    );
+    let reps = if c.quick { 1 } else { 3 };
+    let (mut keygen, mut prove, mut verify) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let t = Instant::now();
+        let key = PrivateKey::generate(3072)?;
+        keygen.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let proof = key.modulus_proof()?;
+        prove.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        proof.verify(key.public())?;
+        verify.push(t.elapsed().as_secs_f64());
+    }
+    let mut sessions = Vec::new();
+    let mut protocol = Vec::new();
+    let mut details = Vec::new();
+    for s in 0..reps {
+        let (total, proto, rounds, comparisons, slots) = readme_session(c.seed + 100 + s as u64).await?;
+        sessions.push(total);
+        protocol.push(proto);
+        details.push(json!({"session_s": total, "protocol_s": proto, "rounds": rounds, "comparisons": comparisons, "offered_slots": slots}));
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let (kg, pr, ve, se, po) = (
+        med(&mut keygen),
+        med(&mut prove),
+        med(&mut verify),
+        med(&mut sessions),
+        med(&mut protocol),
+    );
+    let ratio = (pr + ve) / se;
+    say(
+        c.json,
+        format!(
+            "  medians of {reps}: key generation {:.0} ms, prove {:.0} ms, verify {:.0} ms; default session {:.2} s (protocol part {:.2} s): modproof_vs_session = {ratio:.3} (vs the protocol part {:.3})",
+            kg * 1e3,
+            pr * 1e3,
+            ve * 1e3,
+            se,
+            po,
+            (pr + ve) / po
+        ),
+    );
+    Ok(
+        json!({"ratio": ratio, "ratio_vs_protocol": (pr + ve) / po, "keygen_ms": kg * 1e3, "prove_ms": pr * 1e3, "verify_ms": ve * 1e3,
+        "session_s": se, "protocol_s": po, "sessions": details, "proof_bytes": tacit_pros::modproof::ModulusProof::encoded_len(384)}),
+    )
+}
+
+/// One session of the README's scheduling example (3072-bit key, TLS loopback, both
+/// keys pinned): A's time from key generation to its result, the time of the protocol
+/// part alone, rounds, comparisons, A's offered slots.
+async fn readme_session(seed: u64) -> Result<(f64, f64, u32, u64, usize)> {
+    use tacit_calendar::{Calendar, Pref, Preferences, SlotSpec, free_slots, parse_hours, parse_time, rank_slots};
+    use tacit_pros::schedule::{self, SlotEncoding, Window};
+    let berlin = chrono_tz::Europe::Berlin;
+    let london = chrono_tz::Europe::London;
+    let from = parse_time("2025-03-10T00:00:00+01:00", berlin)?;
+    let to = parse_time("2025-03-15T00:00:00+01:00", berlin)?;
+    let (duration, step) = (chrono::Duration::minutes(30), chrono::Duration::minutes(30));
+    let slots = |ics: &str, tz: chrono_tz::Tz, hours: &str, prefs: Preferences| -> Result<Vec<tacit_calendar::Slot>> {
+        let cal = Calendar::parse(ics, from, to, tz)?;
+        let mut spec = SlotSpec::new(from, to, duration, step);
+        spec.tz = tz;
+        spec.working_hours = Some(parse_hours(hours)?);
+        let mut r = rank_slots(&free_slots(cal.busy(), &spec), &prefs, tz);
+        r.truncate(32);
+        Ok(r)
+    };
+    let a_slots = slots(
+        include_str!("../../../../examples/alice.ics"),
+        berlin,
+        "09:00-17:00",
+        Preferences {
+            prefer: vec![Pref::Morning],
+            avoid: vec![Pref::Day(chrono::Weekday::Fri)],
+        },
+    )?;
+    let b_slots = slots(
+        include_str!("../../../../examples/bob.ics"),
+        london,
+        "08:00-16:00",
+        Preferences::default(),
+    )?;
+    let window = Window {
+        from,
+        to,
+        duration,
+        step,
+        encoding: SlotEncoding::Default,
+    };
+    let net = net_config();
+    let pair = crate::pros::demo::TlsPair::new(&net).await?;
+    let addr = pair.listener.local_addr()?;
+    let (l, server_cfg) = (pair.listener, pair.server);
+    let bob = tokio::spawn(async move {
+        let mut c = crate::pros::demo::TlsPair::accept(&l, server_cfg).await?;
+        let policy = schedule::Policy {
+            min_key_bits: 2048,
+            max_key_bits: 4096,
+            limits: tacit_pros::threepr::Limits {
+                max_peer_set: 128,
+                max_comparisons: 16_384,
+            },
+        };
+        Ok::<_, anyhow::Error>(
+            schedule::serve(
+                &mut c,
+                &window,
+                Scheme::Sor,
+                Variant::Implicit,
+                &b_slots,
+                &policy,
+                &mut seeded(seed),
+            )
+            .await?,
+        )
+    });
+    let t = Instant::now();
+    let n_a = a_slots.len();
+    let (key, pool) = tokio::task::spawn_blocking(move || crate::pros::cmd::key_and_pool(3072, n_a)).await??;
+    let t_proto = Instant::now();
+    let mut conn = crate::pros::demo::TlsPair::connect(addr, &net, pair.client).await?;
+    let a = schedule::connect(
+        &mut conn,
+        &window,
+        Scheme::Sor,
+        Variant::Implicit,
+        key,
+        &a_slots,
+        pool,
+        &mut seeded(seed + 1),
+    )
+    .await?;
+    let total = t.elapsed().as_secs_f64();
+    let proto = t_proto.elapsed().as_secs_f64();
+    let b = bob.await??;
+    anyhow::ensure!(
+        a.slots == b.slots && !a.slots.is_empty(),
+        "the README example agreed on nothing"
+    );
+    Ok((total, proto, a.reconciled.rounds, a.reconciled.comparisons, n_a))
 }

@@ -1,19 +1,23 @@
 //! `tacit pros …`: Paillier keys and ciphertexts in python-paillier's JSON, FNP PSI
-//! and 3PR reconciliation between two processes.
+//! and 3PR reconciliation between two processes, over the project's channel (TLS 1.3
+//! with pinned keys by default; see [`crate::pros::channel`]).
 
-use crate::util::{read_set, sanitize};
+use crate::pros::channel::{ConnectChannel, ServeChannel, client_label, connect, known_name, service_config};
+use crate::util::{read_set, sanitize, store_path};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use rand_core::SeedableRng;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
-use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_net::{FramedListener, NetConfig};
 use tacit_pros::element::ElementEncoding;
 use tacit_pros::fnp::{PsiParams, Sender};
 use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS, PrivateKey, RnPool};
-use tacit_pros::threepr::{ReconcileParams, Reconciled, Responder, Scheme, Variant};
+use tacit_pros::service::{self, Event};
+use tacit_pros::threepr::{Hello, Limits, MAX_ORDERED_SET, ReconcileParams, Reconciled, Responder, Scheme, Variant};
 use tacit_pros::{net, phe};
+use tacit_store::Store;
 
 /// `tacit pros` subcommands.
 #[derive(Debug, Subcommand)]
@@ -25,11 +29,15 @@ pub enum ProsCommand {
     )]
     Keygen {
         /// Modulus size in bits (32–4096, even; below 2048 only to reproduce the paper).
-        #[arg(long, default_value_t = DEFAULT_KEY_BITS)]
+        /// `--key-bits` is accepted too.
+        #[arg(long, alias = "key-bits", default_value_t = DEFAULT_KEY_BITS)]
         bits: u32,
         /// Where to write the private key.
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
+        /// Overwrite existing key files.
+        #[arg(long)]
+        force: bool,
     },
     /// Encrypt a number (integer or decimal) under a python-paillier public key;
     /// prints {"v": …, "e": …}.
@@ -53,7 +61,9 @@ pub enum ProsCommand {
         /// The ciphertext file.
         ciphertext: PathBuf,
     },
-    /// Add two ciphertexts homomorphically; prints the sum's JSON.
+    /// Add two ciphertexts homomorphically; prints the sum's JSON. Ciphertexts made
+    /// by tacit carry the key's fingerprint ("key_fp"); one made under another key is
+    /// refused.
     #[command(after_help = "Example:\n  tacit pros add --key key.pub.json a.json b.json > sum.json")]
     Add {
         /// The public key both were encrypted under.
@@ -70,6 +80,18 @@ pub enum ProsCommand {
     /// 3PR fair reconciliation of two ordered sets (best first, one per line).
     #[command(subcommand)]
     Reconcile(ReconcileCommand),
+    /// Print this store's pros TLS key fingerprint (made on first use): what a server
+    /// prints for clients to --pin, and what a client gives a server for --allow.
+    #[command(after_help = "Example:\n  tacit pros fingerprint")]
+    Fingerprint,
+    /// Forget the server key recorded on first use for ADDR (after the server changed
+    /// its key on purpose).
+    #[command(after_help = "Example:\n  tacit pros forget --connect host:7980")]
+    Forget {
+        /// The server's address, as given to --connect.
+        #[arg(long, value_name = "ADDR")]
+        connect: String,
+    },
 }
 
 /// How elements become integers.
@@ -120,7 +142,14 @@ impl FnpArgs {
 #[derive(Debug, Subcommand)]
 pub enum PsiCommand {
     /// Answer FNP queries with a set (learns nothing).
-    #[command(after_help = "Example:\n  tacit pros psi serve --set book.txt --listen 127.0.0.1:7979 --sessions 1")]
+    #[command(after_help = "\
+Example:
+  tacit pros psi serve --set book.txt --listen 127.0.0.1:7979 --sessions 1
+
+Runs over TLS 1.3 with this store's key (printed; clients pin it or record it on first
+use). A querier learns which of its elements the set holds; a deviating one can test
+up to two candidates per root slot of its query (printed at start: 2·B·M), see
+docs/pros.md. Sessions run concurrently up to --max-clients, each under --deadline.")]
     Serve {
         /// The set file (one element per line).
         #[arg(long, value_name = "FILE")]
@@ -134,11 +163,20 @@ pub enum PsiCommand {
         /// Smallest querier key accepted.
         #[arg(long, default_value_t = 2048)]
         min_key_bits: u32,
+        /// Refuse to start if a deviating querier could test more candidates than this
+        /// (`2·B·M`; use --no-bucketing or a smaller --max-chooser to lower it).
+        #[arg(long, value_name = "N")]
+        max_tests: Option<usize>,
         #[command(flatten)]
         fnp: FnpArgs,
+        #[command(flatten)]
+        channel: ServeChannel,
     },
     /// Query a server; prints the intersection, one element per line.
-    #[command(after_help = "Example:\n  tacit pros psi query --set mine.txt --connect 127.0.0.1:7979")]
+    #[command(after_help = "\
+Example:
+  tacit pros psi query --set mine.txt --connect 127.0.0.1:7979            # key recorded on first use
+  tacit pros psi query --set mine.txt --connect host:7979 --pin 3f1c…     # key pinned")]
     Query {
         /// The set file.
         #[arg(long, value_name = "FILE")]
@@ -146,14 +184,16 @@ pub enum PsiCommand {
         /// The server.
         #[arg(long, value_name = "ADDR")]
         connect: String,
-        /// Key size.
-        #[arg(long, default_value_t = DEFAULT_KEY_BITS)]
+        /// Paillier key size in bits (`--bits` is accepted too).
+        #[arg(long, alias = "bits", default_value_t = DEFAULT_KEY_BITS)]
         key_bits: u32,
         /// JSON output.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         fnp: FnpArgs,
+        #[command(flatten)]
+        channel: ConnectChannel,
     },
 }
 
@@ -224,9 +264,16 @@ impl ReconcileArgs {
 #[derive(Debug, Subcommand)]
 pub enum ReconcileCommand {
     /// Party B: wait for a peer and reconcile (prints the agreed element(s)).
-    #[command(
-        after_help = "Example:\n  tacit pros reconcile serve --set prefs.txt --listen 127.0.0.1:7980 --scheme mor --sessions 1"
-    )]
+    #[command(after_help = "\
+Example:
+  tacit pros reconcile serve --set prefs.txt --listen 127.0.0.1:7980 --scheme mor --sessions 1
+  tacit pros reconcile serve --set prefs.txt --listen 0.0.0.0:7980 --allow 9a0e…   # only this client
+
+Runs over TLS 1.3 with this store's key (printed for clients to pin); each client
+presents its own key, which is printed with the result (--allow restricts who may
+connect). Both parties learn the agreed element(s) and the number of rounds. A
+client holds the Paillier key and so can test guesses against this list (docs/pros.md):
+--max-peer-set and --max-comparisons bound what one session may cost.")]
     Serve {
         /// The ordered set: one element per line, best first.
         #[arg(long, value_name = "FILE")]
@@ -240,16 +287,27 @@ pub enum ReconcileCommand {
         /// Smallest peer key accepted.
         #[arg(long, default_value_t = 2048)]
         min_key_bits: u32,
+        /// The longest list a peer may bring (its n; the session costs up to n²
+        /// comparisons with n the longer list).
+        #[arg(long, default_value_t = 256, value_name = "N")]
+        max_peer_set: u32,
+        /// The most comparisons one session may need (refused at the hello if n²
+        /// exceeds it).
+        #[arg(long, default_value_t = 65_536, value_name = "N")]
+        max_comparisons: u64,
         /// JSON output.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         opts: ReconcileArgs,
+        #[command(flatten)]
+        channel: ServeChannel,
     },
     /// Party A (key holder): connect and reconcile (prints the agreed element(s)).
-    #[command(
-        after_help = "Example:\n  tacit pros reconcile connect --set prefs.txt --connect 127.0.0.1:7980 --scheme mor"
-    )]
+    #[command(after_help = "\
+Example:
+  tacit pros reconcile connect --set prefs.txt --connect 127.0.0.1:7980 --scheme mor
+  tacit pros reconcile connect --set prefs.txt --connect host:7980 --pin 3f1c…")]
     Connect {
         /// The ordered set: one element per line, best first.
         #[arg(long, value_name = "FILE")]
@@ -257,14 +315,16 @@ pub enum ReconcileCommand {
         /// The peer.
         #[arg(long, value_name = "ADDR")]
         connect: String,
-        /// Key size.
-        #[arg(long, default_value_t = DEFAULT_KEY_BITS)]
+        /// Paillier key size in bits (`--bits` is accepted too).
+        #[arg(long, alias = "bits", default_value_t = DEFAULT_KEY_BITS)]
         key_bits: u32,
         /// JSON output.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         opts: ReconcileArgs,
+        #[command(flatten)]
+        channel: ConnectChannel,
     },
 }
 
@@ -292,10 +352,11 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
+/// Plain framed TCP for benches and the demo (both ends in this process).
 pub(crate) fn net_config() -> NetConfig {
     NetConfig {
         max_frame: net::MAX_FRAME,
-        read_timeout: std::time::Duration::from_secs(120),
+        read_timeout: std::time::Duration::from_secs(600),
         ..NetConfig::default()
     }
 }
@@ -310,24 +371,58 @@ fn check_key_bits(bits: u32) -> Result<()> {
     Ok(())
 }
 
-/// Generates a key and a pool of `pool` precomputed rⁿ (on all cores).
+/// Generates a key, its modulus proof and a pool of `pool` precomputed rⁿ (on all
+/// cores).
 pub(crate) fn key_and_pool(bits: u32, pool: usize) -> Result<(PrivateKey, Arc<RnPool>)> {
     let key = PrivateKey::generate(bits)?;
     let p = Arc::new(RnPool::new(key.public())?);
-    p.fill(key.public(), pool, &mut SecureRng::from_os())?;
+    let (proof, filled) = rayon::join(
+        || key.modulus_proof(),
+        || p.fill(key.public(), pool, &mut SecureRng::from_os()),
+    );
+    proof?;
+    filled?;
     Ok((key, p))
 }
 
-pub fn run(cmd: ProsCommand) -> Result<()> {
+/// Prints a session's end as a serving command does.
+fn report_event<T>(who: &str, e: Event<T>, ok: impl Fn(u64, &str, T)) {
+    match e {
+        Event::Done {
+            session,
+            peer,
+            client,
+            result,
+            ..
+        } => match result {
+            Ok(v) => ok(session, &format!("{peer} ({})", client_label(&client)), v),
+            Err(why) => eprintln!(
+                "{who}: session {session} from {peer} ({}): {}",
+                client_label(&client),
+                sanitize(&why)
+            ),
+        },
+        Event::Busy { peer } => eprintln!("{who}: refused {peer}: the server is busy (--max-clients)"),
+    }
+}
+
+pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
     let mut rng = SecureRng::from_os();
     match cmd {
-        ProsCommand::Keygen { bits, out } => {
+        ProsCommand::Keygen { bits, out, force } => {
             check_key_bits(bits)?;
+            let pub_path = pub_path(&out);
+            if !force {
+                for p in [&out, &pub_path] {
+                    if p.exists() {
+                        bail!("{} exists; give --force to overwrite it", p.display());
+                    }
+                }
+            }
             let key = PrivateKey::generate(bits)?;
             let stamp = crate::util::now_unix();
             let pub_kid = format!("Paillier public key generated by tacit at Unix time {stamp}");
             let priv_kid = format!("Paillier private key generated by tacit at Unix time {stamp}");
-            let pub_path = pub_path(&out);
             write_private(
                 &out,
                 &serde_json::to_string(&phe::private_key_json(&key, &priv_kid, &pub_kid))?,
@@ -346,7 +441,7 @@ pub fn run(cmd: ProsCommand) -> Result<()> {
         ProsCommand::Encrypt { key, value } => {
             let pk = phe::read_public_key(public_of(&read_json(&key)?))?;
             let c = phe::encrypt_number(&pk, &value, &mut rng)?;
-            println!("{}", serde_json::to_string(&phe::encrypted_json(&c)?)?);
+            println!("{}", serde_json::to_string(&phe::encrypted_json_for(&pk, &c)?)?);
         }
         ProsCommand::Decrypt { key, ciphertext } => {
             let sk = phe::read_private_key(&read_json(&key)?, &mut rng)?;
@@ -361,71 +456,101 @@ pub fn run(cmd: ProsCommand) -> Result<()> {
             let cb = phe::read_encrypted(&pk, &read_json(&b)?).with_context(|| format!("{}", b.display()))?;
             println!(
                 "{}",
-                serde_json::to_string(&phe::encrypted_json(&phe::add(&pk, &ca, &cb)?)?)?
+                serde_json::to_string(&phe::encrypted_json_for(&pk, &phe::add(&pk, &ca, &cb)?)?)?
             );
+        }
+        ProsCommand::Fingerprint => {
+            let (_, fp) = crate::pros::channel::identity(store)?;
+            println!("{fp}");
+        }
+        ProsCommand::Forget { connect } => {
+            let mut st = Store::open(&store_path(store)?)?;
+            if st.forget_peer(&known_name(&connect))? {
+                println!("forgot the key recorded for {connect}");
+            } else {
+                bail!("no key is recorded for {connect}")
+            }
         }
         ProsCommand::Psi(PsiCommand::Serve {
             set,
             listen,
             sessions,
             min_key_bits,
+            max_tests,
             fnp,
+            channel,
         }) => {
             let params = fnp.params();
             let elements = read_set(&set)?;
-            let sender = Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS)?;
+            let sender = Arc::new(Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS)?);
+            // both directions' limits from the bounds, before any work (issue 26, item 4)
+            let (q_max, a_max) = (params.query_len(MAX_KEY_BITS), params.answer_len(MAX_KEY_BITS));
+            if q_max.max(a_max) > net::MAX_FRAME {
+                bail!(
+                    "these bounds need messages of up to {} bytes (query) and {} bytes (answer) at {MAX_KEY_BITS} bits; \
+                     the limit is {} bytes: lower --max-chooser or --max-sender",
+                    q_max,
+                    a_max,
+                    net::MAX_FRAME
+                );
+            }
+            if let Some(t) = max_tests
+                && params.chooser_tests() > t
+            {
+                bail!(
+                    "a deviating querier could test {} candidates ({} bins of {} roots, two per root); --max-tests is {t}: \
+                     lower --max-chooser or give --no-bucketing (then 2·M = {})",
+                    params.chooser_tests(),
+                    params.bins(),
+                    params.load(),
+                    2 * params.chooser_bound
+                );
+            }
+            let who = "tacit pros psi serve";
+            let cfg = service_config(store, &channel, q_max, who)?;
             runtime()?.block_on(async {
-                let mut cfg = net_config();
-                cfg.max_frame = params.query_len(MAX_KEY_BITS).min(net::MAX_FRAME);
-                let l = FramedListener::bind(&listen, &cfg)
+                let l = FramedListener::bind(&listen, &cfg.net)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
                 eprintln!(
-                    "tacit pros psi serve: FNP, bounds ({}, {}), {} bins of {} roots; listening on {}",
+                    "{who}: FNP, bounds ({}, {}), {} bins of {} roots (a querier tests at most {} candidates); listening on {}",
                     params.chooser_bound,
                     params.sender_bound,
                     params.bins(),
                     params.load(),
+                    params.chooser_tests(),
                     l.local_addr()?
                 );
-                let mut served = 0u64;
-                while sessions.is_none_or(|m| served < m) {
-                    let mut c = match l.accept().await {
-                        Ok(c) => c,
-                        Err(e) => {
-                            eprintln!("tacit pros psi serve: accept failed: {e}");
-                            continue;
-                        }
-                    };
-                    served += 1;
-                    let peer = c.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
-                    match net::psi_serve(&mut c, &sender, &mut rng).await {
-                        Ok(()) => eprintln!("tacit pros psi serve: session {served} from {peer}: answered"),
-                        Err(e) => eprintln!(
-                            "tacit pros psi serve: session {served} from {peer}: {}",
-                            sanitize(&e.to_string())
-                        ),
-                    }
-                }
+                let handler = move |mut c: tacit_net::FramedConn| {
+                    let sender = sender.clone();
+                    async move { net::psi_serve(&mut c, sender, &mut SecureRng::from_os()).await }
+                };
+                let events = Arc::new(move |e: Event<()>| {
+                    report_event(who, e, |n, from, ()| eprintln!("{who}: session {n} from {from}: answered"))
+                });
+                service::serve(l, cfg, sessions, handler, events).await?;
                 Ok::<_, anyhow::Error>(())
             })?;
         }
         ProsCommand::Psi(PsiCommand::Query {
             set,
-            connect,
+            connect: addr,
             key_bits,
             json,
             fnp,
+            channel,
         }) => {
             check_key_bits(key_bits)?;
             let params = fnp.params();
             let elements = read_set(&set)?;
-            let (key, pool) = key_and_pool(key_bits, (params.bins() * params.load()) as usize)?;
-            let found = runtime()?.block_on(async {
-                let mut c = FramedConn::connect(connect.as_str(), &net_config())
+            let (key, pool) = key_and_pool(key_bits, params.root_slots())?;
+            let who = "tacit pros psi query";
+            let (found, server_key) = runtime()?.block_on(async {
+                let (mut c, fp) = connect(store, &channel, &addr, who).await?;
+                let found = net::psi_query(&mut c, &params, key, &elements, &pool, &mut rng)
                     .await
-                    .with_context(|| format!("cannot connect to {connect}"))?;
-                Ok::<_, anyhow::Error>(net::psi_query(&mut c, &params, key, &elements, &pool, &mut rng).await?)
+                    .with_context(|| format!("query to {addr}"))?;
+                Ok::<_, anyhow::Error>((found, fp))
             })?;
             let items: Vec<String> = found.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
             if json {
@@ -438,11 +563,14 @@ pub fn run(cmd: ProsCommand) -> Result<()> {
                         "load": params.load(),
                         "max_chooser": params.chooser_bound,
                         "max_sender": params.sender_bound,
+                        "chooser_tests": params.chooser_tests(),
+                        "tls": server_key.is_some(),
+                        "server_key": server_key,
                     }))?
                 );
             } else {
                 for i in items {
-                    println!("{i}");
+                    println!("{}", sanitize(&i));
                 }
             }
         }
@@ -451,69 +579,92 @@ pub fn run(cmd: ProsCommand) -> Result<()> {
             listen,
             sessions,
             min_key_bits,
+            max_peer_set,
+            max_comparisons,
             json,
             opts,
+            channel,
         }) => {
             let params = opts.params();
-            let elements = read_set(&set)?;
-            Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS)?;
+            let elements = Arc::new(read_set(&set)?);
+            let limits = limits(max_peer_set, max_comparisons)?;
+            let probe = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS)?;
+            let who = "tacit pros reconcile serve";
+            let cfg = service_config(store, &channel, Hello::max_len(MAX_KEY_BITS), who)?;
             runtime()?.block_on(async {
-                let l = FramedListener::bind(&listen, &net_config())
+                let l = FramedListener::bind(&listen, &cfg.net)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
                 eprintln!(
-                    "tacit pros reconcile serve: 3PR {} / {}, {} elements; listening on {}",
+                    "{who}: 3PR {} / {}, {} elements (peers: up to {max_peer_set} elements, {max_comparisons} comparisons); listening on {}",
                     params.scheme,
                     params.variant,
-                    elements.len(),
+                    probe.set_len(),
                     l.local_addr()?
                 );
-                let mut served = 0u64;
-                while sessions.is_none_or(|m| served < m) {
-                    let mut c = match l.accept().await {
-                        Ok(c) => c,
-                        Err(e) => {
-                            eprintln!("tacit pros reconcile serve: accept failed: {e}");
-                            continue;
-                        }
-                    };
-                    served += 1;
-                    let responder = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS)?;
-                    match net::reconcile_responder(&mut c, responder, &mut rng).await {
-                        Ok(r) => print_reconciled(&r, json)?,
-                        Err(e) => eprintln!(
-                            "tacit pros reconcile serve: session {served}: {}",
-                            sanitize(&e.to_string())
-                        ),
+                let handler = move |mut c: tacit_net::FramedConn| {
+                    let elements = elements.clone();
+                    async move {
+                        let r = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS)?.with_limits(limits);
+                        net::reconcile_responder(&mut c, r, &mut SecureRng::from_os()).await
                     }
-                }
+                };
+                let events = Arc::new(move |e: Event<Reconciled>| {
+                    report_event(who, e, |n, from, r| {
+                        if let Err(e) = print_reconciled(&r, json, Some(&format!("session {n} with {from}"))) {
+                            eprintln!("{who}: {e}");
+                        }
+                    })
+                });
+                service::serve(l, cfg, sessions, handler, events).await?;
                 Ok::<_, anyhow::Error>(())
             })?;
         }
         ProsCommand::Reconcile(ReconcileCommand::Connect {
             set,
-            connect,
+            connect: addr,
             key_bits,
             json,
             opts,
+            channel,
         }) => {
             check_key_bits(key_bits)?;
             let params = opts.params();
             let elements = read_set(&set)?;
             let (key, pool) = key_and_pool(key_bits, elements.len())?;
-            let r = runtime()?.block_on(async {
-                let mut c = FramedConn::connect(connect.as_str(), &net_config())
+            let who = "tacit pros reconcile connect";
+            let (r, fp) = runtime()?.block_on(async {
+                let (mut c, fp) = connect(store, &channel, &addr, who).await?;
+                let r = net::reconcile_initiator(&mut c, params, key, &elements, pool, &mut rng)
                     .await
-                    .with_context(|| format!("cannot connect to {connect}"))?;
-                Ok::<_, anyhow::Error>(net::reconcile_initiator(&mut c, params, key, &elements, pool, &mut rng).await?)
+                    .with_context(|| format!("reconciliation with {addr}"))?;
+                Ok::<_, anyhow::Error>((r, fp))
             })?;
-            print_reconciled(&r, json)?;
+            let with = match fp {
+                Some(fp) => format!("{addr} (key {fp})"),
+                None => format!("{addr} (plain TCP)"),
+            };
+            print_reconciled(&r, json, Some(&with))?;
         }
     }
     Ok(())
 }
 
-fn print_reconciled(r: &Reconciled, json: bool) -> Result<()> {
+/// The responder limits from the serve flags.
+pub(crate) fn limits(max_peer_set: u32, max_comparisons: u64) -> Result<Limits> {
+    if max_peer_set == 0 || max_peer_set > MAX_ORDERED_SET {
+        bail!("--max-peer-set must be from 1 to {MAX_ORDERED_SET}");
+    }
+    if max_comparisons == 0 {
+        bail!("--max-comparisons must be at least 1");
+    }
+    Ok(Limits {
+        max_peer_set,
+        max_comparisons,
+    })
+}
+
+fn print_reconciled(r: &Reconciled, json: bool, with: Option<&str>) -> Result<()> {
     let items: Vec<String> = r
         .elements
         .iter()
@@ -527,6 +678,7 @@ fn print_reconciled(r: &Reconciled, json: bool) -> Result<()> {
                 "rounds": r.rounds,
                 "n": r.n,
                 "comparisons": r.comparisons,
+                "peer": with,
             }))?
         );
     } else {
@@ -534,10 +686,14 @@ fn print_reconciled(r: &Reconciled, json: bool) -> Result<()> {
             println!("{}", sanitize(i));
         }
     }
+    let with = with.map(|w| format!(" with {}", sanitize(w))).unwrap_or_default();
     if items.is_empty() {
-        eprintln!("tacit pros reconcile: no common element ({} rounds)", r.rounds);
+        eprintln!("tacit pros reconcile: no common element{with} ({} rounds)", r.rounds);
     } else {
-        eprintln!("tacit pros reconcile: agreed after {} rounds (n = {})", r.rounds, r.n);
+        eprintln!(
+            "tacit pros reconcile: agreed{with} after {} rounds (n = {})",
+            r.rounds, r.n
+        );
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The scheduling scene of `tacit demo`: Alice and Bob find a meeting slot from their
 //! calendars (`examples/alice.ics`, `examples/bob.ics`, embedded) by 3PR over loopback
-//! TCP, and the demo prints what each of them learned.
+//! TLS with each other's key pinned, and the demo prints what each of them learned.
 
 use anyhow::Result;
 use chrono::Duration;
@@ -8,13 +8,50 @@ use std::sync::Arc;
 use std::time::Instant;
 use tacit_calendar::{Calendar, Pref, Preferences, SlotSpec, free_slots, parse_hours, parse_time, rank_slots};
 use tacit_crypto::rng::SecureRng;
-use tacit_net::{FramedConn, FramedListener};
+use tacit_net::tls::SelfSigned;
+use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_pros::paillier::{PrivateKey, RnPool};
 use tacit_pros::schedule::{self, SlotEncoding, Window};
 use tacit_pros::threepr::{Scheme, Variant};
 
 const ALICE: &str = include_str!("../../../../examples/alice.ics");
 const BOB: &str = include_str!("../../../../examples/bob.ics");
+
+/// A loopback TLS pair with both keys pinned (mutual pinning): a listener, its
+/// server configuration, and a connector for the client.
+pub(crate) struct TlsPair {
+    pub listener: FramedListener,
+    pub server: Arc<tacit_net::tls::ServerConfig>,
+    pub client: Arc<tacit_net::tls::ClientConfig>,
+}
+
+impl TlsPair {
+    pub(crate) async fn new(net: &NetConfig) -> Result<Self> {
+        let (bob, alice) = (
+            SelfSigned::generate(crate::pros::channel::TLS_NAME)?,
+            SelfSigned::generate(crate::pros::channel::TLS_NAME)?,
+        );
+        let server = bob.server_config_checking_clients(tacit_net::tls::pinned(alice.fingerprint()?))?;
+        let client = alice.client_config_checking_server(tacit_net::tls::pinned(bob.fingerprint()?))?;
+        Ok(TlsPair {
+            listener: FramedListener::bind("127.0.0.1:0", net).await?,
+            server,
+            client,
+        })
+    }
+
+    pub(crate) async fn accept(l: &FramedListener, server: Arc<tacit_net::tls::ServerConfig>) -> Result<FramedConn> {
+        Ok(l.accept().await?.accept_tls(server).await?)
+    }
+
+    pub(crate) async fn connect(
+        addr: std::net::SocketAddr,
+        net: &NetConfig,
+        client: Arc<tacit_net::tls::ClientConfig>,
+    ) -> Result<FramedConn> {
+        Ok(FramedConn::connect_tls(addr, net, client, crate::pros::channel::TLS_NAME).await?)
+    }
+}
 
 pub async fn schedule_demo() -> Result<()> {
     println!("== appoint: private meeting scheduling (PROS §5) ==");
@@ -70,19 +107,24 @@ pub async fn schedule_demo() -> Result<()> {
         step,
         encoding: SlotEncoding::Default,
     };
-    let l = FramedListener::bind("127.0.0.1:0", &crate::pros::cmd::net_config()).await?;
-    let addr = l.local_addr()?;
+    let net = crate::pros::cmd::net_config();
+    let tls = TlsPair::new(&net).await?;
+    let addr = tls.listener.local_addr()?;
     let t = Instant::now();
+    let (l, server) = (tls.listener, tls.server);
     let bob = tokio::spawn(async move {
-        let mut c = l.accept().await?;
+        let mut c = TlsPair::accept(&l, server).await?;
         let r = schedule::serve(
             &mut c,
             &window,
             Scheme::Sor,
             Variant::Implicit,
             &b_slots,
-            3072,
-            4096,
+            &schedule::Policy {
+                min_key_bits: 3072,
+                max_key_bits: 4096,
+                limits: Default::default(),
+            },
             &mut SecureRng::from_os(),
         )
         .await?;
@@ -91,7 +133,7 @@ pub async fn schedule_demo() -> Result<()> {
     let key = tokio::task::spawn_blocking(|| PrivateKey::generate(3072)).await??;
     let pool = Arc::new(RnPool::new(key.public())?);
     pool.fill(key.public(), a_slots.len(), &mut SecureRng::from_os())?;
-    let mut c = FramedConn::connect(addr, &crate::pros::cmd::net_config()).await?;
+    let mut c = TlsPair::connect(addr, &net, tls.client).await?;
     let a = schedule::connect(
         &mut c,
         &window,
@@ -124,7 +166,7 @@ pub async fn schedule_demo() -> Result<()> {
         }
     }
     println!(
-        "3072-bit Paillier, SOR FNP-implicit, {} comparisons, {:.2} s including key generation",
+        "3072-bit Paillier (modulus proven Paillier–Blum and verified by Bob), SOR FNP-implicit, over TLS 1.3 with both keys pinned; {} comparisons, {:.2} s including key generation",
         a.reconciled.comparisons,
         took.as_secs_f64()
     );

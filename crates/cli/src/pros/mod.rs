@@ -2,6 +2,7 @@
 //! `tacit schedule` (appoint: private meeting scheduling), their bench and demo scene.
 
 pub mod bench;
+pub mod channel;
 pub mod cmd;
 pub mod demo;
 pub mod schedule;

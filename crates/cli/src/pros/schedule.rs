@@ -1,21 +1,26 @@
 //! `tacit schedule serve|connect`: appoint — a meeting slot from two .ics calendars
-//! by 3PR, over framed TCP.
+//! by 3PR, over the project's channel (TLS 1.3 with pinned keys by default; see
+//! [`crate::pros::channel`]).
 
-use crate::pros::cmd::{SchemeArg, VariantArg, key_and_pool, net_config, runtime};
+use crate::pros::channel::{ConnectChannel, ServeChannel, client_label, connect, service_config};
+use crate::pros::cmd::{SchemeArg, VariantArg, key_and_pool, limits, runtime};
 use crate::util::sanitize;
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc, Weekday};
 use chrono_tz::Tz;
 use clap::{Args, Subcommand, ValueEnum};
+use std::path::Path;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tacit_calendar::{
     Calendar, Pref, Preferences, Slot, SlotSpec, free_slots, parse_hours, parse_span, parse_time, parse_zone,
     rank_slots,
 };
 use tacit_crypto::rng::SecureRng;
-use tacit_net::{FramedConn, FramedListener};
+use tacit_net::FramedListener;
 use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS};
-use tacit_pros::schedule::{self, Agreed, MAX_SLOTS, SlotEncoding, Window};
+use tacit_pros::schedule::{self, Agreed, MAX_SLOTS, SlotEncoding, WINDOW_LEN, Window};
+use tacit_pros::service::{self, Event};
 
 /// `tacit schedule`.
 #[derive(Debug, Subcommand)]
@@ -24,7 +29,14 @@ pub enum ScheduleCommand {
     #[command(after_help = "\
 Example:
   tacit schedule serve --calendar bob.ics --listen 127.0.0.1:7990 \\
-      --from 2025-01-06 --to 2025-01-11 --duration 30m --step 30m --hours 09:00-17:00 --tz Europe/Berlin --sessions 1")]
+      --from 2025-01-06 --to 2025-01-11 --duration 30m --step 30m --hours 09:00-17:00 --tz Europe/Berlin --sessions 1
+  tacit schedule serve ... --allow 9a0e…     # only the person whose key this is
+
+Runs over TLS 1.3 with this store's key (printed: the peer pins it or records it on
+first use). The peer presents its own key, printed with the agreed slot; --allow
+restricts who may schedule with you. The peer holds the Paillier key and so can test
+guesses against your offered slots (docs/pros.md): offer few (--max-slots), and bound
+a session with --max-peer-slots and --max-comparisons.")]
     Serve {
         /// Address to listen on.
         #[arg(long, value_name = "ADDR")]
@@ -35,24 +47,37 @@ Example:
         /// Smallest peer key accepted.
         #[arg(long, default_value_t = 2048)]
         min_key_bits: u32,
+        /// The most slots a peer may offer (the session costs up to n² comparisons
+        /// with n the longer list).
+        #[arg(long, default_value_t = 128, value_name = "N")]
+        max_peer_slots: u32,
+        /// The most comparisons one session may need (refused at the peer's hello if
+        /// n² exceeds it).
+        #[arg(long, default_value_t = 16_384, value_name = "N")]
+        max_comparisons: u64,
         #[command(flatten)]
-        opts: ScheduleArgs,
+        opts: Box<ScheduleArgs>,
+        #[command(flatten)]
+        channel: ServeChannel,
     },
     /// Connect to a peer and agree on a slot (party A, holds the key).
     #[command(after_help = "\
 Example:
   tacit schedule connect --calendar alice.ics --connect 127.0.0.1:7990 \\
       --from 2025-01-06 --to 2025-01-11 --duration 30m --step 30m --hours 09:00-17:00 --tz Europe/Berlin \\
-      --prefer morning --avoid friday --out meeting.ics")]
+      --prefer morning --avoid friday --out meeting.ics
+  tacit schedule connect ... --pin 3f1c…      # the server's key, as it printed it")]
     Connect {
         /// The peer.
         #[arg(long, value_name = "ADDR")]
         connect: String,
-        /// Paillier key size.
-        #[arg(long, default_value_t = DEFAULT_KEY_BITS)]
+        /// Paillier key size (`--bits` is accepted too).
+        #[arg(long, alias = "bits", default_value_t = DEFAULT_KEY_BITS)]
         key_bits: u32,
         #[command(flatten)]
-        opts: ScheduleArgs,
+        opts: Box<ScheduleArgs>,
+        #[command(flatten)]
+        channel: ConnectChannel,
     },
 }
 
@@ -266,71 +291,104 @@ fn report(a: &Agreed, p: &Prepared, o: &ScheduleArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn run(cmd: ScheduleCommand, store: Option<&std::path::Path>) -> Result<()> {
+pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
     match &cmd {
         ScheduleCommand::Serve {
-            listen, sessions, opts, ..
+            listen,
+            sessions,
+            opts,
+            channel,
+            ..
         } if opts.engine == EngineArg::Gmw => {
-            return crate::mpc::schedule::serve(listen, *sessions, opts, &opts.gmw, store);
+            return crate::mpc::schedule::serve(listen, *sessions, opts, &opts.gmw, store, channel);
         }
-        ScheduleCommand::Connect { connect, opts, .. } if opts.engine == EngineArg::Gmw => {
-            return crate::mpc::schedule::connect(connect, opts, &opts.gmw, store);
+        ScheduleCommand::Connect {
+            connect, opts, channel, ..
+        } if opts.engine == EngineArg::Gmw => {
+            return crate::mpc::schedule::connect(connect, opts, &opts.gmw, store, channel);
         }
         _ => {}
     }
-    let mut rng = SecureRng::from_os();
     match cmd {
         ScheduleCommand::Serve {
             listen,
             sessions,
             min_key_bits,
+            max_peer_slots,
+            max_comparisons,
             opts,
+            channel,
         } => {
-            let p = prepare(&opts)?;
+            let p = Arc::new(prepare(&opts)?);
+            let opts = Arc::new(opts);
+            let policy = schedule::Policy {
+                min_key_bits,
+                max_key_bits: MAX_KEY_BITS,
+                limits: limits(max_peer_slots.min(MAX_SLOTS as u32), max_comparisons)?,
+            };
+            let who = "tacit schedule serve";
+            let cfg = service_config(store, &channel, WINDOW_LEN, who)?;
             runtime()?.block_on(async {
-                let l = FramedListener::bind(&listen, &net_config())
+                let l = FramedListener::bind(&listen, &cfg.net)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
                 eprintln!(
-                    "tacit schedule serve: {} of {} free slots offered; listening on {}",
+                    "{who}: {} of {} free slots offered; listening on {}",
                     p.slots.len(),
                     p.free,
                     l.local_addr()?
                 );
-                let mut served = 0u64;
-                while sessions.is_none_or(|m| served < m) {
-                    let mut c = match l.accept().await {
-                        Ok(c) => c,
-                        Err(e) => {
-                            eprintln!("tacit schedule serve: accept failed: {e}");
-                            continue;
-                        }
-                    };
-                    served += 1;
-                    let r = schedule::serve(
-                        &mut c,
-                        &p.window,
-                        opts.scheme.get(),
-                        opts.variant.get(),
-                        &p.slots,
-                        min_key_bits,
-                        MAX_KEY_BITS,
-                        &mut rng,
-                    )
-                    .await;
-                    match r {
-                        Ok(a) => report(&a, &p, &opts)?,
-                        Err(e) => eprintln!("tacit schedule serve: session {served}: {}", sanitize(&e.to_string())),
+                let (p2, o2) = (p.clone(), opts.clone());
+                let handler = move |mut c: tacit_net::FramedConn| {
+                    let (p, o) = (p2.clone(), o2.clone());
+                    async move {
+                        schedule::serve(
+                            &mut c,
+                            &p.window,
+                            o.scheme.get(),
+                            o.variant.get(),
+                            &p.slots,
+                            &policy,
+                            &mut SecureRng::from_os(),
+                        )
+                        .await
                     }
-                }
+                };
+                let events = Arc::new(move |e: Event<Agreed>| match e {
+                    Event::Done {
+                        session,
+                        peer,
+                        client,
+                        result,
+                        ..
+                    } => match result {
+                        Ok(a) => {
+                            eprintln!("{who}: session {session} with {peer} ({})", client_label(&client));
+                            if let Err(e) = report(&a, &p, &opts) {
+                                eprintln!("{who}: {e}");
+                            }
+                        }
+                        Err(why) => eprintln!(
+                            "{who}: session {session} from {peer} ({}): {}",
+                            client_label(&client),
+                            sanitize(&why)
+                        ),
+                    },
+                    Event::Busy { peer } => eprintln!("{who}: refused {peer}: the server is busy (--max-clients)"),
+                });
+                service::serve(l, cfg, sessions, handler, events).await?;
                 Ok::<_, anyhow::Error>(())
             })
         }
         ScheduleCommand::Connect {
-            connect,
+            connect: addr,
             key_bits,
             opts,
+            channel,
         } => {
+            if key_bits > MAX_KEY_BITS {
+                bail!("--key-bits {key_bits}: the largest supported modulus is {MAX_KEY_BITS} bits");
+            }
             if key_bits < 2048 {
                 eprintln!(
                     "tacit: warning: a {key_bits}-bit Paillier key is for reproducing the paper only; it protects nothing"
@@ -338,23 +396,25 @@ pub fn run(cmd: ScheduleCommand, store: Option<&std::path::Path>) -> Result<()> 
             }
             let p = prepare(&opts)?;
             let (key, pool) = key_and_pool(key_bits, p.slots.len())?;
+            let who = "tacit schedule connect";
             let a = runtime()?.block_on(async {
-                let mut c = FramedConn::connect(connect.as_str(), &net_config())
-                    .await
-                    .with_context(|| format!("cannot connect to {connect}"))?;
-                Ok::<_, anyhow::Error>(
-                    schedule::connect(
-                        &mut c,
-                        &p.window,
-                        opts.scheme.get(),
-                        opts.variant.get(),
-                        key,
-                        &p.slots,
-                        pool,
-                        &mut rng,
-                    )
-                    .await?,
+                let (mut c, fp) = connect(store, &channel, &addr, who).await?;
+                let a = schedule::connect(
+                    &mut c,
+                    &p.window,
+                    opts.scheme.get(),
+                    opts.variant.get(),
+                    key,
+                    &p.slots,
+                    pool,
+                    &mut SecureRng::from_os(),
                 )
+                .await
+                .with_context(|| format!("scheduling with {addr}"))?;
+                if let Some(fp) = fp {
+                    eprintln!("{who}: scheduled with {addr} (key {fp})");
+                }
+                Ok::<_, anyhow::Error>(a)
             })?;
             report(&a, &p, &opts)
         }

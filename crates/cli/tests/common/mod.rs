@@ -92,6 +92,11 @@ pub fn spawn_listening(args: &[&str]) -> (Child, String) {
     (child, addr)
 }
 
+/// [`spawn`], also returning what the server prints on standard error.
+pub fn spawn_logged(args: &[&str]) -> (Child, String, Log) {
+    start(args, Stdio::piped())
+}
+
 /// [`spawn_listening`], also returning what the server prints on standard error.
 pub fn spawn_listening_logged(args: &[&str]) -> (Child, String, Log) {
     start(args, Stdio::null())

@@ -86,34 +86,46 @@ impl<E: Eeprom> TokenLink for LocalTokenLink<E> {
 /// ahead. `paired` says whether the connection proved the paired host's key (the
 /// [`TokenServer`] admits no other); a stranger is refused RELEASE A, RELEASE B and
 /// DELETE. The card is locked for one command at a time, so several connections
-/// share it; a stream the connection leaves unfinished is erased when it ends.
+/// share it; a stream the connection leaves unfinished is erased when it ends — also
+/// when this future is dropped (a deadline).
 pub async fn serve_connection<E: Eeprom>(
     card: &Mutex<Card<E>>,
     mut conn: FramedConn,
     paired: bool,
 ) -> Result<u64, Error> {
     conn.set_max_frame(super::apdu::MAX_NE + 16);
-    let mut session = if paired {
-        Session::paired_host()
-    } else {
-        Session::stranger()
+    let mut session = EndOnDrop {
+        card,
+        session: if paired {
+            Session::paired_host()
+        } else {
+            Session::stranger()
+        },
     };
     let mut n = 0;
-    let r = loop {
+    loop {
         let cmd = match conn.recv().await {
             Ok(c) => c,
-            Err(tacit_net::Error::Closed) => break Ok(n),
-            Err(e) => break Err(e.into()),
+            Err(tacit_net::Error::Closed) => return Ok(n),
+            Err(e) => return Err(e.into()),
         };
-        let resp = lock(card).process_in(&mut session, &cmd);
-        if let Err(e) = conn.send(&resp).await {
-            break Err(e.into());
-        }
-        super::card::prefetch(&mut session);
+        let resp = lock(card).process_in(&mut session.session, &cmd);
+        conn.send(&resp).await?;
+        super::card::prefetch(&mut session.session);
         n += 1;
-    };
-    lock(card).end_session(&mut session);
-    r
+    }
+}
+
+/// A connection's session, ended in the card when it goes out of scope.
+struct EndOnDrop<'c, E: Eeprom> {
+    card: &'c Mutex<Card<E>>,
+    session: Session,
+}
+
+impl<E: Eeprom> Drop for EndOnDrop<'_, E> {
+    fn drop(&mut self) {
+        lock(self.card).end_session(&mut self.session);
+    }
 }
 
 fn lock<E: Eeprom>(card: &Mutex<Card<E>>) -> std::sync::MutexGuard<'_, Card<E>> {
@@ -122,29 +134,15 @@ fn lock<E: Eeprom>(card: &Mutex<Card<E>>) -> std::sync::MutexGuard<'_, Card<E>> 
     card.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Limits of the token's network shell.
-#[derive(Debug, Clone, Copy)]
-pub struct ServeLimits {
-    /// Connections served at once; more are closed at once (a host needs one or two:
-    /// `token fill` and a session).
-    pub max_connections: usize,
-}
-
-impl Default for ServeLimits {
-    fn default() -> Self {
-        ServeLimits { max_connections: 8 }
-    }
-}
-
 /// The token process's network shell: TLS 1.3 with the token's link key, admitting
-/// only the paired host's key (mutual pinning), several connections at once up to
-/// [`ServeLimits::max_connections`], each under the listener's per-connection deadline
-/// ([`tacit_net::NetConfig::deadline`]).
+/// only the paired host's key (mutual pinning), under the project's admission control
+/// ([`tacit_net::guard`]: a cap on connections fitted below the descriptor limit, a
+/// share per address, a deadline per connection).
 pub struct TokenServer<E: Eeprom> {
     card: Arc<Mutex<Card<E>>>,
     tls: Arc<tacit_net::tls::ServerConfig>,
     link: [u8; 32],
-    limits: ServeLimits,
+    limits: tacit_net::guard::ServeLimits,
 }
 
 impl<E: Eeprom> std::fmt::Debug for TokenServer<E> {
@@ -156,8 +154,8 @@ impl<E: Eeprom> std::fmt::Debug for TokenServer<E> {
 }
 
 impl<E: Eeprom + Send + 'static> TokenServer<E> {
-    /// The shell around `card`.
-    pub fn new(card: Card<E>, limits: ServeLimits) -> Result<Self, Error> {
+    /// The shell around `card`, admitting connections within `limits`.
+    pub fn new(card: Card<E>, limits: tacit_net::guard::ServeLimits) -> Result<Self, Error> {
         let id = card.state().link_identity()?;
         let tls = id
             .server_config_checking_clients(tacit_net::tls::pinned(*card.state().host()))
@@ -185,65 +183,39 @@ impl<E: Eeprom + Send + 'static> TokenServer<E> {
 
     /// Serves connections from `listener` until `stop_after` connections were
     /// admitted (for ever with `None`), then waits for them to end. `log` gets one
-    /// line per refused or failed connection.
+    /// line per refused, evicted, failed or timed-out connection.
     pub async fn serve(
         &self,
         listener: FramedListener,
         stop_after: Option<u64>,
-        log: impl Fn(String) + Clone + Send + 'static,
+        log: impl Fn(String) + Clone + Send + Sync + 'static,
     ) -> Result<(), Error> {
-        let slots = Arc::new(tokio::sync::Semaphore::new(self.limits.max_connections.max(1)));
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut admitted = 0u64;
-        while stop_after.is_none_or(|n| admitted < n) {
-            let conn = tokio::select! {
-                c = listener.accept() => c,
-                // Reap finished connections meanwhile.
-                Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
-            };
-            let conn = match conn {
-                Ok(c) => c,
-                Err(e) => {
-                    // Out of descriptors, say: do not spin on it.
-                    log(format!("accept failed: {e}"));
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let Ok(permit) = slots.clone().try_acquire_owned() else {
-                log(format!(
-                    "refused a connection: {} connections are served already",
-                    self.limits.max_connections
-                ));
-                continue;
-            };
-            admitted += 1;
-            let (card, tls, host, log) = (
-                self.card.clone(),
-                self.tls.clone(),
-                *lock(&self.card).state().host(),
-                log.clone(),
-            );
-            tasks.spawn(async move {
-                let _permit = permit;
-                let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                let conn = match conn.accept_tls(tls).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        log(format!("refused {peer}: {e} (only the paired host is served)"));
-                        return;
+        let events = log.clone();
+        let guard = tacit_net::guard::Guard::new(self.limits).on_event(Arc::new(move |e| events(e.to_string())));
+        let host = *lock(&self.card).state().host();
+        let (card, tls) = (self.card.clone(), self.tls.clone());
+        listener
+            .serve(&guard, stop_after, move |conn| {
+                let (card, tls, log) = (card.clone(), tls.clone(), log.clone());
+                async move {
+                    let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                    let conn = match conn.accept_tls(tls).await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            log(format!("refused {peer}: {e} (only the paired host is served)"));
+                            return;
+                        }
+                    };
+                    let paired = conn
+                        .peer_certificate()
+                        .and_then(|c| tacit_net::tls::spki_fingerprint(c).ok())
+                        .is_some_and(|fp| fp == host);
+                    if let Err(e) = serve_connection(&card, conn, paired).await {
+                        log(format!("host connection ended: {e}"));
                     }
-                };
-                let paired = conn
-                    .peer_certificate()
-                    .and_then(|c| tacit_net::tls::spki_fingerprint(c).ok())
-                    .is_some_and(|fp| fp == host);
-                if let Err(e) = serve_connection(&card, conn, paired).await {
-                    log(format!("host connection ended: {e}"));
                 }
-            });
-        }
-        while tasks.join_next().await.is_some() {}
+            })
+            .await;
         Ok(())
     }
 }
