@@ -309,7 +309,12 @@ fn psi_prints_the_intersection() {
         .output()
         .unwrap();
     assert!(!o.status.success());
-    assert_eq!(err(&o).lines().filter(|l| l.contains("error")).count(), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o).lines().filter(|l| l.contains("error")).count(),
+        1,
+        "{}",
+        err(&o)
+    );
     assert!(err(&o).lines().any(|l| l.starts_with("tacit: error:")), "{}", err(&o));
     assert!(err(&o).contains("40-bit"), "{}", err(&o));
     let s = server.wait_with_output().unwrap();

@@ -582,8 +582,20 @@ async fn the_token_serves_connections_at_once_within_a_cap_and_a_deadline() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(live(), 3, "the abandoned sequence is erased");
-    // The deadline: a connection that idles is cut 1.5 s after it was accepted.
+    // The deadline: a connection that starts a stream and then idles is cut 1.5 s
+    // after it was accepted, and its unfinished sequence goes with it.
     let mut idle = connect_as(&t, host_key()).await.unwrap();
+    let generate = Command {
+        cla: CLA,
+        ins: tacit_mpc::triples::token::INS_GENERATE,
+        p1: 10,
+        p2: 0,
+        data: vec![],
+        ne: 9,
+    };
+    idle.send(&generate.encode()).await.unwrap();
+    assert_eq!(Response::decode(&idle.recv().await.unwrap()).unwrap().sw, 0x6100);
+    assert_eq!(live(), 4);
     let t0 = std::time::Instant::now();
     assert!(idle.recv().await.is_err());
     let took = t0.elapsed();
@@ -591,6 +603,13 @@ async fn the_token_serves_connections_at_once_within_a_cap_and_a_deadline() {
         took >= Duration::from_millis(1000) && took < Duration::from_secs(10),
         "{took:?}"
     );
+    for _ in 0..100 {
+        if live() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(live(), 3, "the sequence of a connection cut at its deadline is erased");
 }
 
 /// Over a socket the holder keeps several GET RESPONSE requests in flight: a sequence
