@@ -1,0 +1,84 @@
+//! Adversarial review of issue 27 (the token, its host, the channel): each test plays
+//! one attack and asserts what docs/mpc.md claims. A test that fails names a break.
+
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use tacit_crypto::sign::SigningKey;
+use tacit_mpc::Party;
+use tacit_mpc::driver::TripleSource;
+use tacit_mpc::triples::token::card::{Card, MAX_LIVE_SEQUENCES, MemoryEeprom, TokenSpec, TokenState};
+use tacit_mpc::triples::token::holder::{LocalTokenLink, Pool, TokenHolder, TokenPeer};
+use tacit_mpc::triples::token::{TokenOffer, TokenTrust};
+use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_wire::{Decode, Encode, ErrorMessage};
+
+async fn pair() -> (FramedConn, FramedConn) {
+    let cfg = NetConfig::default();
+    let l = FramedListener::bind("127.0.0.1:0", &cfg).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let (a, b) = tokio::join!(l.accept(), FramedConn::connect(addr, &cfg));
+    (a.unwrap(), b.unwrap())
+}
+
+fn manufacture(seed: u64) -> (SigningKey, Card<MemoryEeprom>) {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let ca = SigningKey::generate(&mut rng);
+    let st = TokenState::manufacture(&ca, &TokenSpec::software("review fab", [9; 32]), &mut rng).unwrap();
+    (ca, Card::new(st, MemoryEeprom::default()).unwrap())
+}
+
+/// Break (docs/mpc.md, "Space that cannot be exhausted"; issue 27 item 6: "the token
+/// can be bricked"): party a sends RELEASE A for every offered sequence *before* b's
+/// seed request arrives. A b that walks away after the offer — a deviating querier of
+/// `mpc psi serve --triples token`, which admits any key, or simply an honest b
+/// without `--accept-software-token`, which refuses the token at exactly this point —
+/// leaves those sequences AReleased on the token. The CLI's parties use an in-memory
+/// pool by default (`--pool` absent; `mpc psi serve` and `schedule serve` make a
+/// fresh source per session), so nobody ever asks for them again, and `make_room`
+/// evicts only Generated sequences: after MAX_LIVE_SEQUENCES such sessions every
+/// GENERATE answers 6A84 for good (a restart does not drop AReleased sequences, and
+/// no command deletes them).
+#[tokio::test]
+async fn peers_that_walk_away_after_the_offer_do_not_brick_the_token() {
+    let (ca, card) = manufacture(41);
+    let mut holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory())
+        .await
+        .unwrap();
+    let (mut ca_conn, mut cb_conn) = pair().await;
+    for _ in 0..MAX_LIVE_SEQUENCES {
+        // Each session of the CLI opens its own (in-memory) pool.
+        holder.pool = Pool::in_memory();
+        let walk_away = async {
+            let got = cb_conn.recv().await.unwrap();
+            TokenOffer::from_wire(&got).unwrap();
+            cb_conn
+                .send(&ErrorMessage::new("b refuses the token").to_wire())
+                .await
+                .unwrap();
+        };
+        let (a, ()) = tokio::join!(holder.triples(&mut ca_conn, Party::A, 1), walk_away);
+        assert!(a.is_err());
+    }
+    // An honest b now: the token must still serve the session.
+    holder.pool = Pool::in_memory();
+    let trust = TokenTrust::new(ca.verifying_key(), 1_800_000_000).accepting_software();
+    let mut peer = TokenPeer::new(trust, ChaCha20Rng::seed_from_u64(5));
+    // (b is given 5 s: a that fails here does not tell b, which would otherwise wait
+    // for its 30 s read timeout.)
+    let (a, b) = tokio::join!(
+        holder.triples(&mut ca_conn, Party::A, 1),
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            peer.triples(&mut cb_conn, Party::B, 1)
+        )
+    );
+    let b = b.unwrap_or_else(|_| Err(tacit_mpc::Error::Peer("a fell silent".into())));
+    let live = holder.link().card.state().sequences().count();
+    assert!(
+        a.is_ok() && b.is_ok(),
+        "after {MAX_LIVE_SEQUENCES} abandoned setups the token refuses an honest session \
+         ({live} live sequences): a: {:?}, b: {:?}",
+        a.err().map(|e| e.to_string()),
+        b.err().map(|e| e.to_string())
+    );
+}
