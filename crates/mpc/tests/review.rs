@@ -82,3 +82,49 @@ async fn peers_that_walk_away_after_the_offer_do_not_brick_the_token() {
         b.err().map(|e| e.to_string())
     );
 }
+
+/// Review of issue 27 (LOW; docs/mpc.md, "What a querier makes the server compute"):
+/// the querier of `mpc psi serve` chooses its set size, and with it the circuit the
+/// server builds. A server given a memory bound refuses, before it builds anything, a
+/// query whose circuit would not fit — with a reason the querier reads — and serves
+/// one that fits; the estimate grows with the query.
+#[tokio::test]
+async fn a_query_whose_circuit_does_not_fit_the_servers_memory_is_refused_before_it_is_built() {
+    use tacit_mpc::apps::psi::{self, PreparedSet, PsiParams};
+    use tacit_mpc::triples::ot::OtSource;
+    let elems = |n: u64| (0..n).map(|x| (3 * x).to_string()).collect::<Vec<_>>();
+    let server = PreparedSet::new(&elems(8), 16).unwrap();
+    let small = psi::footprint(&PsiParams {
+        sigma: 16,
+        n_a: 8,
+        n_b: 4,
+    })
+    .unwrap();
+    let large = psi::footprint(&PsiParams {
+        sigma: 16,
+        n_a: 8,
+        n_b: 64,
+    })
+    .unwrap();
+    assert!(small < large, "{small} {large}");
+    for (n_b, ok) in [(64u64, false), (4, true)] {
+        let querier = PreparedSet::new(&elems(n_b), 16).unwrap();
+        let (mut ca, mut cb) = pair().await;
+        let (mut ra, mut rb) = (ChaCha20Rng::seed_from_u64(1), ChaCha20Rng::seed_from_u64(2));
+        let (mut sa, mut sb) = (
+            OtSource::new(ChaCha20Rng::seed_from_u64(3)),
+            OtSource::new(ChaCha20Rng::seed_from_u64(4)),
+        );
+        let (a, b) = tokio::join!(
+            psi::serve_within(&mut ca, &server, 1 << 10, Some((small + large) / 2), &mut sa, &mut ra),
+            psi::query(&mut cb, &querier, 1 << 10, &mut sb, &mut rb)
+        );
+        if ok {
+            assert!(a.is_ok() && b.is_ok(), "{:?} {:?}", a.err(), b.err());
+        } else {
+            let e = b.unwrap_err().to_string();
+            assert!(e.contains("64 elements") && e.contains("MiB"), "{e}");
+            assert!(a.is_err());
+        }
+    }
+}

@@ -311,7 +311,11 @@ pub fn peer_channel(args: &ChannelArgs, store: Option<&Path>) -> Result<Channel>
 }
 
 /// Party a's side: listens on `addr`, prints the address (and its key), accepts one
-/// connection and runs the handshake.
+/// connection and runs the handshake. The handshakes of the connections that arrive
+/// run side by side (at most [`HANDSHAKES_AT_ONCE`], each within
+/// [`HANDSHAKE_TIMEOUT`]), and the first to complete with an admitted key is the
+/// peer: a connection that says nothing, or fails the handshake (a port scan, a key
+/// that is not pinned), does not make the peer wait behind it.
 pub async fn listen_once(ch: &Channel, addr: &str, cfg: &NetConfig, who: &str) -> Result<(FramedConn, PeerKey)> {
     let l = FramedListener::bind(addr, cfg)
         .await
@@ -319,23 +323,55 @@ pub async fn listen_once(ch: &Channel, addr: &str, cfg: &NetConfig, who: &str) -
     announce(ch, who)?;
     eprintln!("{who} listening on {}", l.local_addr()?);
     let acceptor = ch.acceptor()?;
+    let mut pending = tokio::task::JoinSet::new();
     loop {
-        let conn = l.accept().await?;
-        let from = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-        match acceptor.accept(conn).await {
-            Ok((conn, peer)) => {
-                eprintln!("{who}: {}", peer.describe());
-                return Ok((conn, peer));
+        tokio::select! {
+            conn = l.accept() => {
+                let conn = match conn {
+                    Ok(c) => c,
+                    Err(e) => {
+                        eprintln!("{who}: accept failed: {}", sanitize(&e.to_string()));
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let from = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                if pending.len() >= HANDSHAKES_AT_ONCE {
+                    eprintln!("{who}: refused {from}: {HANDSHAKES_AT_ONCE} handshakes in progress");
+                    continue;
+                }
+                let acceptor = acceptor.clone();
+                pending.spawn(async move {
+                    let r = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(conn)).await;
+                    (from, r)
+                });
             }
-            // A connection that fails the handshake (a port scan, a key that is not
-            // pinned) does not end the wait for the peer.
-            Err(e) if ch.identity.is_some() => {
-                eprintln!("{who}: refused {from}: {}", sanitize(&crate::util::one_line(&e)));
+            Some(done) = pending.join_next(), if !pending.is_empty() => {
+                // (Dropping `pending` on return aborts the other handshakes.)
+                let Ok((from, r)) = done else { continue };
+                match r {
+                    Ok(Ok((conn, peer))) => {
+                        eprintln!("{who}: {}", peer.describe());
+                        return Ok((conn, peer));
+                    }
+                    Ok(Err(e)) if ch.identity.is_some() => {
+                        eprintln!("{who}: refused {from}: {}", sanitize(&crate::util::one_line(&e)));
+                    }
+                    Ok(Err(e)) => return Err(e),
+                    Err(_) => eprintln!(
+                        "{who}: refused {from}: no handshake within {} s",
+                        HANDSHAKE_TIMEOUT.as_secs()
+                    ),
+                }
             }
-            Err(e) => return Err(e),
         }
     }
 }
+
+/// Handshakes [`listen_once`] runs at once; further connections are closed.
+pub const HANDSHAKES_AT_ONCE: usize = 16;
+/// How long [`listen_once`] waits for one connection's handshake.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Prints how a listening party can be reached: its key, or that it runs plain TCP.
 pub fn announce(ch: &Channel, who: &str) -> Result<()> {
@@ -367,15 +403,16 @@ pub fn load_circuit(path: &Path) -> Result<Circuit> {
         && meta.len() > b
     {
         bail!(
-            "{} is {} MiB; this process may use {} MiB",
+            "{} is {}; this process may use {}",
             path.display(),
-            meta.len() >> 20,
-            b >> 20
+            crate::util::mib(meta.len()),
+            crate::util::mib(b)
         );
     }
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let limits = bristol::ParseLimits {
-        max_bytes: budget.map(|b| b.saturating_sub(text.len() as u64)),
+        max_bytes: budget,
+        held_bytes: text.len() as u64,
         ..Default::default()
     };
     bristol::parse_with(&text, &limits).with_context(|| format!("{}", path.display()))
@@ -501,9 +538,9 @@ async fn run_party(a: RunArgs, store: Option<&Path>) -> Result<()> {
         && need > b as u128
     {
         bail!(
-            "{n} instances of this circuit need about {} MiB; this process may use {} MiB",
-            need >> 20,
-            b >> 20
+            "{n} instances of this circuit need about {}; this process may use {}",
+            crate::util::mib(need as u64),
+            crate::util::mib(b)
         );
     }
     let lc = LayeredCircuit::new(c.clone());
@@ -703,7 +740,18 @@ async fn token(t: TokenCommand, store: Option<&Path>) -> Result<()> {
             let guard = guard_path(&a.seal_key, a.guard.as_deref());
             for p in [&a.state, &guard] {
                 if p.exists() {
-                    bail!("{} exists; a token is manufactured once", p.display());
+                    if *p == guard && !a.state.exists() {
+                        bail!(
+                            "{} exists: it is the rollback guard of another token sealed with {}; \
+                             give this token a guard of its own with --guard FILE (or a seal key of its own)",
+                            p.display(),
+                            a.seal_key.display()
+                        );
+                    }
+                    bail!(
+                        "{} exists; a token is manufactured once (choose another --state to make another)",
+                        p.display()
+                    );
                 }
             }
             let seal = if a.seal_key.exists() {

@@ -35,6 +35,12 @@ unmodified, and say so with --semi-honest-peers. For untrusted queriers use
 Each session runs over TLS 1.3 (the querier pins the printed key or records it on first
 use), at most --max-sessions at once, each within --session-timeout.
 
+A querier chooses its set size (up to --max-peer) and with it the circuit this server
+builds (about 280 MiB for 1 000 × 1 000 elements of 32 bits). The server refuses to
+start when the largest it admits does not fit the memory it may use (available memory,
+cgroup, ulimit -v, TACIT_MEMORY_LIMIT), and refuses a query whose circuit does not fit
+the memory left, before building it.
+
 Example:
   tacit mpc psi serve --set server.txt --bits 32 --listen 127.0.0.1:7920 --semi-honest-peers --sessions 1")]
     Serve(Box<ServeArgs>),
@@ -56,7 +62,8 @@ pub struct SetArgs {
     /// Bits per element σ (must match the peer's).
     #[arg(long, value_name = "σ", default_value_t = 32)]
     bits: usize,
-    /// The largest peer set accepted.
+    /// The largest peer set accepted (a server's querier chooses its size, and with
+    /// it the size of the circuit the server builds).
     #[arg(long, default_value_t = 4096)]
     max_peer: usize,
     /// JSON output (sizes and timings).
@@ -199,11 +206,31 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
     let l = FramedListener::bind(&a.listen, &cfg)
         .await
         .with_context(|| format!("cannot listen on {}", a.listen))?;
+    // The querier chooses its set size, up to --max-peer, and with it the circuit
+    // this server builds: the largest must fit the memory this process may use.
+    let worst = psi::PsiParams {
+        sigma: set.sigma,
+        n_a: set.values.len(),
+        n_b: a.set.max_peer,
+    };
+    let worst_bytes = psi::footprint(&worst)?;
+    if let Some(b) = crate::util::memory_budget()
+        && worst_bytes > b
+    {
+        bail!(
+            "a query of --max-peer {} elements makes this server build a circuit of about {} MiB; this process may use {}: lower --max-peer",
+            a.set.max_peer,
+            worst_bytes.div_ceil(1 << 20),
+            crate::util::mib(b)
+        );
+    }
     super::cmd::announce(&ch, "tacit mpc psi serve")?;
     eprintln!(
-        "tacit mpc psi serve: {} distinct elements of {} bits; at most {} sessions at once; listening on {}",
+        "tacit mpc psi serve: {} distinct elements of {} bits; queries of up to {} elements (a circuit of up to {} MiB each); at most {} sessions at once; listening on {}",
         set.values.len(),
         set.sigma,
+        a.set.max_peer,
+        worst_bytes.div_ceil(1 << 20),
         a.max_sessions,
         l.local_addr()?
     );
@@ -225,7 +252,17 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
                 let (mut c, _) = acceptor.accept(c).await?;
                 let mut src = a.set.triples.source(Party::A, store.as_deref()).await?;
                 let mut rng = SecureRng::from_os();
-                Ok::<_, anyhow::Error>(psi::serve(&mut c, &set, a.set.max_peer, &mut src, &mut rng).await?)
+                Ok::<_, anyhow::Error>(
+                    psi::serve_within(
+                        &mut c,
+                        &set,
+                        a.set.max_peer,
+                        crate::util::memory_budget(),
+                        &mut src,
+                        &mut rng,
+                    )
+                    .await?,
+                )
             }
             .await;
             match r {

@@ -17,6 +17,8 @@ use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use clap::Args;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tacit_calendar::{
     Calendar, Preferences, Slot, SlotSpec, free_slots, parse_hours, parse_span, parse_time, parse_zone, rank_slots,
 };
@@ -311,7 +313,11 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// `tacit schedule serve --engine gmw`: party a (listens; holds the token link). The
 /// channel is the schedule command's (`--plain-tcp`, `--allow`, `--deadline`,
-/// `--timeout`; the store's `pros-tls-identity` key), one session at a time.
+/// `--timeout`; the store's `pros-tls-identity` key). Sessions run side by side under
+/// the project's admission control ([`tacit_net::guard`]): at most `--max-clients` at
+/// once (a newcomer from a less busy address takes the busiest address's oldest
+/// slot), each dropped at `--deadline`, each message awaited at most `--timeout`, so
+/// that a client who connects and falls silent holds one slot, not the server.
 pub fn serve(
     listen: &str,
     sessions: Option<u64>,
@@ -320,57 +326,60 @@ pub fn serve(
     store: Option<&Path>,
     ch: &ServeChannel,
 ) -> Result<()> {
-    let p = prepare(o, g)?;
+    let p = Arc::new(prepare(o, g)?);
     let who = "tacit schedule serve (gmw)";
     let cfg = service_config(store, ch, 1 << 16, who)?;
-    runtime()?.block_on(async {
+    let deadline = crate::pros::channel::secs("--deadline", ch.deadline)?;
+    // Sessions run side by side on all cores (a GMW session is CPU work).
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
         let l = FramedListener::bind(listen, &cfg.net)
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
         eprintln!(
-            "{who}: {} of {} window slots free; listening on {}",
+            "{who}: {} of {} window slots free; at most {} sessions at once; listening on {}",
             p.free,
             p.slots.len(),
+            cfg.max_clients,
             l.local_addr()?
         );
-        let mut served = 0u64;
-        while sessions.is_none_or(|m| served < m) {
-            let c = match l.accept().await {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("tacit schedule serve: accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            served += 1;
-            let r = async {
-                let mut c = match &cfg.tls {
-                    Some(tls) => {
-                        let c = c.accept_tls(tls.clone()).await?;
-                        if let Some(fp) = c
-                            .peer_certificate()
-                            .and_then(|d| tacit_net::tls::spki_fingerprint(d).ok())
-                        {
-                            eprintln!("{who}: the peer's key {}", hex::encode(fp));
+        let limits = tacit_net::guard::ServeLimits::new(cfg.max_clients, deadline);
+        let guard = tacit_net::guard::Guard::new(limits)
+            .on_event(Arc::new(move |e| eprintln!("{who}: {}", sanitize(&e.to_string()))));
+        let (o, g) = (Arc::new(o.clone()), Arc::new(g.clone()));
+        let store = store.map(Path::to_path_buf);
+        let tls = cfg.tls.clone();
+        let n = Arc::new(AtomicU64::new(0));
+        l.serve(&guard, sessions, move |c| {
+            let (p, o, g, store, tls) = (p.clone(), o.clone(), g.clone(), store.clone(), tls.clone());
+            let n = n.fetch_add(1, Ordering::Relaxed) + 1;
+            async move {
+                let r = async {
+                    let mut c = match tls {
+                        Some(tls) => {
+                            let c = c.accept_tls(tls).await?;
+                            if let Some(fp) = c
+                                .peer_certificate()
+                                .and_then(|d| tacit_net::tls::spki_fingerprint(d).ok())
+                            {
+                                eprintln!("{who}: session {n}: the peer's key {}", hex::encode(fp));
+                            }
+                            c
                         }
-                        c
-                    }
-                    None => c,
-                };
-                let mut src = g.triples.source(Party::A, store).await?;
-                let mut rng = SecureRng::from_os();
-                Ok::<_, anyhow::Error>(run_session(&mut c, Party::A, &p.hello, &p.input, &mut src, &mut rng).await?)
+                        None => c,
+                    };
+                    let mut src = g.triples.source(Party::A, store.as_deref()).await?;
+                    let mut rng = SecureRng::from_os();
+                    Ok::<_, anyhow::Error>(run_session(&mut c, Party::A, &p.hello, &p.input, &mut src, &mut rng).await?)
+                }
+                .await;
+                let r = r.and_then(|(out, rep)| report(&out, &rep, Party::A, &p, &o));
+                if let Err(e) = r {
+                    eprintln!("{who}: session {n}: {}", sanitize(&format!("{e:#}")));
+                }
             }
-            .await;
-            match r {
-                Ok((out, rep)) => report(&out, &rep, Party::A, &p, o)?,
-                Err(e) => eprintln!(
-                    "tacit schedule serve: session {served}: {}",
-                    sanitize(&format!("{e:#}"))
-                ),
-            }
-        }
+        })
+        .await;
         Ok(())
     })
 }

@@ -144,6 +144,17 @@ pub fn memory_budget() -> Option<u64> {
     budget
 }
 
+/// A byte count for a message about memory: MiB with one decimal below 100 MiB
+/// (so that 1 MiB less 13 KiB reads `1.0 MiB`, not `0 MiB`), whole MiB above.
+pub fn mib(bytes: u64) -> String {
+    let m = bytes as f64 / (1u64 << 20) as f64;
+    if m < 100.0 {
+        format!("{m:.1} MiB")
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
+}
+
 /// `123`, `64K`, `512M`, `2G` as bytes.
 fn parse_bytes(s: &str) -> Option<u64> {
     let s = s.trim();

@@ -129,6 +129,25 @@ pub fn size(p: &PsiParams) -> Result<Size, Error> {
     super::count(|b| build(b, p).map(|_| ()))
 }
 
+/// About how many bytes one party takes to build the circuit of `p`, layer it and
+/// run it (one instance): the gates and wires as [`bristol::memory_estimate`] counts
+/// them, the triples (three bits per AND gate, twice while they are made) and a word
+/// per wire. Counted without holding the circuit (a counting build: 4 bytes a wire,
+/// and about a fifth of the build's time), so a server can refuse a query it cannot
+/// afford before it builds anything ([`serve_within`]).
+///
+/// [`bristol::memory_estimate`]: crate::circuit::bristol::memory_estimate
+pub fn footprint(p: &PsiParams) -> Result<u64, Error> {
+    let mut b = Builder::counting();
+    build(&mut b, p)?;
+    let c = b.counts();
+    let gates = (c.and_gates + c.free_gates) as u64;
+    let wires = b.wires();
+    Ok(crate::circuit::bristol::memory_estimate(gates, wires)
+        .saturating_add((c.and_gates as u64 * 6).div_ceil(8))
+        .saturating_add(wires / 8))
+}
+
 /// Who owns which input: A its elements and the control bits, B its elements.
 pub fn owners() -> Vec<Party> {
     vec![Party::A, Party::B, Party::A]
@@ -383,11 +402,27 @@ fn session_config(p: &PsiParams) -> crate::driver::SessionConfig {
 
 /// Serves one query (party A: listened, chooses the shuffle, learns nothing): reads
 /// the querier's hello, answers with its own, runs the circuit. `max_peer` bounds the
-/// querier's set size.
+/// querier's set size. The querier chooses its set size (up to `max_peer`), and with
+/// it the size of the circuit the server builds: [`serve_within`] also bounds the
+/// memory that takes.
 pub async fn serve<S: crate::driver::TripleSource>(
     conn: &mut tacit_net::FramedConn,
     set: &PreparedSet,
     max_peer: usize,
+    source: &mut S,
+    rng: &mut impl rand_core::CryptoRngCore,
+) -> Result<PsiReport, Error> {
+    serve_within(conn, set, max_peer, None, source, rng).await
+}
+
+/// [`serve`], refusing (with an [`ErrorMessage`](tacit_wire::ErrorMessage) to the
+/// querier, before anything is built) a query whose circuit would take more than
+/// `max_bytes` ([`footprint`]).
+pub async fn serve_within<S: crate::driver::TripleSource>(
+    conn: &mut tacit_net::FramedConn,
+    set: &PreparedSet,
+    max_peer: usize,
+    max_bytes: Option<u64>,
     source: &mut S,
     rng: &mut impl rand_core::CryptoRngCore,
 ) -> Result<PsiReport, Error> {
@@ -405,6 +440,21 @@ pub async fn serve<S: crate::driver::TripleSource>(
             "the query has {} elements; this server takes at most {max_peer}",
             q.set_size
         ))
+    } else if let Some(budget) = max_bytes {
+        let p = PsiParams {
+            sigma: set.sigma,
+            n_a: set.values.len(),
+            n_b: q.set_size as usize,
+        };
+        let need = footprint(&p)?;
+        (need > budget).then(|| {
+            format!(
+                "a query of {} elements takes about {} MiB here; this server may use {} MiB now: try fewer elements or later",
+                q.set_size,
+                need.div_ceil(1 << 20),
+                budget >> 20
+            )
+        })
     } else {
         None
     };

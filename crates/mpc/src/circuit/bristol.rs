@@ -33,6 +33,9 @@ pub struct ParseLimits {
     /// [`memory_estimate`] of the header's counts before anything is allocated
     /// (`None`: no bound beyond the counts).
     pub max_bytes: Option<u64>,
+    /// Bytes the caller already holds out of `max_bytes` (the file's text): the
+    /// circuit may take `max_bytes − held_bytes`, and a refusal names both.
+    pub held_bytes: u64,
 }
 
 impl Default for ParseLimits {
@@ -42,6 +45,7 @@ impl Default for ParseLimits {
             max_gates: 1 << 26,
             max_values: 1 << 16,
             max_bytes: None,
+            held_bytes: 0,
         }
     }
 }
@@ -54,12 +58,26 @@ pub fn memory_estimate(gates: u64, wires: u64) -> u64 {
     gates.saturating_mul(48).saturating_add(wires.saturating_mul(16))
 }
 
-/// One line for a circuit that does not fit in `budget` bytes.
-pub fn too_big(gates: u64, wires: u64, budget: u64) -> String {
+/// One line for a circuit that does not fit in `budget` bytes, of which the caller
+/// already holds `held` (the file's text).
+pub fn too_big(gates: u64, wires: u64, budget: u64, held: u64) -> String {
+    let mib = |b: u64| {
+        let m = b as f64 / (1u64 << 20) as f64;
+        if m < 100.0 {
+            format!("{m:.1} MiB")
+        } else {
+            format!("{} MiB", b >> 20)
+        }
+    };
+    let beside = if held > 0 {
+        format!(" beside the {} of the file's text", mib(held))
+    } else {
+        String::new()
+    };
     format!(
-        "{gates} gates and {wires} wires need about {} MiB to hold and evaluate; this process may use {} MiB",
-        memory_estimate(gates, wires).div_ceil(1 << 20),
-        budget >> 20
+        "{gates} gates and {wires} wires need about {} to hold and evaluate{beside}; this process may use {}",
+        mib(memory_estimate(gates, wires)),
+        mib(budget)
     )
 }
 
@@ -108,9 +126,12 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
         return Err(err(ln, format!("{ngates} gates; the limit is {}", limits.max_gates)));
     }
     if let Some(budget) = limits.max_bytes
-        && memory_estimate(ngates as u64, nwires as u64) > budget
+        && memory_estimate(ngates as u64, nwires as u64).saturating_add(limits.held_bytes) > budget
     {
-        return Err(err(ln, too_big(ngates as u64, nwires as u64, budget)));
+        return Err(err(
+            ln,
+            too_big(ngates as u64, nwires as u64, budget, limits.held_bytes),
+        ));
     }
     let mut values = |what: &str| -> Result<Vec<u32>, Error> {
         let (ln, l) = lines
@@ -458,6 +479,7 @@ mod tests {
             max_gates: 10,
             max_values: 2,
             max_bytes: None,
+            held_bytes: 0,
         };
         assert!(parse_with("1 11\n", &limits).is_err());
         assert!(parse_with("11 5\n", &limits).is_err());

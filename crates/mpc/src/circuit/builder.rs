@@ -107,6 +107,11 @@ impl Builder {
         self.counts
     }
 
+    /// Wires made so far (inputs and gate outputs).
+    pub fn wires(&self) -> u64 {
+        self.next as u64
+    }
+
     fn fresh(&mut self, depth: u32) -> Wire {
         let w = self.next;
         self.next = self.next.checked_add(1).expect("more than 2^32 wires in one circuit");

@@ -26,9 +26,12 @@
 //!   the file can still read and rewind the token: a software token is only as
 //!   trustworthy as its host.
 //! * **Its space.** A sequence whose stream is abandoned (another command, or the
-//!   session's end, before its last chunk) is erased at once; at most
-//!   [`MAX_LIVE_SEQUENCES`] live, and when full the oldest generated, unreleased one
-//!   makes room.
+//!   session's end, before its last chunk) is erased at once; so is a sequence whose
+//!   `s_A` a session released when that session ends without its RELEASE B (the setup
+//!   was abandoned: a peer that walked away, a party a that crashed, a connection cut
+//!   by its deadline); at a restart no session survives, so both kinds are dropped.
+//!   At most [`MAX_LIVE_SEQUENCES`] live, and when full the oldest generated,
+//!   unreleased one makes room.
 
 use super::apdu::{self, Command, Response, sw};
 use super::{
@@ -207,10 +210,12 @@ impl TokenState {
             .map_err(|e| crate::Error::Params(format!("the token's link key is damaged: {e}")))
     }
 
-    /// Drops every sequence still marked Generating: its stream was cut by a crash or
-    /// a closed session, so nothing of it was released and nothing ever will be.
+    /// Drops every sequence of a session that no longer exists (at a restart none
+    /// does): one still marked Generating (its stream was cut, so nothing of it was
+    /// released and nothing ever will be) and one marked AReleased (its setup was cut
+    /// before RELEASE B; erasing it only means its `s_B` never leaves).
     fn drop_unfinished(&mut self) {
-        self.sequences.retain(|_, (_, st)| *st != SequenceState::Generating);
+        self.sequences.retain(|_, (_, st)| *st == SequenceState::Generated);
     }
 }
 
@@ -685,6 +690,9 @@ struct Stream {
 pub struct Session {
     paired: bool,
     stream: Option<Stream>,
+    /// The sequences whose `s_A` this session released (erased at its end if their
+    /// `s_B` has not left by then).
+    released: std::collections::BTreeSet<u64>,
 }
 
 impl std::fmt::Debug for Session {
@@ -692,6 +700,7 @@ impl std::fmt::Debug for Session {
         f.debug_struct("Session")
             .field("paired", &self.paired)
             .field("streaming", &self.stream.is_some())
+            .field("released", &self.released.len())
             .finish()
     }
 }
@@ -702,6 +711,7 @@ impl Session {
         Session {
             paired: true,
             stream: None,
+            released: Default::default(),
         }
     }
 
@@ -710,6 +720,7 @@ impl Session {
         Session {
             paired: false,
             stream: None,
+            released: Default::default(),
         }
     }
 
@@ -744,8 +755,8 @@ pub const D_RESERVE: u64 = 1024;
 pub const CHUNK_BYTES: usize = apdu::MAX_NE;
 
 impl<E: Eeprom> Card<E> {
-    /// A token with `state` stored in `eeprom`. Sequences still marked Generating
-    /// (their stream was cut) are dropped.
+    /// A token with `state` stored in `eeprom`. Sequences of sessions that ended with
+    /// the last process (still Generating or AReleased) are dropped.
     pub fn new(mut state: TokenState, eeprom: E) -> Result<Self, crate::Error> {
         let t = Option::<Scalar>::from(Scalar::from_canonical_bytes(state.secret))
             .ok_or_else(|| crate::Error::Params("token key is not a canonical scalar".into()))?;
@@ -804,10 +815,18 @@ impl<E: Eeprom> Card<E> {
     }
 
     /// The end of a session: a stream it left unfinished is abandoned, and its
-    /// sequence (nothing of which was released) erased.
+    /// sequence (nothing of which was released) erased; so is every sequence whose
+    /// `s_A` it released and whose `s_B` has not left (its setup was abandoned, and
+    /// nobody else may finish it). Neither erasure needs a commit: lost in a crash, the
+    /// restart drops them anyway.
     pub fn end_session(&mut self, session: &mut Session) {
         if let Some(s) = session.stream.take() {
             self.abandon(s.d);
+        }
+        for d in std::mem::take(&mut session.released) {
+            if let Some((_, SequenceState::AReleased)) = self.state.sequences.get(&d) {
+                self.state.sequences.remove(&d);
+            }
         }
     }
 
@@ -833,7 +852,7 @@ impl<E: Eeprom> Card<E> {
             INS_GET_CERTIFICATE => Response::ok(self.state.certificate.to_wire()),
             INS_GENERATE => self.generate(session, c),
             INS_RELEASE_A | INS_RELEASE_B | INS_DELETE if !session.paired => Response::status(sw::SECURITY),
-            INS_RELEASE_A => self.release_a(c),
+            INS_RELEASE_A => self.release_a(session, c),
             INS_RELEASE_B => self.release_b(c),
             INS_DELETE => self.delete(c),
             _ => Response::status(sw::INS_NOT_SUPPORTED),
@@ -941,7 +960,7 @@ impl<E: Eeprom> Card<E> {
         <[u8; 8]>::try_from(c.data.as_slice()).ok().map(u64::from_be_bytes)
     }
 
-    fn release_a(&mut self, c: &Command) -> Response {
+    fn release_a(&mut self, session: &mut Session, c: &Command) -> Response {
         let Some(d) = Self::sequence_of(c) else {
             return Response::status(sw::WRONG_LENGTH);
         };
@@ -956,7 +975,17 @@ impl<E: Eeprom> Card<E> {
                 // RELEASE B commits the erasure before answering. The next commit
                 // stores it.
                 e.1 = SequenceState::AReleased;
-                Response::ok(derive_seed(&self.state.k_a, d).0.to_vec())
+                let seed = derive_seed(&self.state.k_a, d).0.to_vec();
+                // The session's record stays small: what RELEASE B or DELETE has
+                // erased since (in any session) leaves it when it fills.
+                if session.released.len() >= MAX_LIVE_SEQUENCES {
+                    let live = &self.state.sequences;
+                    session
+                        .released
+                        .retain(|d| matches!(live.get(d), Some((_, SequenceState::AReleased))));
+                }
+                session.released.insert(d);
+                Response::ok(seed)
             }
         }
     }
@@ -1365,6 +1394,44 @@ mod tests {
             0
         );
         assert_eq!(st.sequences().count(), 0);
+    }
+
+    /// Review of issue 27 (in the card): a setup abandoned after RELEASE A — a peer
+    /// that walked away, a party a that crashed or was cut by its deadline, without
+    /// the DELETE an orderly party a sends — leaves nothing behind: the sequences whose
+    /// s_A a session released are erased when that session ends, and a restarted token
+    /// drops every AReleased sequence (no session survives a restart). Sequences
+    /// another session released, or that were only generated, stay.
+    #[test]
+    fn a_session_that_ends_after_release_a_leaves_no_sequence_behind() {
+        let mut c = card();
+        let (mut maker, mut other) = (Session::paired_host(), Session::paired_host());
+        let ds: Vec<u64> = (0..3).map(|_| fill(&mut c, &mut maker)).collect();
+        let kept = fill(&mut c, &mut maker);
+        let mut s = Session::paired_host();
+        for &d in &ds {
+            assert_eq!(
+                sw_in(&mut c, &mut s, &cmd(INS_RELEASE_A, 0, d.to_be_bytes().to_vec(), 16)),
+                sw::OK
+            );
+        }
+        let theirs = fill(&mut c, &mut other);
+        assert_eq!(
+            sw_in(
+                &mut c,
+                &mut other,
+                &cmd(INS_RELEASE_A, 0, theirs.to_be_bytes().to_vec(), 16)
+            ),
+            sw::OK
+        );
+        assert_eq!(c.state().sequences().count(), 5);
+        c.end_session(&mut s);
+        let left: Vec<u64> = c.state().sequences().map(|(d, _, _)| d).collect();
+        assert_eq!(left, vec![kept, theirs]);
+        // The restart: `other` never ended, but its sequence goes too.
+        let again = Card::new(c.state().clone(), MemoryEeprom::default()).unwrap();
+        let left: Vec<u64> = again.state().sequences().map(|(d, _, _)| d).collect();
+        assert_eq!(left, vec![kept]);
     }
 
     /// Two sessions stream at once without cutting each other's streams.

@@ -617,6 +617,37 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
             sequences: chosen.clone(),
         };
         conn.send(&offer.to_wire()).await?;
+        match self.setup(conn, &chosen, count).await {
+            Ok(mine) => Ok(mine),
+            Err(e) => {
+                // The setup is abandoned: a sequence whose s_A was released and whose
+                // s_B did not leave is of no use to anyone, so A gives up every chosen
+                // sequence — the token erases them (else they would stay AReleased,
+                // beyond eviction, until the token is full) and the pool drops them.
+                // A sequence already erased (released, evicted) answers 6A82; fine.
+                for s in &chosen {
+                    let _ = delete(&mut self.link, &mut self.pool, s.d).await;
+                }
+                // B waits for the seed release: tell it why none comes, unless B is
+                // the one who refused.
+                if !matches!(e, Error::Refused(_)) {
+                    let _ = conn.send(&ErrorMessage::new(e.to_string()).to_wire()).await;
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<L: TokenLink> TokenHolder<L> {
+    /// The setup after the offer: RELEASE A, B's seed request, RELEASE B, the release
+    /// relayed, the triples expanded. On an error the caller gives the sequences up.
+    async fn setup(
+        &mut self,
+        conn: &mut FramedConn,
+        chosen: &[SequenceId],
+        count: usize,
+    ) -> Result<TripleShares, Error> {
         let mut mine = TripleShares::default();
         let release_a = |s: &SequenceId| Command {
             cla: CLA,
@@ -629,14 +660,14 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
         let mut answers = Vec::with_capacity(chosen.len());
         if let Some(q) = self.link.queue() {
             // A token process answers in order: all RELEASE A in flight at once.
-            for s in &chosen {
+            for s in chosen {
                 q.send(&release_a(s).encode()).await?;
             }
-            for _ in &chosen {
+            for _ in chosen {
                 answers.push(Response::decode(&q.recv().await?)?);
             }
         } else {
-            for s in &chosen {
+            for s in chosen {
                 answers.push(self.link.transmit(&release_a(s)).await?);
             }
         }
@@ -649,16 +680,11 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
             .map(|(s, _)| s.d)
             .collect();
         if !gone.is_empty() {
-            for d in &gone {
-                self.pool.take(*d)?;
-            }
-            let why = format!(
+            return Err(Error::Triples(format!(
                 "the token no longer holds {} of the pool's sequences (evicted to make room, or deleted); \
                  they were dropped from the pool: run the session again",
                 gone.len()
-            );
-            let _ = conn.send(&ErrorMessage::new(why.clone()).to_wire()).await;
-            return Err(Error::Triples(why));
+            )));
         }
         let mut answers = answers
             .into_iter()
@@ -675,7 +701,7 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
         let req_bytes = conn.recv().await?;
         crate::driver::refused(&req_bytes)?;
         let req = SeedRequest::from_wire(&req_bytes)?;
-        if req.sequences != chosen {
+        if req.sequences != *chosen {
             return Err(Error::Peer("asked for other sequences than offered".into()));
         }
         let r = self
@@ -691,13 +717,11 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
             .await?;
         self.token_bytes = 0;
         if r.sw != sw::OK {
-            let why = format!(
-                "the token refused to release s_B: status {:04X} ({})",
+            return Err(Error::Token(format!(
+                "refused to release s_B: status {:04X} ({})",
                 r.sw,
                 sw::describe(r.sw)
-            );
-            let _ = conn.send(&ErrorMessage::new(why.clone()).to_wire()).await;
-            return Err(Error::Token(why));
+            )));
         }
         // A cannot read the release; it only relays it.
         let release =
