@@ -436,3 +436,324 @@ fn r2b_a_receipt_entry_that_overwrites_the_key_is_proven() {
         end.short()
     );
 }
+
+// ---------------------------------------------------------------------------------
+// R3. A directory key that is not a point: audits touching it abort without proof.
+// ---------------------------------------------------------------------------------
+
+fn count_sessions(w: &mut World, log: &Hostile, header: TableHeader, row: u64, audits: usize, n: usize) -> (usize, usize, usize, Vec<String>) {
+    let (mut caught, mut auth, mut stopped) = (0, 0, 0);
+    let mut why = Vec::new();
+    let c = client(w, row, audits);
+    let mut v = fresh_view(w, row);
+    let seq = log.head().seq;
+    for _ in 0..n {
+        let mut from = Vec::new();
+        let end = hostile_session(w, log, seq, header, &c, &mut v, NOW, &mut from);
+        if let Some(p) = end.caught() {
+            p.verify().unwrap();
+            caught += 1;
+        } else if end.authenticated() {
+            auth += 1;
+        } else {
+            stopped += 1;
+            if why.len() < 2 {
+                why.push(end.short());
+            }
+        }
+    }
+    (caught, auth, stopped, why)
+}
+
+/// The view takes directory keys without decoding them ("keys are decoded where they
+/// are used"); `expected_audit` then fails on a key that is not a ristretto point and
+/// the client stops with an error: no proof, no `ClientAuth`. A hostile operator
+/// signs an entry that puts such "keys" into the empty rows of the slot of a flagged
+/// row; every audit of that slot aborts — so the flagged row is never caught by an
+/// audit, the server learns which sessions audited that slot (the docs: "nothing
+/// about which rows it audits"), and nothing it signed is provable. Sessions that
+/// audit other slots authenticate as before.
+#[test]
+fn r3_a_directory_key_that_is_not_a_point_is_proven_and_hides_no_flagged_row() {
+    const SESSIONS: usize = 120;
+    // Control: row 5 carries a second key; client 17 audits 16 rows per session.
+    let mut w = world(106, &[5]);
+    let log = Hostile::of(&w);
+    let header = *w.server.current().unwrap().header();
+    let control = count_sessions(&mut w, &log, header, 17, 16, SESSIONS);
+    // Attack: the same table, and one signed entry that "registers" the identity
+    // encoding (not a public key) in the empty rows (200..300) of row 5's slot only:
+    // sessions that audit another slot go on as before.
+    let mut w = world(106, &[5]);
+    let slots = tacit_pir::lwe::LweClient::new(w.server.current().unwrap().hint().clone())
+        .unwrap()
+        .params()
+        .slots() as u64;
+    let sk = SigningKey::from_seed(&w.server.signing_key().to_seed());
+    let mut log = Hostile::of(&w);
+    let header = *w.server.current().unwrap().header();
+    let bad: Vec<Change> = (200..N as u64).filter(|r| r % slots == 5 % slots).map(|r| (r, [0u8; 32])).collect();
+    let rec = log.append(&sk, bad, vec![header], NOW - 60_000);
+    let h = rec.entry.tables[0];
+    let attack = count_sessions(&mut w, &log, h, 17, 16, SESSIONS);
+    eprintln!("control (caught, authenticated, stopped without proof): {:?}", control);
+    eprintln!("attack  (caught, authenticated, stopped without proof): {:?}", attack);
+    assert!(control.0 > 0, "the control must catch the flagged row: {control:?}");
+    assert_eq!(
+        attack.2, 0,
+        "{} of {SESSIONS} sessions stopped without a proof ({:?}); caught {} (control {})",
+        attack.2, attack.3, attack.0, control.0
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// R4. A commit to a deprecated table listed in the head entry: the hint cache is a
+//     cookie again.
+// ---------------------------------------------------------------------------------
+
+/// The client accepts any table the head entry lists (`entry.tables.contains`), not
+/// only the current one; an honest server always commits to the current table, but
+/// a rekey leaves the deprecated table listed (with its grace expiry), and a hostile
+/// one may list up to 16. Tables of different epochs have different table ids, the
+/// service client keeps ONE cached hint (`write_cached_hint` removes the others) and
+/// asks for the hint only when the signed table id is not the cached one. So the
+/// server sets a cookie (which table this client used last) and reads it back later
+/// (whether a `HintRequest` follows a commit to that table) — the docs' "a server
+/// cannot use the cache as a cookie" holds only within one epoch.
+#[test]
+fn r4_a_commit_to_a_table_other_than_the_current_one_is_refused() {
+    let mut w = world(107, &[]);
+    // An honest rekey: table 2 current, table 1 deprecated (listed until it expires).
+    let keys = w.server.directory().keys().to_vec();
+    let t2 = build_lwe_table(
+        2,
+        TableKey::random(&mut w.rng),
+        CommitScheme::Binding,
+        &w.server.dh_public(),
+        keys,
+        None,
+        &|_| {},
+        &mut w.rng,
+    )
+    .unwrap();
+    w.server.install(t2, NOW - 7_000_000).unwrap();
+    let log = Hostile::of(&w);
+    let head = log.head().clone();
+    assert_eq!(head.tables.len(), 2, "the head lists the current and the deprecated table");
+    let old = *head.table(1).unwrap();
+    let cur = *head.table(2).unwrap();
+    assert_ne!(old.table_id, cur.table_id);
+    let c = client(&w, 9, 4);
+    let mut v = fresh_view(&w, 9);
+    let mut from = Vec::new();
+    let on_current = hostile_session(&mut w, &log, head.seq, cur, &c, &mut v, NOW, &mut from);
+    assert!(on_current.authenticated(), "{}", on_current.short());
+    let on_old = hostile_session(&mut w, &log, head.seq, old, &c, &mut v, NOW, &mut from);
+    assert!(
+        !on_old.authenticated(),
+        "the client ran a session on the deprecated table (epoch 1, expires {}) while table 2 is current: {} — the server chooses per session which table id (and so which cached hint) a client uses",
+        old.expires_ms,
+        on_old.short()
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// R5. The LogRequest links a subscriber's sessions.
+// ---------------------------------------------------------------------------------
+
+/// `LogRequest.from` is where the client's copy of the log ends, rounded down to a
+/// multiple of 64 entries. The server decides how many entries there are: an honest
+/// looking server appends empty entries (`apply_changes(&[])`, a table re-listing)
+/// after every session so that each session ends its client's copy at a fresh
+/// multiple of 64. The next session of that client then asks from exactly there:
+/// every session is linked to the client's previous one. Nothing is provable (the
+/// log is the same for everyone).
+#[test]
+fn r5_the_log_request_does_not_link_a_clients_sessions() {
+    let mut w = world(108, &[]);
+    let (a, b) = (client(&w, 10, 4), client(&w, 20, 4));
+    let (mut va, mut vb) = (fresh_view(&w, 10), fresh_view(&w, 20));
+    let mut ends_at = Vec::new();
+    let mut froms = Vec::new();
+    for (i, who) in [0, 1, 0, 1].into_iter().enumerate() {
+        // Pad: the head becomes the entry before a fresh multiple of 64.
+        loop {
+            w.server.apply_changes(&[], NOW - 600_000 + i as u64).unwrap();
+            if (w.server.log().head().seq + 1) % 64 == 0 {
+                break;
+            }
+        }
+        let log = Hostile::of(&w);
+        let header = *w.server.current().unwrap().header();
+        let (c, v) = if who == 0 { (&a, &mut va) } else { (&b, &mut vb) };
+        let mut from = Vec::new();
+        let end = hostile_session(&mut w, &log, log.head().seq, header, c, v, NOW, &mut from);
+        assert!(end.authenticated(), "{}", end.short());
+        ends_at.push(log.head().seq + 1);
+        froms.push(from[0]);
+    }
+    eprintln!("session ends (head+1): {ends_at:?}; LogRequest.from of each session: {froms:?}");
+    // Sessions 3 and 4 are A's and B's second sessions.
+    assert_eq!(
+        froms[2], froms[3],
+        "A's second session asks from {} (= where session 1, A's, ended), B's from {} (= where session 2, B's, ended): the server links each session to the client's previous one",
+        froms[2], froms[3]
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// R6. Entries stamped in the future make every rollback unprovable.
+// ---------------------------------------------------------------------------------
+
+/// The client takes log entries whatever their `time_ms`; a rollback is provable
+/// only when the held entry's time is `ROLLBACK_MARGIN_MS` before the commit's
+/// `t_s`. A server that stamps its entries a year ahead can roll any client back at
+/// any time later with a plain refusal (and learns from it that this client holds
+/// the newer entry), never a proof.
+#[test]
+fn r6_entries_stamped_in_the_future_cannot_make_a_rollback_unprovable() {
+    for future in [false, true] {
+        let mut w = world(109, &[]);
+        let sk = SigningKey::from_seed(&w.server.signing_key().to_seed());
+        let mut log = Hostile::of(&w);
+        let header = *w.server.current().unwrap().header();
+        let before = log.head().seq;
+        let t = if future { NOW + 365 * 86_400_000 } else { NOW - 60_000 };
+        let rec = log.append(&sk, vec![], vec![header], t);
+        let c = client(&w, 3, 4);
+        let mut v = fresh_view(&w, 3);
+        let mut from = Vec::new();
+        let first = hostile_session(&mut w, &log, rec.entry.seq, rec.entry.tables[0], &c, &mut v, NOW, &mut from);
+        // Twenty minutes later the server names the older head.
+        let later = NOW + 20 * 60_000;
+        let old_header = log.records[before as usize].entry.tables[0];
+        let second = hostile_session(&mut w, &log, before, old_header, &c, &mut v, later, &mut from);
+        eprintln!("entry stamped in the future: {future}: first {}, then {}", first.short(), second.short());
+        assert!(
+            !first.authenticated() || second.caught().is_some_and(|p| p.verify().is_ok()),
+            "(entry time {t}) the client took the entry and the rollback 20 min later ended: {}",
+            second.short()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// R7. The server chooses the lwe matrix shape: one row per audit, or no session.
+// ---------------------------------------------------------------------------------
+
+/// The client checks that the hint's `A` is the one the epoch derives, but not that
+/// its shape (slots per column) is the one `n` derives (`LweParams::new`). A server
+/// that serves 300 rows in 150 slots (2 rows per slot) caps every audit query at
+/// ONE row: a default client (α = 4) stops with an error (no proof, no session), one
+/// that lowers α to 1 audits one row.
+#[test]
+fn r7_the_table_shape_is_the_one_n_derives() {
+    use tacit_pir::lwe::LweParams;
+    let mut w = world(110, &[]);
+    let keys = w.server.directory().keys().to_vec();
+    let key = TableKey::random(&mut w.rng);
+    let rows = tacit_pir::tracedge::keytable::build_rows(&key, 2, &keys, None, &|_| {}).unwrap();
+    let table = tacit_pir::Table::from_bytes(rows, tacit_pir::tracedge::keytable::ROW_BYTES).unwrap();
+    let seed = lwe_seed(&w.server.dh_public(), 2, &key);
+    let params = LweParams::with_slots(table.shape(), 150, seed).unwrap();
+    let canonical = LweParams::new(table.shape(), seed).unwrap();
+    let pir = LweServer::setup(&table, params).unwrap();
+    let hint = pir.hint();
+    let dir = Directory::build(keys).unwrap();
+    let dh = w.server.dh_public();
+    let t = LiveTable::new(2, key, CommitScheme::Binding, &dh, pir, hint, dir, None, &mut w.rng).unwrap();
+    w.server.install(t, NOW - 7_000_000).unwrap();
+    eprintln!(
+        "audit cap: served shape {} rows, canonical shape {} rows",
+        max_audits(&params),
+        max_audits(&canonical)
+    );
+    let log = Hostile::of(&w);
+    let header = *w.server.current().unwrap().header();
+    let mut from = Vec::new();
+    let c4 = client(&w, 11, 4);
+    let mut v = fresh_view(&w, 11);
+    let e4 = hostile_session(&mut w, &log, log.head().seq, header, &c4, &mut v, NOW, &mut from);
+    let c1 = client(&w, 11, 1);
+    let e1 = hostile_session(&mut w, &log, log.head().seq, header, &c1, &mut v, NOW, &mut from);
+    eprintln!("alpha 4: {}; alpha 1: {}", e4.short(), e1.short());
+    assert!(
+        !e1.authenticated(),
+        "the client authenticated on a table whose audits cover {} row(s) (the shape n derives allows {})",
+        max_audits(&params),
+        max_audits(&canonical)
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// R8. A clock offset under a minute still shows in t_s.
+// ---------------------------------------------------------------------------------
+
+/// docs/pir.md: "now only a client whose clock is off by a minute or more stands
+/// out". Rounding down to the minute moves the leak to the minute boundary: a client
+/// whose clock is 30 s fast sends, in half of its sessions, a `t_s` later than the
+/// server's own clock — which no accurate client ever does — and a client 5 s fast
+/// in one session in twelve.
+#[test]
+fn r8_a_clock_offset_under_a_minute_does_not_show_in_t_s() {
+    let mut stands_out = Vec::new();
+    for offset_s in [0u64, 5, 30] {
+        let mut n = 0;
+        for s in 0..600u64 {
+            // Server clock at 0.1 s steps over one minute.
+            let server_now = NOW + s * 100;
+            let t_s = coarse_time(server_now + offset_s * 1000);
+            if t_s > server_now {
+                n += 1;
+            }
+        }
+        stands_out.push((offset_s, n));
+    }
+    eprintln!("(offset s, sessions of 600 with t_s after the server's clock): {stands_out:?}");
+    assert!(
+        stands_out.iter().all(|&(_, n)| n == 0),
+        "clients less than a minute off stand out: {stands_out:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// R9. An audit proof can reveal the prover's row.
+// ---------------------------------------------------------------------------------
+
+/// docs/pir.md: "What a proof reveals: the subscriber's row (own-row and receipt
+/// proofs), the table key (audit proof ...)". The audit selection never contains
+/// the client's own row; with α at the cap (`client audit --audits <max>`) an audit
+/// of the client's own slot is that slot minus exactly the client's row, while in
+/// any other slot the missing row is random — so an audit proof names the prover's
+/// row with probability 1/4 here (1/300 a priori), and with certainty in tables whose
+/// own slot is a short one.
+#[test]
+fn r9_an_audit_selection_does_not_depend_on_the_clients_row() {
+    let w = world(111, &[]);
+    let params = *tacit_pir::lwe::LweClient::new(w.server.current().unwrap().hint().clone())
+        .unwrap()
+        .params();
+    let cap = max_audits(&params);
+    let own = 42u64;
+    let slots = params.slots() as u64;
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let mut own_slot_missing_own = 0;
+    let mut own_slot_draws = 0;
+    for _ in 0..400 {
+        let sel = audit_selection(&params, own, cap, &mut rng).unwrap();
+        let rows: Vec<u64> = sel.entries().iter().map(|&(r, _)| r).collect();
+        if rows[0] % slots == own % slots {
+            own_slot_draws += 1;
+            let slot_rows: Vec<u64> = (0..params.cols() as u64).map(|c| c * slots + own % slots).filter(|&r| r < N as u64).collect();
+            let missing: Vec<u64> = slot_rows.into_iter().filter(|r| !rows.contains(r)).collect();
+            if missing == vec![own] {
+                own_slot_missing_own += 1;
+            }
+        }
+    }
+    eprintln!("audits of the own slot: {own_slot_draws}; the one row missing was the client's own: {own_slot_missing_own}");
+    assert!(
+        own_slot_missing_own < own_slot_draws,
+        "every audit of its own slot ({own_slot_draws} of 400) names every row of the slot but the client's ({own}): an audit proof reveals the prover's row"
+    );
+}
