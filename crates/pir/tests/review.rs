@@ -757,3 +757,99 @@ fn r9_an_audit_selection_does_not_depend_on_the_clients_row() {
         "every audit of its own slot ({own_slot_draws} of 400) names every row of the slot but the client's ({own}): an audit proof reveals the prover's row"
     );
 }
+
+// ---------------------------------------------------------------------------------
+// R10/R11. A receipt the server shapes for ONE subscriber.
+// ---------------------------------------------------------------------------------
+
+/// Enrols a newcomer at row 250 on the hostile log (an honest-looking entry that
+/// registers it), with the receipt `shape` makes of the honest one.
+fn enrol_with_receipt(
+    w: &mut World,
+    log: &mut Hostile,
+    shape: impl Fn(&mut EnrolmentReceipt),
+) -> (TracEdgeClient, ClientView, LogRecord) {
+    let sk = SigningKey::from_seed(&w.server.signing_key().to_seed());
+    let newcomer = SubscriberSecret::random(&mut w.rng);
+    let header = *w.server.current().unwrap().header();
+    let rec = log.append(&sk, vec![(250, newcomer.public_bytes())], vec![header], NOW - 60_000);
+    let mut receipt = EnrolmentReceipt::issue(
+        &sk,
+        250,
+        newcomer.public_bytes(),
+        N as u64,
+        w.server.dh_public().compress().to_bytes(),
+        rec.entry.seq,
+        NOW - 60_000,
+    );
+    shape(&mut receipt);
+    receipt.sig = sk.sign(&receipt.signed_bytes());
+    let c = TracEdgeClient::new(w.server.verifying_key(), 250, newcomer, ClientConfig::default());
+    let v = ClientView::for_receipt(receipt).unwrap();
+    (c, v, rec)
+}
+
+/// The receipt names a log position far ahead and a time far ahead. Every `Commit`
+/// then names an "older" head than the receipt: the client refuses right after the
+/// `Commit` (before any `LogRequest`), and since the receipt's time is never
+/// `ROLLBACK_MARGIN_MS` before the commit's, it never has a proof. Only this
+/// subscriber holds that receipt: the server recognises every one of its sessions
+/// (the only ones that stop after the `Commit`), for ever, uncaught. The client
+/// accepted the receipt at enrolment without looking at the log.
+#[test]
+fn r10_a_receipt_from_the_future_is_refused_at_enrolment_or_proven() {
+    let mut w = world(112, &[]);
+    let mut log = Hostile::of(&w);
+    let (c, mut v, rec) = enrol_with_receipt(&mut w, &mut log, |r| {
+        r.seq += 1_000_000;
+        r.time_ms = NOW + 10 * 365 * 86_400_000;
+    });
+    let mut from = Vec::new();
+    // Another subscriber is unaffected.
+    let other = client(&w, 12, 4);
+    let mut vo = fresh_view(&w, 12);
+    let eo = hostile_session(&mut w, &log, rec.entry.seq, rec.entry.tables[0], &other, &mut vo, NOW, &mut from);
+    assert!(eo.authenticated(), "{}", eo.short());
+    let mut ends = Vec::new();
+    for k in 0..3u64 {
+        let e = hostile_session(&mut w, &log, rec.entry.seq, rec.entry.tables[0], &c, &mut v, NOW + k * 3_600_000, &mut from);
+        ends.push(e);
+    }
+    for e in &ends {
+        assert!(
+            e.authenticated() || e.caught().is_some_and(|p| p.verify().is_ok()),
+            "the targeted subscriber's sessions end: {:?}",
+            ends.iter().map(End::short).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// The receipt names another table size `n` than the log's genesis entry. The
+/// client makes its view from the receipt, so the genesis entry "contradicts" it:
+/// the client builds a `BadEntry` proof of the genesis entry against itself, which
+/// does not verify (the CLI then fails on `proof.verify()?` and writes nothing).
+/// Only this subscriber holds that receipt: its sessions stop at the first log
+/// segment, without a valid proof (a `Receipt` proof would have been valid).
+#[test]
+fn r11_a_receipt_with_another_n_is_proven() {
+    let mut bad = Vec::new();
+    for field in ["rows", "empty_key"] {
+        let mut w = world(113, &[]);
+        let mut log = Hostile::of(&w);
+        let other_empty = SubscriberSecret::random(&mut w.rng).public_bytes();
+        let (c, mut v, rec) = enrol_with_receipt(&mut w, &mut log, |r| {
+            if field == "rows" {
+                r.rows += 1
+            } else {
+                r.empty_key = other_empty
+            }
+        });
+        let mut from = Vec::new();
+        let e = hostile_session(&mut w, &log, rec.entry.seq, rec.entry.tables[0], &c, &mut v, NOW, &mut from);
+        let verdict = e.caught().map(|p| p.verify().map(|f| f.what));
+        if !(e.authenticated() || matches!(verdict, Some(Ok(_)))) {
+            bad.push(format!("receipt with another {field}: the client ends {}", e.short()));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
