@@ -853,3 +853,45 @@ fn r11_a_receipt_with_another_n_is_proven() {
     }
     assert!(bad.is_empty(), "{bad:#?}");
 }
+
+// ---------------------------------------------------------------------------------
+// R12. The view re-verifies every entry on every load; one entry per registration.
+// ---------------------------------------------------------------------------------
+
+/// Open enrolment (and `server register` with no server running) signs one log entry
+/// per registration; the client's view keeps every entry and `ClientView::from_bytes`
+/// checks every signature each time `client auth` loads `ID.view`. Measured here on
+/// 20 000 single-registration entries and extrapolated to the docs' 10⁷ subscribers.
+#[test]
+fn r12_loading_a_view_does_not_grow_with_every_registration_ever_made() {
+    let mut rng = ChaCha20Rng::seed_from_u64(114);
+    let sk = SigningKey::generate(&mut rng);
+    let empty = SubscriberSecret::random(&mut rng).public_bytes();
+    let rows = 100_000u64;
+    let mut log = TableLog::genesis(&sk, rows, empty, NOW).unwrap();
+    let m = 20_000u64;
+    for i in 0..m {
+        let k = SubscriberSecret::random(&mut rng).public_bytes();
+        log.append(&sk, &[(i, k)], vec![], NOW + i).unwrap();
+    }
+    let mut v = ClientView::new(sk.verifying_key(), rows, empty).unwrap();
+    let mut from = 0;
+    while v.head_seq() != Some(m) {
+        v.apply(&log.segment(&LogRequest { from, to: m })).unwrap();
+        from = v.head_seq().unwrap() + 1;
+    }
+    let bytes = v.to_bytes();
+    let t0 = std::time::Instant::now();
+    let back = ClientView::from_bytes(&bytes).unwrap();
+    let load = t0.elapsed().as_secs_f64();
+    assert_eq!(back.head_seq(), Some(m));
+    let per = load / m as f64;
+    let at_1e7 = per * 1e7;
+    let file_1e7 = bytes.len() as f64 / m as f64 * 1e7 / 1e9;
+    eprintln!(
+        "view of {m} entries: {} bytes, loaded in {load:.2} s ({:.1} µs per entry); at 10^7 registrations: ~{file_1e7:.1} GB, ~{at_1e7:.0} s per `client auth` just to load it",
+        bytes.len(),
+        per * 1e6
+    );
+    assert!(at_1e7 < 10.0, "loading the view at 10^7 registrations would take ~{at_1e7:.0} s per authentication");
+}
