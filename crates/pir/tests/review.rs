@@ -895,3 +895,47 @@ fn r12_loading_a_view_does_not_grow_with_every_registration_ever_made() {
     );
     assert!(at_1e7 < 10.0, "loading the view at 10^7 registrations would take ~{at_1e7:.0} s per authentication");
 }
+
+// ---------------------------------------------------------------------------------
+// R13. The time from Response to ClientAuth shows the client's α.
+// ---------------------------------------------------------------------------------
+
+/// `on_response` recomputes every audited row (one scalar multiplication each)
+/// before it sends `ClientAuth`, so the delay the server sees between its
+/// `Response` and the client's `ClientAuth` grows with α: a client that audits more
+/// (`client audit`, or any non-default `--audits`) is recognisable by timing.
+#[test]
+fn r13_the_clientauth_delay_does_not_depend_on_the_number_of_audits() {
+    let mut w = world(115, &[]);
+    let cap = max_audits(
+        tacit_pir::lwe::LweClient::new(w.server.current().unwrap().hint().clone())
+            .unwrap()
+            .params(),
+    );
+    let mut med = Vec::new();
+    for alpha in [1usize, cap] {
+        let c = client(&w, 30, alpha);
+        let mut v = fresh_view(&w, 30);
+        let mut times = Vec::new();
+        for _ in 0..15 {
+            let hint = w.server.current().unwrap().hint().clone();
+            let (mut cs, hello) = c.start(NOW, &v, &mut w.rng);
+            let (mut ss, commit) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
+            while let CommitNeeds::Log(req) = c.commit_needs(&cs, &commit, &v).unwrap() {
+                v.apply(&w.server.log_segment(&req)).unwrap();
+            }
+            let q = c.on_commit(&mut cs, commit, hint, &v, &mut w.rng).unwrap();
+            let resp = w.server.respond(&mut ss, &q).unwrap();
+            let t0 = std::time::Instant::now();
+            let _auth = c.on_response(&mut cs, resp, &mut w.rng).unwrap();
+            times.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        med.push((alpha, times[times.len() / 2]));
+    }
+    eprintln!("median Response→ClientAuth compute (α, ms): {med:?}");
+    assert!(
+        med[1].1 < 1.5 * med[0].1,
+        "the client's α shows in its ClientAuth delay: {med:?}"
+    );
+}
