@@ -939,3 +939,66 @@ fn r13_the_clientauth_delay_does_not_depend_on_the_number_of_audits() {
         "the client's α shows in its ClientAuth delay: {med:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------
+// Held: attacks that did not work (kept green as a record of what was tried).
+// ---------------------------------------------------------------------------------
+
+/// A client cannot frame an honest server with an `Equivocation` proof made of an
+/// honest entry and a copy whose signature is malleated (`S + ℓ`): strict
+/// verification refuses the copy.
+#[test]
+fn held_a_malleated_signature_is_no_equivocation() {
+    let w = world(116, &[]);
+    let e = w.server.log().head().clone();
+    let mut m = e.clone();
+    // S + ℓ (little endian), ℓ = 2^252 + 27742317777372353535851937790883648493.
+    let l: [u8; 32] = [
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+    ];
+    let mut carry = 0u16;
+    for i in 0..32 {
+        let s = m.sig[32 + i] as u16 + l[i] as u16 + carry;
+        m.sig[32 + i] = s as u8;
+        carry = s >> 8;
+    }
+    assert_ne!(m, e);
+    let p = MisbehaviourProof {
+        server_key: w.server.verifying_key().to_bytes(),
+        kind: ProofKind::Equivocation { a: e.clone(), b: m.clone() },
+    };
+    assert!(p.verify().is_err());
+    // Nor as "consecutive but not linked": an entry after the malleated copy.
+    let next = w.server.log().records().len();
+    assert_eq!(next as u64, e.seq + 1);
+}
+
+/// A client cannot frame an honest server with a `CommitNotInLog` proof that pairs a
+/// real `Commit` with an entry of another position, nor with a `Rollback` proof
+/// built from its own later entry and a commit it collected earlier (the margin).
+#[test]
+fn held_commit_and_rollback_proofs_from_an_honest_server_do_not_verify() {
+    let mut w = world(117, &[]);
+    let c = client(&w, 3, 4);
+    let mut v = fresh_view(&w, 3);
+    let (_cs, hello) = c.start(NOW, &v, &mut w.rng);
+    let (_ss, commit) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
+    // The server's log grows after the commit (a registration 10 minutes later).
+    let k = SubscriberSecret::random(&mut w.rng).public_bytes();
+    w.server.apply_changes(&[(260, k)], NOW + 600_000).unwrap();
+    v.apply(&w.server.log_segment(&LogRequest { from: 0, to: 1000 })).unwrap();
+    let later = v.head().unwrap().clone();
+    let other = v.entry(commit.log_seq - 1).unwrap().clone();
+    for kind in [
+        ProofKind::CommitNotInLog { hello, commit: commit.clone(), entry: other },
+        ProofKind::CommitNotInLog { hello, commit: commit.clone(), entry: later.clone() },
+        ProofKind::Rollback { hello, commit: commit.clone(), evidence: Evidence::Entry(later) },
+    ] {
+        let p = MisbehaviourProof {
+            server_key: w.server.verifying_key().to_bytes(),
+            kind,
+        };
+        assert!(p.verify().is_err(), "{:?}", p.verify());
+    }
+}
