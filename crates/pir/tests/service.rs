@@ -211,3 +211,41 @@ async fn one_hint_per_connection_and_frames_bounded_per_step() {
     let _ = c.send(&vec![0u8; 1 << 20]).await;
     assert!(c.recv().await.is_err(), "the server closes the connection");
 }
+
+/// A log record the store cannot keep stops the server (fail closed): serving an entry
+/// it may lose would, after a restart, make it sign another entry for the same
+/// position — which clients rightly take for equivocation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_record_that_cannot_be_stored_stops_the_server() {
+    let d = dir("failclosed");
+    let store = d.0.join("op.sqlite3");
+    let keys = operator::init(&store, 200, CommitScheme::Binding, 3600).unwrap();
+    let running = server::Server::builder(&store)
+        .listen("127.0.0.1:0")
+        .open_enrollment(true)
+        .bind()
+        .await
+        .unwrap();
+    let addr = running.local_addr().to_string();
+    let serving = tokio::spawn(running.serve());
+    // Something else takes the next log position in the store.
+    let db = rusqlite::Connection::open(&store).unwrap();
+    let next: i64 = db
+        .query_row("SELECT MAX(seq) + 1 FROM pir_log", [], |r| r.get(0))
+        .unwrap();
+    db.execute("INSERT INTO pir_log (seq, record) VALUES (?1, x'00')", [next])
+        .unwrap();
+    drop(db);
+    let alice = d.0.join("alice.json");
+    assert!(
+        client::enroll(&addr, keys.pin, keys.server_key, "alice", &alice)
+            .await
+            .is_err()
+    );
+    let r = tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("the server stops")
+        .unwrap();
+    let e = r.expect_err("serve reports why it stopped");
+    assert!(e.to_string().contains("could not be stored"), "{e}");
+}

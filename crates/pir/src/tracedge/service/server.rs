@@ -414,18 +414,21 @@ impl RunningServer {
             server_key: keys.verifying_key().to_bytes(),
         });
         let stop_manage = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let fatal: Fatal = Arc::new(Mutex::new(None));
+        let (stop_tx, mut stop_rx) = mpsc::channel::<()>(2);
         let manager = {
             let (shared, store, stop) = (shared.clone(), store.clone(), stop_manage.clone());
             let k2 = operator::load_keys(&*store.lock().map_err(|_| poisoned())?)?;
-            let o2 = o.clone();
-            std::thread::spawn(move || manage(shared, store, k2, version, o2, stop))
+            let (o2, fatal2, stop_tx2) = (o.clone(), fatal.clone(), stop_tx.clone());
+            std::thread::spawn(move || manage(shared, store, k2, version, o2, stop, fatal2, stop_tx2))
         };
         let tls = keys.tls.server_config()?;
         let (tx, rx) = mpsc::channel::<BatchItem>(4096);
         tokio::spawn(batcher(shared.clone(), rx, o.batch));
         let done = Arc::new(AtomicU64::new(0));
-        let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
         let ctx = Arc::new(Ctx {
+            fatal: fatal.clone(),
+            stop: stop_tx.clone(),
             shared,
             store,
             keys,
@@ -480,6 +483,11 @@ impl RunningServer {
         stop_manage.store(true, Ordering::Relaxed);
         let _ = manager.join();
         drop(lock);
+        if let Some(why) = fatal.lock().map_err(|_| poisoned())?.take() {
+            return Err(ServiceError::Protocol(format!(
+                "the table log could not be stored ({why}); the server stopped rather than serve entries it may not keep"
+            )));
+        }
         Ok(())
     }
 }
@@ -488,7 +496,22 @@ fn poisoned() -> ServiceError {
     ServiceError::Protocol("an internal lock was poisoned".into())
 }
 
+/// Set when a log record could not be stored: the server stops rather than serve
+/// entries it may not keep (a restart would then sign other entries for the same
+/// positions, which clients rightly take for equivocation).
+type Fatal = Arc<Mutex<Option<String>>>;
+
+fn persist_or_stop(st: &mut Store, records: &[LogRecord], fatal: &Fatal) -> Result<()> {
+    operator::persist(st, records).inspect_err(|e| {
+        if let Ok(mut f) = fatal.lock() {
+            f.get_or_insert_with(|| e.to_string());
+        }
+    })
+}
+
 struct Ctx {
+    fatal: Fatal,
+    stop: mpsc::Sender<()>,
     shared: Shared,
     store: Arc<Mutex<Store>>,
     keys: ServerKeys,
@@ -779,7 +802,10 @@ async fn enroll(conn: &mut FramedConn, ctx: &Ctx, req: &EnrollRequest) -> Result
             Some(row) => {
                 let mut srv = ctx.shared.write().map_err(|_| poisoned())?;
                 let applied = srv.apply_changes(&[(row, req.public_key)], now)?;
-                operator::persist(&mut st, &applied.records)?;
+                if let Err(e) = persist_or_stop(&mut st, &applied.records, &ctx.fatal) {
+                    let _ = ctx.stop.try_send(());
+                    return Err(e);
+                }
                 operator::persist_receipts(&mut st, &applied.receipts)?;
                 (ctx.o.events)(ServerEvent::RowsApplied {
                     rows: vec![row],
@@ -810,6 +836,7 @@ fn decode_public_checked(k: &[u8; 32]) -> crate::Result<()> {
 /// Table management in the background: rows written on the fly from the store's
 /// subscribers, rekeys (on a pool key, or whenever a registered row's key changes),
 /// expiry. Every log record is stored before the write lock is released.
+#[allow(clippy::too_many_arguments)]
 fn manage(
     shared: Shared,
     store: Arc<Mutex<Store>>,
@@ -817,6 +844,8 @@ fn manage(
     mut version: u64,
     o: Options,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    fatal: Fatal,
+    stop_serving: mpsc::Sender<()>,
 ) {
     let mut rekey_needed = false;
     while !stop.load(Ordering::Relaxed) {
@@ -846,7 +875,7 @@ fn manage(
                         rekey_needed = true;
                     }
                     let applied = srv.apply_changes(&changes, now_ms())?;
-                    operator::persist(&mut st, &applied.records)?;
+                    persist_or_stop(&mut st, &applied.records, &fatal)?;
                     operator::persist_receipts(&mut st, &applied.receipts)?;
                     (o.events)(ServerEvent::RowsApplied {
                         rows: changes.iter().map(|c| c.0).collect(),
@@ -890,7 +919,7 @@ fn manage(
                 let mut srv = shared.write().map_err(|_| poisoned())?;
                 let old = srv.current().map(|t| t.header().epoch);
                 let records = srv.install(table, now_ms())?;
-                operator::persist(&mut st, &records)?;
+                persist_or_stop(&mut st, &records, &fatal)?;
                 drop(srv);
                 st.pir_set_table_status(e, "current", None)?;
                 if let Some(old) = old {
@@ -904,7 +933,7 @@ fn manage(
             let mut srv = shared.write().map_err(|_| poisoned())?;
             let before: Vec<u64> = srv.tables().map(|t| t.header().epoch).collect();
             let records = srv.expire(now)?;
-            operator::persist(&mut st, &records)?;
+            persist_or_stop(&mut st, &records, &fatal)?;
             let after: Vec<u64> = srv.tables().map(|t| t.header().epoch).collect();
             drop(srv);
             for e in before.into_iter().filter(|e| !after.contains(e)) {
@@ -915,6 +944,10 @@ fn manage(
         };
         if let Err(e) = step() {
             (o.events)(ServerEvent::Management(e.to_string()));
+            if fatal.lock().map(|f| f.is_some()).unwrap_or(true) {
+                let _ = stop_serving.blocking_send(());
+                return;
+            }
         }
     }
 }
