@@ -431,8 +431,8 @@ fn tracedge_seeds() {
                 ..Default::default()
             },
         );
-        let mut view = ClientView::for_receipt(receipts[0].clone()).unwrap();
-        let (mut cs, hello) = c.start(NOW, &view, &mut rng);
+        let mut view = ClientView::for_receipt(receipts[0].clone(), u64::MAX / 2).unwrap();
+        let (mut cs, hello) = c.start(NOW, &mut rng);
         let (mut ss, commit) = server.hello(&hello, NOW, &mut rng).unwrap();
         let t = "pir_tracedge_messages";
         let mut n = 0;

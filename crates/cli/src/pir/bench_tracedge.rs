@@ -189,7 +189,7 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backen
     while view.head_seq() != Some(head) {
         let from = view.head_seq().map_or(0, |h| h + 1);
         let seg = server.log_segment(&LogRequest { from, to: head });
-        view.apply(&seg)
+        view.apply(&seg, NOW)
             .map_err(|e| anyhow::anyhow!("the bench's own log does not verify: {e:?}"))?;
     }
     let sync_s = t.elapsed().as_secs_f64();
@@ -291,7 +291,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
     for (c, v) in clients.iter().zip(&views).take(a.samples) {
         t_s += 1;
         let t0 = Instant::now();
-        let (mut cs, hello) = c.start(t_s, v, &mut rng);
+        let (mut cs, hello) = c.start(t_s, &mut rng);
         let (mut ss, commit) = server.hello(&hello, NOW, &mut rng)?;
         let queries = c.on_commit(&mut cs, commit, hint.clone(), v, &mut rng).map_err(stop)?;
         let t_query = t0.elapsed();
@@ -334,7 +334,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         let mut ss_all = Vec::new();
         for (c, v) in clients.iter().zip(&views).take(bsz) {
             t_s += 1;
-            let (cs, hello) = c.start(t_s, v, &mut rng);
+            let (cs, hello) = c.start(t_s, &mut rng);
             let (ss, commit) = server.hello(&hello, NOW, &mut rng)?;
             started.push((c, v, cs, commit, rng.next_u64()));
             ss_all.push(ss);
@@ -369,9 +369,9 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         let mut pass_times = Vec::new();
         for _ in 1..a.passes {
             let mut fresh = Vec::with_capacity(bsz);
-            for (c, v) in clients.iter().zip(&views).take(bsz) {
+            for c in clients.iter().take(bsz) {
                 t_s += 1;
-                let (_, hello) = c.start(t_s, v, &mut rng);
+                let (_, hello) = c.start(t_s, &mut rng);
                 fresh.push(server.hello(&hello, NOW, &mut rng)?.0);
             }
             let t0 = Instant::now();
@@ -547,7 +547,7 @@ pub fn detection(a: &DetectionArgs) -> Result<()> {
                 let c = TracEdgeClient::new(vk, row, subs[row as usize].clone(), config);
                 let view = match &mut views[row as usize] {
                     Some(v) => v,
-                    slot => slot.insert(ClientView::for_receipt(receipts[row as usize].clone())?),
+                    slot => slot.insert(ClientView::for_receipt(receipts[row as usize].clone(), u64::MAX / 2)?),
                 };
                 t_s += 1;
                 let run = authenticate_in_process(&mut server, &c, view, hint.clone(), t_s, &mut rng);

@@ -257,9 +257,10 @@ impl TableHeader {
 /// `C → S: t_s` (with a nonce, the client's challenge for the mutual authentication).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hello {
-    /// The client's timestamp (unix ms), rounded down to the minute so that the
-    /// offset of the client's clock does not link its sessions (see
-    /// [`super::coarse_time`]).
+    /// Sent as 0 and ignored: the client sends no clock (its offset, even rounded
+    /// to the minute, linked its sessions). The server signs its own time in the
+    /// [`Commit`] and the client checks it against its clock. The field stays for
+    /// the wire format.
     pub t_s: u64,
     /// A fresh random nonce.
     pub nonce: [u8; 32],

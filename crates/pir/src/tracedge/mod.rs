@@ -38,11 +38,11 @@
 //! server.install(table, now).unwrap();
 //!
 //! let client = TracEdgeClient::new(server.verifying_key(), 42, alice, ClientConfig::default());
-//! let mut view = ClientView::for_receipt(receipt).unwrap(); // her copy of the log
-//! let (mut cs, hello) = client.start(now, &view, &mut rng);
+//! let mut view = ClientView::for_receipt(receipt, now).unwrap(); // her copy of the log
+//! let (mut cs, hello) = client.start(now, &mut rng);
 //! let (mut ss, commit) = server.hello(&hello, now, &mut rng).unwrap();
 //! while let CommitNeeds::Log(req) = client.commit_needs(&cs, &commit, &view).unwrap() {
-//!     view.apply(&server.log_segment(&req)).unwrap();
+//!     view.apply(&server.log_segment(&req), now).unwrap();
 //! }
 //! let queries = client.on_commit(&mut cs, commit, hint, &view, &mut rng).unwrap();
 //! let response = server.respond(&mut ss, &queries).unwrap();
