@@ -440,7 +440,7 @@ fn tracedge_seeds() {
             let seg = server.log_segment(&req);
             write(t, &format!("log_request{k}_{n}"), &req.to_wire());
             write(t, &format!("log_segment{k}_{n}"), &seg.to_wire());
-            view.apply(&seg).unwrap();
+            view.apply(&seg, u64::MAX / 2).unwrap();
             n += 1;
         }
         write(t, &format!("view{k}"), &view.to_bytes());
