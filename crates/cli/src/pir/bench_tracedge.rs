@@ -266,16 +266,26 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         .iter()
         .map(|(r, s)| TracEdgeClient::new(vk, *r, s.clone(), config))
         .collect();
-    // Each subscriber's copy of the log (sharing the directory) with its receipt.
+    // Each subscriber's copy of the log (sharing the directory) with its receipt,
+    // on all cores: each copy checks the log records from its receipt's entry on
+    // (up to 10^7 changes at 10^7 rows), which one core took minutes for 2 048
+    // subscribers.
+    let wanted: std::collections::HashSet<u64> = subs.iter().map(|(r, _)| *r).collect();
+    let mut seq_of: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    for rec in server.log().records() {
+        for &(row, _) in &rec.changes {
+            if wanted.contains(&row) {
+                seq_of.entry(row).or_insert(rec.entry.seq);
+            }
+        }
+    }
+    let srv_ref = &*server;
     let views: Vec<ClientView> = subs
-        .iter()
+        .par_iter()
         .map(|(r, s)| {
-            let seq = server
-                .log()
-                .records()
-                .iter()
-                .find(|rec| rec.changes.iter().any(|&(row, _)| row == *r))
-                .map(|rec| rec.entry.seq)
+            let server = srv_ref;
+            let seq = *seq_of
+                .get(r)
                 .ok_or_else(|| anyhow::anyhow!("row {r} is not in the log"))?;
             let receipt = server.receipt(*r, s.public_bytes(), seq, NOW);
             let mut v = b.view.clone();
