@@ -75,6 +75,7 @@ impl Gaussian {
 /// The exact distribution `x₁ + 9·x₂` that [`Gaussian::sample`] draws from: each
 /// value with its probability, computed from the cumulative table the sampler scans
 /// (so rounding of the table is included).
+#[cfg(test)]
 pub(crate) fn exact_distribution() -> Vec<(i32, f64)> {
     let g = Gaussian::new();
     let two64 = 18446744073709551616.0f64;
@@ -99,6 +100,7 @@ pub(crate) fn exact_distribution() -> Vec<(i32, f64)> {
 }
 
 /// The standard deviation of [`exact_distribution`].
+#[cfg(test)]
 pub(crate) fn exact_sigma() -> f64 {
     exact_distribution()
         .iter()
