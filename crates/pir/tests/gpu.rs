@@ -98,7 +98,7 @@ fn gpu_wide_rows_equal_cpu_answers() {
     let mut rng = ChaCha20Rng::seed_from_u64(17);
     let table = Table::random(TableShape::new(20_003, 8).unwrap(), &mut rng);
     let params = LweParams::with_slots(table.shape(), 8, [9; 16]).unwrap();
-    assert!(params.cols() > 2048 && params.cols() % 16 != 0);
+    assert!(params.cols() > 2048 && !params.cols().is_multiple_of(16));
     let cpu = LweServer::setup(&table, params).unwrap();
     for gpus in ["0", "0,0"] {
         let g = GpuLweServer::setup(&table, params, config(gpus, 8, 64)).unwrap();

@@ -503,10 +503,13 @@ struct Ctx {
     enrol_rate: Mutex<HashMap<IpAddr, Instant>>,
 }
 
+/// Where a session's response goes back to its connection.
+type ReplyTo = oneshot::Sender<(ServerSession, crate::Result<Vec<u8>>)>;
+
 struct BatchItem {
     session: ServerSession,
     queries: QueriesFrame,
-    reply: oneshot::Sender<(ServerSession, crate::Result<Vec<u8>>)>,
+    reply: ReplyTo,
 }
 
 /// Answers the queries of concurrent sessions on a thread of its own, in a pipeline
@@ -516,8 +519,8 @@ struct BatchItem {
 /// server's lock is held for one step at a time, so hellos and table management go
 /// on between steps.
 fn batcher(shared: Shared, mut rx: mpsc::Receiver<BatchItem>, max: usize) {
-    let mut r: Responder<oneshot::Sender<(ServerSession, crate::Result<Vec<u8>>)>> = Responder::new(max);
-    let reply = |done: Vec<Responded<oneshot::Sender<(ServerSession, crate::Result<Vec<u8>>)>>>| {
+    let mut r: Responder<ReplyTo> = Responder::new(max);
+    let reply = |done: Vec<Responded<ReplyTo>>| {
         for d in done {
             let _ = d.tag.send((d.session, d.response));
         }
