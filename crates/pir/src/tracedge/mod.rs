@@ -57,6 +57,7 @@ pub mod log;
 mod messages;
 mod proof;
 mod protocol;
+mod respond;
 pub mod service;
 
 pub use commit::{CommitScheme, Commitment};
@@ -73,3 +74,4 @@ pub use protocol::{
     audit_selection, authenticate_in_process, build_lwe_table, build_lwe_table_on, coarse_time, expected_audit,
     key_matches, lwe_seed, max_audits, verify_commit, verify_response,
 };
+pub use respond::{Responded, Responder, ResponderStats};

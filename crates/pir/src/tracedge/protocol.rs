@@ -40,6 +40,8 @@ use super::keytable::{self, BUCKET_ROWS, DirEntry, Directory, Flagged, Subscribe
 use super::log::{Change, ClientView, EnrolmentReceipt, LogRecord, LogRequest, LogSegment, TableLog};
 use super::messages::*;
 use super::proof::{Evidence, MisbehaviourProof, ProofKind, QueryOpening, ROLLBACK_MARGIN_MS, Transcript};
+use super::respond::Responder;
+use crate::stream::PipelinedLwe;
 use rayon::prelude::*;
 
 use crate::lwe::{LweClient, LweHint, LweParams, LweQuery, LweServer};
@@ -378,7 +380,7 @@ pub struct Applied {
     pub receipts: Vec<EnrolmentReceipt>,
 }
 
-impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource> TracEdgeServer<S> {
+impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource + PipelinedLwe> TracEdgeServer<S> {
     /// A server with tables of `rows` rows, no subscriber and no table yet: its log
     /// starts with the genesis entry.
     pub fn new(signing: SigningKey, dh_secret: Scalar, config: ServerConfig, rows: u64, now_ms: u64) -> Result<Self> {
@@ -762,43 +764,110 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
     /// table id and length against the table (so that one bad session never fails a
     /// batch it would have joined).
     pub fn check_queries(&self, sess: &ServerSession, q: &Queries) -> Result<()> {
+        self.check_session_queries(sess, q.epoch, &mut q.all().map(|x| (&x.table_id, x.values.len())))
+    }
+
+    /// [`TracEdgeServer::check_queries`] of a message as received: the same checks,
+    /// on the frame the server answers from.
+    pub fn check_frame(&self, sess: &ServerSession, q: &QueriesFrame) -> Result<()> {
+        self.check_session_queries(
+            sess,
+            q.epoch(),
+            &mut (0..q.len()).map(|i| (q.table_id(i), q.values_len(i))),
+        )
+    }
+
+    fn check_session_queries(
+        &self,
+        sess: &ServerSession,
+        epoch: u64,
+        queries: &mut dyn Iterator<Item = (&[u8; 32], usize)>,
+    ) -> Result<()> {
         if sess.step != ServerStep::AwaitQueries {
             return Err(Error::Refused("queries out of order".into()));
         }
-        if q.epoch != sess.epoch {
+        if epoch != sess.epoch {
             return Err(Error::Refused(format!(
-                "queries for epoch {}; the session runs on epoch {}",
-                q.epoch, sess.epoch
+                "queries for epoch {epoch}; the session runs on epoch {}",
+                sess.epoch
             )));
         }
         let t = self
             .tables
-            .get(&q.epoch)
-            .ok_or_else(|| Error::Refused(format!("the table of epoch {} has expired", q.epoch)))?;
-        if q.audits.len() > self.config.max_audit_queries {
+            .get(&epoch)
+            .ok_or_else(|| Error::Refused(format!("the table of epoch {epoch} has expired")))?;
+        let queries: Vec<(&[u8; 32], usize)> = queries.collect();
+        let audits = queries.len().saturating_sub(1);
+        if audits > self.config.max_audit_queries {
             return Err(Error::Refused(format!(
-                "{} audit queries; this server answers at most {} per session",
-                q.audits.len(),
+                "{audits} audit queries; this server answers at most {} per session",
                 self.config.max_audit_queries
             )));
         }
         let cols = t.hint.params.cols();
-        for query in q.all() {
-            if query.table_id != t.header.table_id {
+        for &(table_id, len) in &queries {
+            if *table_id != t.header.table_id {
                 return Err(Error::WrongTable {
                     ours: keytable::hex(&t.header.table_id[..8]),
-                    theirs: keytable::hex(&query.table_id[..8]),
+                    theirs: keytable::hex(&table_id[..8]),
                 });
             }
-            if query.values.len() != cols {
+            if len != cols {
                 return Err(Error::WrongLength {
                     what: "a query",
-                    got: query.values.len(),
+                    got: len,
                     expected: cols,
                 });
             }
         }
         Ok(())
+    }
+
+    /// The table of `epoch`, if it is still served.
+    pub(crate) fn table(&self, epoch: u64) -> Option<&LiveTable<S>> {
+        self.tables.get(&epoch)
+    }
+
+    /// Signs a session's response (over the hashes of its queries and answers),
+    /// enters it into the session's transcript and moves the session on.
+    pub(crate) fn seal_response(
+        &self,
+        sess: &mut ServerSession,
+        epoch: u64,
+        qhash: &[u8; 32],
+        ahash: &[u8; 32],
+    ) -> [u8; 64] {
+        let sig = self.signing.sign(&response_signed_bytes(
+            sess.t_s,
+            &sess.client_nonce,
+            &sess.server_nonce,
+            epoch,
+            qhash,
+            ahash,
+        ));
+        sess.transcript.update(qhash);
+        sess.transcript.update(response_transcript_bytes(epoch, ahash, &sig));
+        sess.step = ServerStep::AwaitAuth;
+        sig
+    }
+
+    /// Step 2 for sessions whose queries arrived as frames, through the PIR
+    /// backend's pipeline ([`Responder`]): each session's [`Response`] encoded,
+    /// ready to send, in the order given. A session whose queries fail their checks
+    /// gets its error alone.
+    pub fn respond_frames(&self, items: Vec<(ServerSession, QueriesFrame)>) -> Vec<(ServerSession, Result<Vec<u8>>)> {
+        let n = items.len();
+        let mut r = Responder::new(usize::MAX);
+        let mut out: Vec<Option<(ServerSession, Result<Vec<u8>>)>> = (0..n).map(|_| None).collect();
+        for (i, (sess, frame)) in items.into_iter().enumerate() {
+            if let Some(d) = r.push(self, sess, frame, i) {
+                out[d.tag] = Some((d.session, d.response));
+            }
+        }
+        for d in r.drain(self) {
+            out[d.tag] = Some((d.session, d.response));
+        }
+        out.into_iter().flatten().collect()
     }
 
     /// Step 2: answers one session's queries.
@@ -847,19 +916,8 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
                             let Some(answers) = ans.take() else { return };
                             let qhash = wire_hash(*q);
                             let ahash = answers_hash(&answers);
-                            let sig = self.signing.sign(&response_signed_bytes(
-                                sess.t_s,
-                                &sess.client_nonce,
-                                &sess.server_nonce,
-                                epoch,
-                                &qhash,
-                                &ahash,
-                            ));
-                            sess.transcript.update(qhash);
-                            sess.transcript.update(response_transcript_bytes(epoch, &ahash, &sig));
-                            let resp = Response { epoch, answers, sig };
-                            sess.step = ServerStep::AwaitAuth;
-                            *res = Some(Ok(resp));
+                            let sig = self.seal_response(sess, epoch, &qhash, &ahash);
+                            *res = Some(Ok(Response { epoch, answers, sig }));
                         });
                 }
             }
@@ -1676,7 +1734,7 @@ pub fn authenticate_in_process<S, R>(
     rng: &mut R,
 ) -> InProcess
 where
-    S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource,
+    S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource + PipelinedLwe,
     R: RngCore + CryptoRng,
 {
     let mut out = InProcess {

@@ -426,7 +426,13 @@ impl RunningServer {
         };
         let tls = keys.tls.server_config()?;
         let (tx, rx) = mpsc::channel::<BatchItem>(4096);
-        tokio::spawn(batcher(shared.clone(), rx, o.batch));
+        {
+            let (shared, max) = (shared.clone(), o.batch);
+            std::thread::Builder::new()
+                .name("tracedge-batcher".into())
+                .spawn(move || batcher(shared, rx, max))
+                .map_err(|e| ServiceError::Protocol(format!("starting the batcher: {e}")))?;
+        }
         let done = Arc::new(AtomicU64::new(0));
         let ctx = Arc::new(Ctx {
             fatal: fatal.clone(),
@@ -531,42 +537,51 @@ struct Ctx {
     enrol_rate: Mutex<HashMap<IpAddr, Instant>>,
 }
 
+/// Where a session's response goes back to its connection.
+type ReplyTo = oneshot::Sender<(ServerSession, crate::Result<Vec<u8>>)>;
+
 struct BatchItem {
     session: ServerSession,
-    queries: Queries,
-    reply: oneshot::Sender<(ServerSession, crate::Result<Response>)>,
+    queries: QueriesFrame,
+    reply: ReplyTo,
 }
 
-/// Collects the queries of concurrent sessions and answers them in one pass.
-async fn batcher(shared: Shared, mut rx: mpsc::Receiver<BatchItem>, max: usize) {
-    while let Some(first) = rx.recv().await {
-        let mut items = vec![first];
-        // Whatever arrived meanwhile joins the pass.
-        while items.len() < max {
+/// Answers the queries of concurrent sessions on a thread of its own, in a pipeline
+/// ([`Responder`]): whatever arrived while the PIR backend was busy joins the next
+/// chunk (at most `max` sessions), a chunk is staged while the ones before it are on
+/// the GPU, and each response goes back, encoded, as soon as its chunk is done. The
+/// server's lock is held for one step at a time, so hellos and table management go
+/// on between steps.
+fn batcher(shared: Shared, mut rx: mpsc::Receiver<BatchItem>, max: usize) {
+    let mut r: Responder<ReplyTo> = Responder::new(max);
+    let reply = |done: Vec<Responded<ReplyTo>>| {
+        for d in done {
+            let _ = d.tag.send((d.session, d.response));
+        }
+    };
+    loop {
+        let mut arrived = Vec::new();
+        if r.is_idle() {
+            match rx.blocking_recv() {
+                Some(i) => arrived.push(i),
+                None => return,
+            }
+        }
+        // Whatever arrived meanwhile joins (bounded, so that chunks in flight are
+        // finished in time).
+        while arrived.len() < max.saturating_mul(2) {
             match rx.try_recv() {
-                Ok(i) => items.push(i),
+                Ok(i) => arrived.push(i),
                 Err(_) => break,
             }
         }
-        let shared = shared.clone();
-        let _ = tokio::task::spawn_blocking(move || {
-            let Ok(srv) = shared.read() else { return };
-            let mut sessions: Vec<ServerSession> = Vec::with_capacity(items.len());
-            let mut rest = Vec::with_capacity(items.len());
-            for i in items {
-                sessions.push(i.session);
-                rest.push((i.queries, i.reply));
+        let Ok(srv) = shared.read() else { return };
+        for i in arrived {
+            if let Some(d) = r.push(&srv, i.session, i.queries, i.reply) {
+                reply(vec![d]);
             }
-            let results = {
-                let mut refs: Vec<(&mut ServerSession, &Queries)> =
-                    sessions.iter_mut().zip(rest.iter().map(|(q, _)| q)).collect();
-                srv.respond_batch(&mut refs)
-            };
-            for ((s, (_, reply)), r) in sessions.into_iter().zip(rest).zip(results) {
-                let _ = reply.send((s, r));
-            }
-        })
-        .await;
+        }
+        reply(r.step(&srv));
     }
 }
 
@@ -711,12 +726,14 @@ async fn handle(conn: &mut FramedConn, ctx: &Ctx, tx: mpsc::Sender<BatchItem>) -
                 }
             }
             TAG_QUERIES => {
-                let q = Queries::from_wire(&msg)?;
+                // Checked but not decoded: the batcher copies the values from this
+                // frame straight into the backend's staging memory.
+                let q = QueriesFrame::parse(msg)?;
                 let Some(s) = session.take() else {
                     return refuse(conn, other("queries before hello")).await;
                 };
                 // Checked on its own before it joins a batch.
-                let checked = ctx.shared.read().map_err(|_| poisoned())?.check_queries(&s, &q);
+                let checked = ctx.shared.read().map_err(|_| poisoned())?.check_frame(&s, &q);
                 if let Err(e) = checked {
                     return refuse(conn, refusal_of(&e)).await;
                 }
@@ -733,8 +750,7 @@ async fn handle(conn: &mut FramedConn, ctx: &Ctx, tx: mpsc::Sender<BatchItem>) -
                     .map_err(|_| ServiceError::Protocol("the batch was dropped".into()))?;
                 session = Some(s);
                 match r {
-                    Ok(resp) => {
-                        let bytes = resp.to_wire();
+                    Ok(bytes) => {
                         conn.set_max_frame(bytes.len());
                         conn.send(&bytes).await?;
                     }
