@@ -5,6 +5,7 @@
 //! the reviewed code (branch rev-pir2); `held_*` tests record attacks that did not
 //! work. The harness (`World`, `Hostile`, `hostile_session`) is a copy of the one in
 //! `tests/tracedge_review.rs`.
+#![allow(dead_code)]
 
 use curve25519_dalek::scalar::Scalar;
 use rand_chacha::ChaCha20Rng;
@@ -372,5 +373,220 @@ fn the_log_request_does_not_link_sessions_through_entry_times_the_server_picks()
         froms[2], froms[3],
         "A's second session asks from {} (= the head the server showed A's first session), B's from {} (= the head of B's first session): both last synced in the same minute, yet the server links each session to the client's previous one",
         froms[2], froms[3]
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// F2. The hint cache is a cookie again: a table id can come back.
+// ---------------------------------------------------------------------------------
+
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A server whose library state the test steers between sessions, served over TLS
+/// with the service's messages; it counts the `HintRequest`s it answers.
+struct Steered {
+    srv: std::sync::Mutex<(TracEdgeServer<LweServer>, ChaCha20Rng)>,
+    hint_requests: std::sync::atomic::AtomicUsize,
+}
+
+async fn serve_steered(st: std::sync::Arc<Steered>) -> (String, [u8; 32]) {
+    use tacit_net::{FramedListener, NetConfig};
+    use tacit_wire::{Decode, Envelope};
+    let tls = tacit_net::tls::SelfSigned::generate("tracedge.tacit.invalid").unwrap();
+    let pin = tls.fingerprint().unwrap();
+    let cfg = tls.server_config().unwrap();
+    let l = FramedListener::bind("127.0.0.1:0", &NetConfig::default())
+        .await
+        .unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        loop {
+            let Ok(c) = l.accept().await else { return };
+            let (cfg, st) = (cfg.clone(), st.clone());
+            tokio::spawn(async move {
+                let Ok(mut c) = c.accept_tls(cfg).await else { return };
+                c.set_max_frame(64 << 20);
+                let mut sess = None;
+                while let Ok(msg) = c.recv().await {
+                    let Ok(env) = Envelope::peek(&msg) else { return };
+                    let reply: Vec<u8> = {
+                        let mut g = st.srv.lock().unwrap();
+                        let (srv, rng) = &mut *g;
+                        match env.tag {
+                            TAG_HELLO => {
+                                let h = Hello::from_wire(&msg).unwrap();
+                                let (s, commit) = srv.hello(&h, wall_ms(), rng).unwrap();
+                                sess = Some(s);
+                                commit.to_wire()
+                            }
+                            TAG_LOG_REQUEST => srv.log_segment(&LogRequest::from_wire(&msg).unwrap()).to_wire(),
+                            TAG_HINT_REQUEST => {
+                                st.hint_requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                                srv.hint(&HintRequest::from_wire(&msg).unwrap()).unwrap().to_wire()
+                            }
+                            TAG_QUERIES => {
+                                let q = Queries::from_wire(&msg).unwrap();
+                                srv.respond(sess.as_mut().unwrap(), &q).unwrap().to_wire()
+                            }
+                            TAG_CLIENT_AUTH => {
+                                let a = ClientAuth::from_wire(&msg).unwrap();
+                                match srv.finish(sess.as_mut().unwrap(), &a) {
+                                    Ok((sa, _)) => sa.to_wire(),
+                                    Err(e) => Refusal {
+                                        code: RefusalCode::Other,
+                                        reason: e.to_string(),
+                                    }
+                                    .to_wire(),
+                                }
+                            }
+                            _ => return,
+                        }
+                    };
+                    if c.send(&reply).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, pin)
+}
+
+/// Issue 25 hole 3 asked that the hint cache stop being a cookie the server reads.
+/// The fix derives `A` from the epoch ("one epoch has one A") and says "a table with
+/// another id in the same epoch is a log entry every other subscriber can compare
+/// against". But a table's id is a function of its content, and rows written on the
+/// fly can be written back: a server that registers a (dummy) key Y₁ in a spare row
+/// before session 1, Y₂ before session 2, … gives each session a table id of its
+/// own, which the client caches (`ID.hints/`, keyed by table id). Later it writes Y₁
+/// back: the table id is again session 1's, and the one client that does NOT send a
+/// `HintRequest` is session 1's client. Every entry is an ordinary registration in
+/// one linear log, the same for everyone: nothing to compare, nothing to prove. Docs:
+/// "A server cannot use the cache as a cookie".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hint_cache_is_no_cookie_when_a_table_id_comes_back() {
+    let mut rng = ChaCha20Rng::seed_from_u64(202);
+    let t0 = wall_ms() - 60_000;
+    let sk = SigningKey::generate(&mut rng);
+    let mut server = TracEdgeServer::new(
+        SigningKey::from_seed(&sk.to_seed()),
+        Scalar::random(&mut rng),
+        ServerConfig::default(),
+        N as u64,
+        t0,
+    )
+    .unwrap();
+    let subs: Vec<SubscriberSecret> = (0..4).map(|_| SubscriberSecret::random(&mut rng)).collect();
+    let changes: Vec<Change> = subs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i as u64, s.public_bytes()))
+        .collect();
+    let receipts = server.apply_changes(&changes, t0).unwrap().receipts;
+    let keys = server.directory().keys().to_vec();
+    let table = build_lwe_table(
+        1,
+        TableKey::random(&mut rng),
+        CommitScheme::Binding,
+        &server.dh_public(),
+        keys,
+        None,
+        &|_| {},
+        &mut rng,
+    )
+    .unwrap();
+    server.install(table, t0).unwrap();
+    let st = std::sync::Arc::new(Steered {
+        srv: std::sync::Mutex::new((server, ChaCha20Rng::seed_from_u64(203))),
+        hint_requests: Default::default(),
+    });
+    let (addr, pin) = serve_steered(st.clone()).await;
+    let dir = std::env::temp_dir().join(format!("tacit-review2-cookie-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let identity = |i: usize| {
+        let id = tacit_pir::tracedge::service::client::Identity {
+            connect: addr.clone(),
+            pin: hex::encode(pin),
+            server_key: hex::encode(sk.verifying_key().to_bytes()),
+            row: Some(i as u64),
+            secret: hex::encode(&subs[i].to_bytes()[..]),
+            receipt: Some(hex::encode(receipts[i].to_wire())),
+        };
+        let p = dir.join(format!("sub{i}.json"));
+        id.create(&p).unwrap();
+        p
+    };
+    let (alice, bob) = (identity(1), identity(2));
+    let spare = 250u64;
+    let y: Vec<[u8; 32]> = (0..2)
+        .map(|_| SubscriberSecret::random(&mut rng).public_bytes())
+        .collect();
+    let set = |k: [u8; 32]| {
+        let mut g = st.srv.lock().unwrap();
+        g.0.apply_changes(&[(spare, k)], wall_ms()).unwrap();
+        g.0.current().unwrap().header().table_id
+    };
+    let opts = tacit_pir::tracedge::service::client::AuthOptions::default();
+    let auth = |p: std::path::PathBuf| {
+        let opts = opts.clone();
+        async move {
+            tacit_pir::tracedge::service::client::authenticate(&p, &opts)
+                .await
+                .unwrap()
+        }
+    };
+    // Session 1 (alice) on table id T1, session 2 (bob) on T2.
+    let t1 = set(y[0]);
+    let r = auth(alice.clone()).await;
+    assert!(
+        matches!(
+            r.outcome,
+            tacit_pir::tracedge::service::client::AuthOutcome::Authenticated { .. }
+        ),
+        "{:?}",
+        r.outcome
+    );
+    let t2 = set(y[1]);
+    let r = auth(bob.clone()).await;
+    assert!(
+        matches!(
+            r.outcome,
+            tacit_pir::tracedge::service::client::AuthOutcome::Authenticated { .. }
+        ),
+        "{:?}",
+        r.outcome
+    );
+    // Y1 written back: the table id of session 1 again.
+    let t3 = set(y[0]);
+    assert_eq!(t3, t1, "the table id is a function of the table's content");
+    assert_ne!(t1, t2);
+    let before = st.hint_requests.load(std::sync::atomic::Ordering::SeqCst);
+    let ra = auth(alice.clone()).await;
+    let mid = st.hint_requests.load(std::sync::atomic::Ordering::SeqCst);
+    let rb = auth(bob.clone()).await;
+    let after = st.hint_requests.load(std::sync::atomic::Ordering::SeqCst);
+    let _ = std::fs::remove_dir_all(&dir);
+    let (asked_a, asked_b) = (mid - before, after - mid);
+    eprintln!(
+        "third round on T1 again: alice sent {asked_a} HintRequest(s) (cached: {}), bob {asked_b} (cached: {})",
+        ra.hint_cached, rb.hint_cached
+    );
+    assert!(matches!(
+        ra.outcome,
+        tacit_pir::tracedge::service::client::AuthOutcome::Authenticated { .. }
+    ));
+    assert!(matches!(
+        rb.outcome,
+        tacit_pir::tracedge::service::client::AuthOutcome::Authenticated { .. }
+    ));
+    assert_eq!(
+        asked_a, asked_b,
+        "the server tells session 1's client (alice: {asked_a} hint requests) from session 2's (bob: {asked_b}) by writing a row back to session 1's key: the hint cache is a cookie"
     );
 }
