@@ -312,6 +312,109 @@ fn hostile_session(
     }
 }
 
+/// [`hostile_session`] whose signed answers are first changed by `mangle`.
+/// One session with a hostile server that commits to `header` (a table it holds)
+/// under log entry `log_seq` of `log`, and answers honestly from that table.
+#[allow(clippy::too_many_arguments)]
+fn hostile_session_mangled(
+    mangle: &dyn Fn(&mut Vec<tacit_pir::lwe::LweAnswer>),
+    w: &mut World,
+    log: &Hostile,
+    log_seq: u64,
+    header: TableHeader,
+    c: &TracEdgeClient,
+    v: &mut ClientView,
+    now: u64,
+    from_seen: &mut Vec<u64>,
+) -> End {
+    let sk = SigningKey::from_seed(&w.server.signing_key().to_seed());
+    let table = w
+        .server
+        .tables()
+        .find(|t| t.header().epoch == header.epoch)
+        .expect("the hostile server holds the table");
+    let hint = table.hint().clone();
+    let (mut cs, hello) = c.start(now, &mut w.rng);
+    let mut server_nonce = [0u8; 32];
+    w.rng.fill_bytes(&mut server_nonce);
+    let log_hash = log.records[log_seq as usize].entry.hash();
+    let sig = sk.sign(&commit_signed_bytes(
+        &header,
+        now,
+        &hello.nonce,
+        &server_nonce,
+        log_seq,
+        &log_hash,
+    ));
+    let commit = Commit {
+        header,
+        t_s: now,
+        server_nonce,
+        log_seq,
+        log_hash,
+        sig,
+    };
+    loop {
+        match c.commit_needs(&cs, &commit, v) {
+            Err(s) => return End::Stopped(s),
+            Ok(CommitNeeds::Ready) => break,
+            Ok(CommitNeeds::Log(req)) => {
+                from_seen.push(req.from);
+                let seg = log.segment(&req);
+                let before = v.head_seq();
+                if let Err(e) = v.apply(&seg, now) {
+                    return End::Stopped(e.into());
+                }
+                if v.head_seq() == before {
+                    return End::Stopped(ClientStop::Error(Error::Refused("no log".into())));
+                }
+            }
+        }
+    }
+    let q = match c.on_commit(&mut cs, commit.clone(), hint, v, &mut w.rng) {
+        Ok(q) => q,
+        Err(s) => return End::Stopped(s),
+    };
+    // Answers from the committed table, signed.
+    let refs: Vec<_> = q.all().collect();
+    let mut answers = table.pir().answer_batch_refs(&refs).unwrap();
+    mangle(&mut answers);
+    let qhash = wire_hash(&q);
+    let ahash = answers_hash(&answers);
+    let rsig = sk.sign(&response_signed_bytes(
+        now,
+        &hello.nonce,
+        &server_nonce,
+        header.epoch,
+        &qhash,
+        &ahash,
+    ));
+    let resp = Response {
+        epoch: header.epoch,
+        answers,
+        sig: rsig,
+    };
+    let mut tr = Sha256::new();
+    tr.update(hello.to_wire());
+    tr.update(commit.to_wire());
+    tr.update(qhash);
+    tr.update(response_transcript_bytes(header.epoch, &ahash, &rsig));
+    let transcript: [u8; 32] = tr.finalize().into();
+    let auth = match c.on_response(&mut cs, resp, &mut w.rng) {
+        Ok(a) => a,
+        Err(s) => return End::Stopped(s),
+    };
+    let key = table.key();
+    if auth.mac == key.session_mac_key("client", &transcript) {
+        let reply = ServerAuth {
+            mac: key.session_mac_key("server", &transcript),
+        };
+        End::Outcome(c.on_server_auth(&mut cs, Ok(reply)), Some(0))
+    } else {
+        End::Outcome(c.on_server_auth(&mut cs, Err("not a subscriber".into())), None)
+    }
+}
+
 /// An honest session (the unmodified server), through `authenticate_in_process`.
 fn honest_session(w: &mut World, c: &TracEdgeClient, v: &mut ClientView, now: u64) -> End {
     let hint = w.server.current().unwrap().hint().clone();
@@ -589,4 +692,55 @@ async fn the_hint_cache_is_no_cookie_when_a_table_id_comes_back() {
         asked_a, asked_b,
         "the server tells session 1's client (alice: {asked_a} hint requests) from session 2's (bob: {asked_b}) by writing a row back to session 1's key: the hint cache is a cookie"
     );
+}
+
+// ---------------------------------------------------------------------------------
+// F3. A signed audit answer of the wrong shape: refused after ClientAuth, no proof.
+// ---------------------------------------------------------------------------------
+
+/// The response's answers are checked for their number and the signature, not their
+/// shape. A server that signs an audit answer with one element too few (or another
+/// table id) passes the own-row check, gets the client's real MAC (it learns the
+/// client is a subscriber and the session key is live), answers `ServerAuth` — and
+/// then the client's audit check fails to decode and the session ends "refused: the
+/// audit could not be checked", with NO proof, although an honest server never signs
+/// such an answer. A server can thus make chosen sessions fail after they proved
+/// membership, and make every audit of a session it cheats in silently void (a
+/// flagged row in the audited slot is then never proven by a third party). Docs: a
+/// signed answer that is not what the table gives is caught with a proof that
+/// `verify-proof` accepts; "honest transcripts make no valid proof" — and dishonest
+/// ones should make one.
+#[test]
+fn a_signed_audit_answer_of_the_wrong_shape_is_proven() {
+    for how in ["short", "other table id"] {
+        let mut w = world(203, &[]);
+        let log = Hostile::of(&w);
+        let header = *w.server.current().unwrap().header();
+        let c = client(&w, 5, 4);
+        let mut v = fresh_view(&w, 5);
+        let mangle = |a: &mut Vec<tacit_pir::lwe::LweAnswer>| {
+            if how == "short" {
+                a[1].values.pop();
+            } else {
+                a[1].table_id[0] ^= 1;
+            }
+        };
+        let end = hostile_session_mangled(
+            &mangle,
+            &mut w,
+            &log,
+            log.head().seq,
+            header,
+            &c,
+            &mut v,
+            NOW,
+            &mut Vec::new(),
+        );
+        eprintln!("audit answer {how}: {}", end.short());
+        assert!(
+            end.caught().is_some_and(|p| p.verify().is_ok()),
+            "a signed malformed audit answer ({how}) ended without a proof: {}",
+            end.short()
+        );
+    }
 }
