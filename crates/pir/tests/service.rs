@@ -197,6 +197,15 @@ async fn one_hint_per_connection_and_frames_bounded_per_step() {
         .find(|t| t.status == "current")
         .unwrap()
         .epoch;
+    // Outside a session: refused (review 2: a hint costs the server ~2× its size).
+    c.send(&HintRequest { epoch }.to_wire()).await.unwrap();
+    let r = Refusal::from_wire(&c.recv().await.unwrap()).expect("a refusal, not a hint");
+    assert!(r.reason.contains("inside a session"), "{}", r.reason);
+    let mut c = FramedConn::connect_tls(&addr, &net, tls.clone(), "tracedge.tacit.invalid")
+        .await
+        .unwrap();
+    c.send(&Hello { t_s: 0, nonce: [3; 32] }.to_wire()).await.unwrap();
+    let _commit = c.recv().await.unwrap();
     c.send(&HintRequest { epoch }.to_wire()).await.unwrap();
     let hint = c.recv().await.unwrap();
     assert!(tacit_pir::lwe::LweHint::from_wire(&hint).is_ok());

@@ -843,6 +843,24 @@ impl ClientView {
         self.entries.get(seq as usize)
     }
 
+    /// The first log position of the run of entries that ends at `seq` and lists
+    /// `table_id` as their current table (`None` when entry `seq` does not). A hint
+    /// cached under (table id, this position) is not reused when the same table id
+    /// comes back as current after another table: the server could otherwise show a
+    /// table id to chosen sessions, make it current again later and tell those
+    /// sessions by their missing hint download (review 2, F2).
+    pub fn current_since(&self, seq: u64, table_id: &[u8; 32]) -> Option<u64> {
+        let is_current = |e: &LogEntry| e.tables.iter().any(|t| t.expires_ms == 0 && &t.table_id == table_id);
+        if !is_current(self.entry(seq)?) {
+            return None;
+        }
+        let mut first = seq;
+        while first > 0 && self.entry(first - 1).is_some_and(is_current) {
+            first -= 1;
+        }
+        Some(first)
+    }
+
     /// The directory after the newest entry.
     pub fn directory(&self) -> &Directory {
         &self.dir

@@ -298,6 +298,15 @@ pub enum ProofKind {
         /// For each change, its bucket with the path under the root before it.
         buckets: Vec<DirEntry>,
     },
+    /// A signed response with an answer of the wrong shape (another table id, or
+    /// another length than the signed table's), which no honest server signs and a
+    /// client cannot decode (review 2, F3).
+    MalformedAnswer {
+        /// The session.
+        session: Box<Transcript>,
+        /// Which answer.
+        index: u32,
+    },
     /// A signed entry whose changes (bound by their signed hash) change a row twice,
     /// a row outside the table, or give a row a key that is not a valid point.
     BadChanges {
@@ -474,6 +483,20 @@ impl MisbehaviourProof {
                     format!(
                         "the signed answer for rows {} of table epoch {} is not the sum of rows encrypting the committed key",
                         rows.join(","),
+                        header.epoch
+                    ),
+                )
+            }
+            ProofKind::MalformedAnswer { session, index } => {
+                let (header, lwe) = session.check(&vk)?;
+                let why = super::protocol::answer_shape_defect(&lwe, &header, &session.response.answers)
+                    .filter(|(i, _)| *i == *index as usize)
+                    .map(|(_, why)| why)
+                    .ok_or_else(|| bad("the answer has the signed table's shape"))?;
+                (
+                    header.epoch,
+                    format!(
+                        "the server signed a malformed answer on table epoch {}: {why}",
                         header.epoch
                     ),
                 )
@@ -773,6 +796,11 @@ impl Encode for MisbehaviourProof {
                 entry.put(w);
                 put_changes(w, changes);
             }
+            ProofKind::MalformedAnswer { session, index } => {
+                w.put_u8(10);
+                session.put(w);
+                w.put_u32(*index);
+            }
             ProofKind::BadChanges { entry, changes } => {
                 w.put_u8(9);
                 entry.put(w);
@@ -872,6 +900,10 @@ impl Decode for MisbehaviourProof {
             9 => ProofKind::BadChanges {
                 entry: LogEntry::read(r)?,
                 changes: read_changes(r)?,
+            },
+            10 => ProofKind::MalformedAnswer {
+                session: Box::new(Transcript::read(r)?),
+                index: r.u32()?,
             },
             _ => return Err(tacit_wire::Error::invalid("proof", "unknown kind")),
         };

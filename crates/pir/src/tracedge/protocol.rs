@@ -1,7 +1,7 @@
 //! The sans-I/O server and client of Algorithm 1.
 //!
 //! ```text
-//! C → S  Hello{t_s (to the minute), nonce}
+//! C → S  Hello{nonce}  (t_s sent as 0: the client sends no clock)
 //! C ← S  Commit{header(epoch, Γ, c, R, dir_root, table_id), t_s, nonce_S,
 //!               log head (seq, hash), Sig}
 //! C → S  LogRequest{from, to}     C ← S  LogSegment     (until the client's copy of
@@ -1415,6 +1415,29 @@ impl TracEdgeClient {
             &resp,
         )?;
         let header = commit.header;
+        // Every signed answer must have the table's shape before anything is
+        // decoded or any MAC is sent: a malformed one is provable (review 2, F3).
+        if let Some((index, _)) = answer_shape_defect(lwe, &header, &resp.answers) {
+            sess.transcript
+                .update(response_transcript_bytes(resp.epoch, &ahash, &resp.sig));
+            sess.proof = Some(Box::new(MisbehaviourProof {
+                server_key: self.server.to_bytes(),
+                kind: ProofKind::MalformedAnswer {
+                    session: Box::new(Transcript {
+                        hello: sess.hello,
+                        commit: commit.clone(),
+                        queries: queries.clone(),
+                        response: resp,
+                        hint: hint.clone(),
+                    }),
+                    index: index as u32,
+                },
+            }));
+            sess.step = ClientStep::AwaitServerAuth;
+            let mut mac = [0u8; 32];
+            rng.fill_bytes(&mut mac);
+            return Ok(ClientAuth { mac });
+        }
         let row = own.decode(lwe, &resp.answers[0])?.to_row_bytes(keytable::ROW_BYTES);
         let ephemeral = decode_public(&header.ephemeral)?;
         let server_dh = decode_public(&header.server_dh_key)?;
@@ -1707,6 +1730,26 @@ pub fn expected_audit(
         }
     }
     Ok(acc.into_iter().map(|v| v as u32).collect())
+}
+
+/// The first answer of a signed response whose shape is not the signed table's:
+/// another table id, or another length than the table's answers have. Its index and
+/// what is wrong.
+pub fn answer_shape_defect(
+    lwe: &LweClient,
+    header: &TableHeader,
+    answers: &[crate::lwe::LweAnswer],
+) -> Option<(usize, String)> {
+    let m = lwe.params().matrix_rows();
+    answers.iter().enumerate().find_map(|(i, a)| {
+        if a.table_id != header.table_id {
+            Some((i, format!("answer {i} is for another table")))
+        } else if a.values.len() != m {
+            Some((i, format!("answer {i} has {} values, not {m}", a.values.len())))
+        } else {
+            None
+        }
+    })
 }
 
 /// How an in-process run ended ([`authenticate_in_process`]).

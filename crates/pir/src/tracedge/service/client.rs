@@ -525,19 +525,21 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn cached_hint_path(dir: &Path, table_id: &[u8; 32]) -> PathBuf {
-    dir.join(format!("{}.hint", hex::encode(table_id)))
+/// A cached hint's file: the table id and the log position from which that id has
+/// been current without a break ([`ClientView::current_since`]).
+fn cached_hint_path(dir: &Path, table_id: &[u8; 32], since: u64) -> PathBuf {
+    dir.join(format!("{}-{since}.hint", hex::encode(table_id)))
 }
 
-fn read_cached_hint(dir: &Path, table_id: &[u8; 32]) -> Option<LweHint> {
-    let bytes = std::fs::read(cached_hint_path(dir, table_id)).ok()?;
+fn read_cached_hint(dir: &Path, table_id: &[u8; 32], since: u64) -> Option<LweHint> {
+    let bytes = std::fs::read(cached_hint_path(dir, table_id, since)).ok()?;
     LweHint::from_wire(&bytes).ok()
 }
 
 /// Writes the hint of `table_id` (temporary file and rename) and removes others.
-fn write_cached_hint(dir: &Path, table_id: &[u8; 32], hint: &LweHint) -> Result<()> {
+fn write_cached_hint(dir: &Path, table_id: &[u8; 32], since: u64, hint: &LweHint) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(file_err(dir))?;
-    let path = cached_hint_path(dir, table_id);
+    let path = cached_hint_path(dir, table_id, since);
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, hint.to_wire()).map_err(file_err(&tmp))?;
     std::fs::rename(&tmp, &path).map_err(file_err(&path))?;
@@ -666,7 +668,13 @@ async fn authenticate_once(identity: &Path, opts: &AuthOptions) -> Result<AuthRe
         .clone()
         .or_else(|| opts.default_hint_cache.then(|| default_hint_cache(identity)));
     let t2 = Instant::now();
-    let cached = cache.as_deref().and_then(|d| read_cached_hint(d, &header.table_id));
+    // The cache is keyed by the table id and where its current run began in the log
+    // (a table id that comes back after another is downloaded again).
+    let since = view.current_since(commit.log_seq, &header.table_id);
+    let cached = match (cache.as_deref(), since) {
+        (Some(d), Some(since)) => read_cached_hint(d, &header.table_id, since),
+        _ => None,
+    };
     let hint = match cached {
         Some(h) if crate::lwe::LweClient::new(h.clone()).is_ok_and(|c| c.table_id() == header.table_id) => {
             report.hint_cached = true;
@@ -694,10 +702,10 @@ async fn authenticate_once(identity: &Path, opts: &AuthOptions) -> Result<AuthRe
         }
     };
     if !report.hint_cached
-        && let Some(d) = cache.as_deref()
+        && let (Some(d), Some(since)) = (cache.as_deref(), since)
     {
         // Only a hint whose id the server signed in this session gets here.
-        let _ = write_cached_hint(d, &header.table_id, &hint);
+        let _ = write_cached_hint(d, &header.table_id, since, &hint);
     }
     report.audited_rows = cs.audited_rows();
     times.query_ms = ms(t3.elapsed());

@@ -442,6 +442,7 @@ impl RunningServer {
             keys,
             o: o.clone(),
             enrol_rate: Mutex::new(HashMap::new()),
+            hint_slots: tokio::sync::Semaphore::new(HINTS_AT_ONCE),
         });
         // The project's admission guard: a cap on connections (fitted below the
         // descriptor limit), per-address fairness, a deadline per connection, accept
@@ -535,7 +536,13 @@ struct Ctx {
     o: Options,
     /// Last enrolment per address (open enrolment: one per address per second).
     enrol_rate: Mutex<HashMap<IpAddr, Instant>>,
+    /// Hints being encoded and sent at once (each holds about twice the hint's
+    /// size: 104 MB at 10⁷ rows); further requests wait their turn.
+    hint_slots: tokio::sync::Semaphore,
 }
+
+/// How many hints a server encodes and sends at once.
+const HINTS_AT_ONCE: usize = 4;
 
 /// Where a session's response goes back to its connection.
 type ReplyTo = oneshot::Sender<(ServerSession, crate::Result<Vec<u8>>)>;
@@ -649,6 +656,9 @@ async fn handle(conn: &mut FramedConn, ctx: &Ctx, tx: mpsc::Sender<BatchItem>) -
         match tag {
             TAG_HINT_REQUEST => {
                 let req = HintRequest::from_wire(&msg)?;
+                if session.is_none() {
+                    return refuse(conn, other("the hint is served inside a session (after a Hello)")).await;
+                }
                 if hint_sent {
                     return refuse(
                         conn,
@@ -659,10 +669,16 @@ async fn handle(conn: &mut FramedConn, ctx: &Ctx, tx: mpsc::Sender<BatchItem>) -
                     )
                     .await;
                 }
+                let _slot = ctx
+                    .hint_slots
+                    .acquire()
+                    .await
+                    .map_err(|_| ServiceError::Protocol("the server is stopping".into()))?;
                 let hint = ctx.shared.read().map_err(|_| poisoned())?.hint(&req);
                 match hint {
                     Ok(h) => {
                         let bytes = h.to_wire();
+                        drop(h);
                         conn.set_max_frame(bytes.len());
                         conn.send(&bytes).await?;
                         hint_sent = true;
