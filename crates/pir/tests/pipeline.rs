@@ -218,7 +218,13 @@ impl PipelinedLwe for Narrow {
 /// backend's size and its slots (one free slot at a time here).
 #[test]
 fn an_oversized_session_is_refused_and_nothing_waits_forever() {
-    let mut w = world(7, |t, p| Narrow {
+    // A server that answers up to the protocol's limit of audit queries (the default
+    // answers one), so that the session below reaches the chunk check.
+    let config = ServerConfig {
+        max_audit_queries: MAX_AUDIT_QUERIES,
+        ..ServerConfig::default()
+    };
+    let mut w = world_with(7, config, |t, p| Narrow {
         inner: LweServer::setup(t, p).unwrap(),
         chunk: 5,
         slots: 1,

@@ -27,11 +27,19 @@ pub fn world<S>(seed: u64, make: impl FnOnce(&Table, LweParams) -> S) -> World<S
 where
     S: PirServer<Query = LweQuery, Answer = LweAnswer> + HintSource + PipelinedLwe,
 {
+    world_with(seed, ServerConfig::default(), make)
+}
+
+/// [`world`] with a server configuration of the test's choosing.
+pub fn world_with<S>(seed: u64, config: ServerConfig, make: impl FnOnce(&Table, LweParams) -> S) -> World<S>
+where
+    S: PirServer<Query = LweQuery, Answer = LweAnswer> + HintSource + PipelinedLwe,
+{
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut server = TracEdgeServer::new(
         SigningKey::generate(&mut rng),
         Scalar::random(&mut rng),
-        ServerConfig::default(),
+        config,
         ROWS,
         NOW - 10_000_000,
     )
