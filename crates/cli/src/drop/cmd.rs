@@ -328,9 +328,10 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
 
 /// Keeps a running receiver's revocation list current: fetches the list when the one
 /// in force reaches its next update (every hour without a list; ten minutes after a
-/// failure), from the URL or CA the device last refreshed from, and keeps it in the
-/// store. The sources are read from the store each time (`tacit id refresh` changes
-/// them).
+/// failure or when no source had a current list), asking the URL and the CA the
+/// device knows at once and keeping the newest current list of all (the same path as
+/// on start, [`crate::drop::ca::refresh_from_sources`]), and keeps it in the store.
+/// The sources are read from the store each time (`tacit id refresh` changes them).
 fn spawn_refresher(
     revocations: Revocations,
     ca: tacit_drop::records::CaPublicKey,
@@ -344,37 +345,28 @@ fn spawn_refresher(
                 None => 3600,
             };
             tokio::time::sleep(std::time::Duration::from_secs(due.max(wait).max(60))).await;
-            let sources = Store::open(&store)
-                .map_err(anyhow::Error::from)
-                .and_then(|st| crate::drop::ca::ListSources::of(&st));
-            let fetched = match sources {
-                Ok(sources) => sources.fetch(ca).await,
-                Err(e) => Err(e),
+            let refreshed = match Store::open(&store) {
+                Ok(mut st) => crate::drop::ca::refresh_from_sources(&mut st, &revocations, ca, "drop receive").await,
+                Err(e) => Err(e.into()),
             };
-            match fetched {
+            match refreshed {
                 Ok(None) => wait = 3600,
-                Ok(Some((list, from))) => {
-                    wait = 0;
-                    if let Ok(tacit_drop::revocation::Update::Installed) = revocations.update(list.clone()) {
-                        eprintln!(
-                            "tacit drop receive: revocation list {} from {from} ({} accounts revoked)",
-                            list.list().sequence(),
-                            list.list().accounts().len()
-                        );
-                        if let Ok(mut st) = Store::open(&store) {
-                            let _ = crate::drop::ca::keep_revocations(&mut st, &list);
-                        }
-                    }
-                }
-                Err(e) => {
+                Ok(Some(true)) => wait = 0,
+                Ok(Some(false)) => {
                     wait = 600;
                     eprintln!(
-                        "tacit drop receive: warning: could not refresh the revocation list: {}{}",
-                        crate::util::one_line(&e),
+                        "tacit drop receive: warning: no source had a current revocation list{}",
                         match revocations.stale_policy() {
                             StalePolicy::Refuse => "; every sender is refused until it is current",
                             StalePolicy::Warn => "",
                         }
+                    );
+                }
+                Err(e) => {
+                    wait = 600;
+                    eprintln!(
+                        "tacit drop receive: warning: could not refresh the revocation list: {}",
+                        crate::util::one_line(&e)
                     );
                 }
             }
