@@ -1,4 +1,5 @@
-//! Adversarial review after issue 32: attacks on PrivateDrop as a network observer.
+//! PrivateDrop attacked as a network observer (from the adversarial review after
+//! issue 32).
 //!
 //! `docs/drop.md` claims: "A byte-counting relay sees the same byte counts in both
 //! directions for all four combinations of 'the sender holds the receiver' and 'the
