@@ -944,16 +944,33 @@ async fn connect<G: PrimeGroup>(
     Ok((http, peer))
 }
 
-/// Connects to a receiver and runs PrivateDrop's authentication.
+/// Connects to a receiver and runs PrivateDrop's authentication with an address-book
+/// precomputation made beforehand.
 pub async fn authenticate<G: PrimeGroup>(
     addr: &str,
     cfg: Arc<SenderConfig<G>>,
     book_sender: Sender<G>,
 ) -> Result<Session<G>> {
+    authenticate_with(addr, cfg, move || Ok(book_sender)).await
+}
+
+/// Connects to a receiver and runs PrivateDrop's authentication, making the
+/// address-book precomputation with `precompute` (on a blocking thread) only once TLS
+/// succeeded with an unrevoked account certificate of our CA (review of issue 32:
+/// `drop send` made one for every address mDNS offered, before connecting, so anyone
+/// on the network could make it compute one per fake advertisement).
+pub async fn authenticate_with<G: PrimeGroup>(
+    addr: &str,
+    cfg: Arc<SenderConfig<G>>,
+    precompute: impl FnOnce() -> Result<Sender<G>> + Send + 'static,
+) -> Result<Session<G>> {
     let t0 = Instant::now();
     let (mut http, peer) = connect(addr, &cfg).await?;
     (cfg.events)(Event::Connected(peer));
     let tls = t0.elapsed();
+    let book_sender = tokio::task::spawn_blocking(precompute)
+        .await
+        .map_err(|e| Error::Transport(format!("address-book precomputation: {e}")))??;
     let t_auth = Instant::now();
     let mut rng = SecureRng::from_os();
     let ctx = Context {
