@@ -696,7 +696,7 @@ async fn send<G: PrimeGroup>(
     for addr in candidates.iter().cloned() {
         // The precomputation is made only after TLS succeeded with a certificate of
         // our CA (review of issue 32: not one per address mDNS offered).
-        let (book, params) = (book.clone(), identity.params.clone());
+        let (book, params) = (book.clone(), identity.params);
         let cfg = cfg.clone();
         auth.spawn(async move {
             let r = transport::authenticate_with(&addr, cfg, move || book.fresh_sender::<G>(&params)).await;
