@@ -641,3 +641,78 @@ async fn e2e_hostile_schedule_server() {
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+// ---------------------------------------------------------------- hostile calendars
+
+fn jan(d: u32, h: u32) -> chrono::DateTime<chrono::Utc> {
+    use chrono::TimeZone;
+    chrono::Utc.with_ymd_and_hms(2025, 1, d, h, 0, 0).unwrap()
+}
+
+/// Finding 5a. docs/pros.md (issue 26, item 6): "a rule with more than 10 000
+/// occurrences in the window is an error instead of a silent cut that would show busy
+/// time as free". The `rrule` crate's iterator, under `limit()`, gives up after
+/// 100 000 internal steps without a date and then simply ends (`was_limited`), which
+/// `Calendar::expand` takes for the end of the rule: a `FREQ=SECONDLY` (or `MINUTELY`)
+/// rule whose dates are more than ~28 hours (~69 days) apart loses every occurrence
+/// after the first gap. This event blocks 10:00–12:00 UTC on 6 January every year;
+/// the window's occurrence is silently dropped and the two hours are offered as free.
+#[test]
+fn a_sparse_secondly_rule_is_not_silently_dropped() {
+    for (name, dtstart, rule) in [
+        ("secondly", "20240106T100000Z", "FREQ=SECONDLY;BYMONTH=1;BYMONTHDAY=6;BYHOUR=10;BYMINUTE=0;BYSECOND=0"),
+        ("minutely", "20240106T100000Z", "FREQ=MINUTELY;BYMONTH=1;BYMONTHDAY=6;BYHOUR=10;BYMINUTE=0"),
+        ("secondly, first date in 2025", "20250101T100000Z", "FREQ=SECONDLY;BYMONTHDAY=6;BYHOUR=10;BYMINUTE=0;BYSECOND=0"),
+    ] {
+        let ics = format!(
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART:{dtstart}\r\nDURATION:PT2H\r\n\
+             RRULE:{rule}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+        );
+        match tacit_calendar::Calendar::parse(&ics, jan(6, 0), jan(11, 0), chrono_tz::UTC) {
+            Err(_) => {} // secure: refused
+            Ok(cal) => assert!(
+                cal.busy().iter().any(|i| i.start == jan(6, 10) && i.end == jan(6, 12)),
+                "{name}: RRULE:{rule} blocks 2025-01-06 10:00-12:00, but the calendar shows busy {:?}",
+                cal.busy()
+            ),
+        }
+    }
+}
+
+/// Finding 5b. docs/pros.md: "Files over 16 MiB, unknown time zones and malformed
+/// values are one-line errors, and so are hostile ones". The `icalendar` parser
+/// recurses once per nested `BEGIN:` component: 20 000 nested components (320 KB)
+/// overflow the main thread's stack and abort the process (`tacit schedule serve
+/// --calendar nest.ics …`: "thread 'main' has overflowed its stack", exit 134). Run in
+/// a child process, since the overflow aborts the whole test binary.
+#[test]
+fn deeply_nested_components_are_a_one_line_error() {
+    if std::env::var("REVIEW_NESTED_CHILD").is_ok() {
+        let n = 20_000;
+        let ics = format!(
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\n{}{}END:VCALENDAR\r\n",
+            "BEGIN:X\r\n".repeat(n),
+            "END:X\r\n".repeat(n)
+        );
+        // the main thread's 8 MiB, as in `tacit`
+        let h = std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(move || tacit_calendar::Calendar::parse(&ics, jan(6, 0), jan(11, 0), chrono_tz::UTC).map(|_| ()))
+            .unwrap();
+        let r = h.join().unwrap();
+        eprintln!("child: {r:?}");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "deeply_nested_components_are_a_one_line_error", "--nocapture"])
+        .env("REVIEW_NESTED_CHILD", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "parsing 20 000 nested components killed the process ({}): {}",
+        out.status,
+        err.lines().filter(|l| !l.trim().is_empty()).take(3).collect::<Vec<_>>().join(" | ")
+    );
+}
