@@ -11,6 +11,7 @@ fuzz_target!(|data: &[u8]| {
         max_wires: 1 << 12,
         max_gates: 1 << 12,
         max_values: 16,
+        max_bytes: Some(64 << 20),
     };
     if let Ok(c) = parse_with(text, &limits) {
         let again = parse_with(&write(&c), &ParseLimits::default()).expect("written circuits parse");

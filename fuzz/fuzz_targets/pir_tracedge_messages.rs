@@ -1,6 +1,7 @@
 #![no_main]
 //! The TracEdge message decoders (what client and server read from each other):
-//! each decodes without panicking and re-encodes to the same bytes.
+//! each decodes without panicking and re-encodes to the same bytes; a decoded log
+//! segment is applied to a client's view, and a view file is read, without panicking.
 use libfuzzer_sys::fuzz_target;
 use tacit_pir::tracedge::*;
 use tacit_wire::{Decode, Encode};
@@ -16,16 +17,23 @@ fuzz_target!(|data: &[u8]| {
     check::<Commit>(data);
     check::<Queries>(data);
     check::<Response>(data);
-    check::<DirLookup>(data);
-    check::<DirEntries>(data);
     check::<ClientAuth>(data);
     check::<ServerAuth>(data);
     check::<HintRequest>(data);
     check::<EnrollRequest>(data);
     check::<EnrollReply>(data);
-    if let Ok(e) = DirEntries::from_wire(data) {
-        for entry in &e.entries {
-            let _ = entry.verify(1 << 20, &[0; 32]);
-        }
+    check::<LogRequest>(data);
+    check::<LogSegment>(data);
+    check::<EnrolmentReceipt>(data);
+    if let Ok(r) = Refusal::from_wire(data) {
+        assert_eq!(Refusal::from_wire(&r.to_wire()).ok(), Some(r));
     }
+    if let Ok(seg) = LogSegment::from_wire(data)
+        && let Some(first) = seg.records.first()
+        && let Ok(vk) = tacit_crypto::sign::VerifyingKey::from_bytes(&[7; 32])
+        && let Ok(mut view) = ClientView::new(vk, first.entry.rows.min(4096), first.entry.empty_key)
+    {
+        let _ = view.apply(&seg);
+    }
+    let _ = ClientView::from_bytes(data);
 });

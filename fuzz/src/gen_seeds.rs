@@ -373,7 +373,8 @@ fn pir_seeds(rng: &mut SecureRng) {
 }
 
 /// One honest TracEdge authentication and one caught server (every row but the
-/// client's flagged), over a 300-row table: every message, and a proof.
+/// client's flagged), over a 300-row table: every message (the log segment and the
+/// receipt among them), and a proof.
 fn tracedge_seeds() {
     use rand_chacha::ChaCha20Rng;
     use rand_core::SeedableRng;
@@ -387,12 +388,17 @@ fn tracedge_seeds() {
             SigningKey::generate(&mut rng),
             curve25519_dalek::Scalar::random(&mut rng),
             ServerConfig::default(),
-        );
+            300,
+            NOW,
+        )
+        .unwrap();
         let subs: Vec<SubscriberSecret> = (0..4).map(|_| SubscriberSecret::random(&mut rng)).collect();
-        let mut keys = vec![server.dh_public().compress().to_bytes(); 300];
-        for (i, s) in subs.iter().enumerate() {
-            keys[i] = s.public_bytes();
-        }
+        let changes: Vec<Change> = subs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as u64, s.public_bytes()))
+            .collect();
+        let receipts = server.apply_changes(&changes, NOW).unwrap().receipts;
         let key = TableKey::random(&mut rng);
         let second = TableKey::random(&mut rng);
         let rows: Vec<u64> = (1..300).collect();
@@ -405,7 +411,7 @@ fn tracedge_seeds() {
             key,
             CommitScheme::Binding,
             &server.dh_public(),
-            keys,
+            server.directory().keys().to_vec(),
             flag,
             &|_| {},
             &mut rng,
@@ -415,7 +421,7 @@ fn tracedge_seeds() {
             table.add_second_key(second.clone());
         }
         let hint = table.hint().clone();
-        server.install(table, NOW);
+        server.install(table, NOW).unwrap();
         let c = TracEdgeClient::new(
             server.verifying_key(),
             0,
@@ -425,22 +431,34 @@ fn tracedge_seeds() {
                 ..Default::default()
             },
         );
-        let (mut cs, hello) = c.start(NOW, &mut rng);
+        let mut view = ClientView::for_receipt(receipts[0].clone()).unwrap();
+        let (mut cs, hello) = c.start(NOW, &view, &mut rng);
         let (mut ss, commit) = server.hello(&hello, NOW, &mut rng).unwrap();
-        let q = c.on_commit(&mut cs, commit.clone(), hint, &mut rng).unwrap();
-        let resp = server.respond(&mut ss, &q).unwrap();
-        let lookup = c.on_response(&mut cs, resp.clone()).unwrap();
-        let entries = server.directory(&ss, &lookup).unwrap();
-        let auth = c.on_directory(&mut cs, entries.clone(), &mut rng).unwrap();
         let t = "pir_tracedge_messages";
+        let mut n = 0;
+        while let CommitNeeds::Log(req) = c.commit_needs(&cs, &commit, &view).unwrap() {
+            let seg = server.log_segment(&req);
+            write(t, &format!("log_request{k}_{n}"), &req.to_wire());
+            write(t, &format!("log_segment{k}_{n}"), &seg.to_wire());
+            view.apply(&seg).unwrap();
+            n += 1;
+        }
+        write(t, &format!("view{k}"), &view.to_bytes());
+        write(t, &format!("receipt{k}"), &receipts[0].to_wire());
+        let q = c.on_commit(&mut cs, commit.clone(), hint, &view, &mut rng).unwrap();
+        let resp = server.respond(&mut ss, &q).unwrap();
+        let auth = c.on_response(&mut cs, resp.clone(), &mut rng).unwrap();
         write(t, &format!("hello{k}"), &hello.to_wire());
         write(t, &format!("commit{k}"), &commit.to_wire());
         write(t, &format!("queries{k}"), &q.to_wire());
         write(t, &format!("response{k}"), &resp.to_wire());
-        write(t, &format!("lookup{k}"), &lookup.to_wire());
-        write(t, &format!("entries{k}"), &entries.to_wire());
         write(t, &format!("client_auth{k}"), &auth.to_wire());
         write(t, &format!("hint_request{k}"), &HintRequest { epoch: 1 }.to_wire());
+        let refusal = Refusal {
+            code: RefusalCode::TableChanged,
+            reason: "the table changed".into(),
+        };
+        write(t, &format!("refusal{k}"), &refusal.to_wire());
         match server.finish(&mut ss, &auth) {
             Ok((reply, _)) => {
                 write(t, &format!("server_auth{k}"), &reply.to_wire());

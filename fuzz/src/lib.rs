@@ -184,13 +184,14 @@ pub mod mpc {
     use rand_chacha::ChaCha20Rng;
     use rand_core::SeedableRng;
     use tacit_crypto::sign::SigningKey;
-    use tacit_mpc::triples::token::card::{Card, MemoryEeprom, TokenState};
+    use tacit_mpc::triples::token::card::{Card, MemoryEeprom, TokenSpec, TokenState};
 
     /// A token manufactured from a fixed seed, its state in memory.
     pub fn card() -> Card<MemoryEeprom> {
         let mut rng = ChaCha20Rng::seed_from_u64(5);
         let ca = SigningKey::generate(&mut rng);
-        Card::new(TokenState::manufacture(&ca, "fuzz", &mut rng), MemoryEeprom::default()).unwrap()
+        let st = TokenState::manufacture(&ca, &TokenSpec::software("fuzz", [0; 32]), &mut rng).unwrap();
+        Card::new(st, MemoryEeprom::default()).unwrap()
     }
 
     /// The application messages (PSI and scheduling hellos, results).

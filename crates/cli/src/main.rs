@@ -129,7 +129,7 @@ fn main() -> ExitCode {
         Command::Contacts(c) => contacts::cmd::run(c, cli.store.as_deref()),
         Command::Psi(c) => psi::cmd::run(c, cli.store.as_deref()),
         Command::Discover(c) => discovery::cmd::run(c, cli.store.as_deref()),
-        Command::Mpc(c) => mpc::cmd::run_cmd(c),
+        Command::Mpc(c) => mpc::cmd::run_cmd(c, cli.store.as_deref()),
         Command::Pir(c) => pir::cmd::run(c),
         Command::Pros(c) => pros::cmd::run(c, cli.store.as_deref()),
         Command::Schedule(c) => pros::schedule::run(c, cli.store.as_deref()),

@@ -1291,6 +1291,10 @@ fn bench_discovery_json_has_the_table() {
     assert!(dir.join("discovery.json").exists());
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["private_vs_sigma"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["private_overhead_in_ibe_decryptions"].as_f64().unwrap().is_finite(),
+        "{v}"
+    );
     assert!(v["advert_bytes"].as_u64().unwrap() <= 700, "{v}");
     assert_eq!(v["advert_chain_links"], 3);
     for k in ["sigma_i", "private_mutual_auth", "zero_rtt"] {

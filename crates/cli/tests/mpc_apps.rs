@@ -31,6 +31,8 @@ fn availability_from_the_example_calendars_matches_the_plain_intersection() {
     let (server, addr) = spawn(
         &[
             &[
+                "--store",
+                tmp("a.sqlite3").to_str().unwrap(),
                 "schedule",
                 "serve",
                 "--calendar",
@@ -48,6 +50,8 @@ fn availability_from_the_example_calendars_matches_the_plain_intersection() {
         .args(
             [
                 &[
+                    "--store",
+                    tmp("b.sqlite3").to_str().unwrap(),
                     "schedule",
                     "connect",
                     "--calendar",
@@ -141,6 +145,8 @@ fn location_aware_scheduling_picks_the_reachable_slot() {
     let (server, addr) = spawn(
         &[
             &[
+                "--store",
+                tmp("a.sqlite3").to_str().unwrap(),
                 "schedule",
                 "serve",
                 "--calendar",
@@ -160,6 +166,8 @@ fn location_aware_scheduling_picks_the_reachable_slot() {
         .args(
             [
                 &[
+                    "--store",
+                    tmp("b.sqlite3").to_str().unwrap(),
                     "schedule",
                     "connect",
                     "--calendar",
@@ -192,6 +200,8 @@ fn different_windows_are_one_line_errors() {
     let (server, addr) = spawn(
         &[
             &[
+                "--store",
+                tmp("a.sqlite3").to_str().unwrap(),
                 "schedule",
                 "serve",
                 "--calendar",
@@ -211,6 +221,8 @@ fn different_windows_are_one_line_errors() {
         .args(
             [
                 &[
+                    "--store",
+                    tmp("b.sqlite3").to_str().unwrap(),
                     "schedule",
                     "connect",
                     "--calendar",
@@ -226,7 +238,9 @@ fn different_windows_are_one_line_errors() {
         .unwrap();
     assert!(!o.status.success());
     let e = err(&o);
-    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    // One error line (beside the line that names the peer's key, recorded on first use).
+    assert_eq!(e.lines().filter(|l| l.contains("error")).count(), 1, "{e}");
+    assert!(e.lines().any(|l| l.starts_with("tacit: error:")), "{e}");
     assert!(e.contains("slots"), "{e}");
     // The server reports the session's failure on stderr and exits cleanly after it.
     let s = server.wait_with_output().unwrap();
@@ -241,10 +255,14 @@ fn psi_prints_the_intersection() {
         "alice@example.org\n17\nbob@example.org\n99\ncarol@example.org\n",
     );
     let mine = write("mine.txt", "17\ncarol@example.org\nzed@example.org\n5\n");
+    let store_a = tmp("a.sqlite3");
     let (server, addr) = spawn(&[
+        "--store",
+        store_a.to_str().unwrap(),
         "mpc",
         "psi",
         "serve",
+        "--semi-honest-peers",
         "--set",
         server_set.to_str().unwrap(),
         "--bits",
@@ -256,6 +274,8 @@ fn psi_prints_the_intersection() {
     ]);
     let o = tacit()
         .args([
+            "--store",
+            tmp("b.sqlite3").to_str().unwrap(),
             "mpc",
             "psi",
             "query",
@@ -274,6 +294,8 @@ fn psi_prints_the_intersection() {
     // Another length: refused, one line, and the server goes on.
     let o = tacit()
         .args([
+            "--store",
+            tmp("b.sqlite3").to_str().unwrap(),
             "mpc",
             "psi",
             "query",
@@ -287,10 +309,117 @@ fn psi_prints_the_intersection() {
         .output()
         .unwrap();
     assert!(!o.status.success());
-    assert_eq!(err(&o).trim().lines().count(), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o).lines().filter(|l| l.contains("error")).count(),
+        1,
+        "{}",
+        err(&o)
+    );
+    assert!(err(&o).lines().any(|l| l.starts_with("tacit: error:")), "{}", err(&o));
     assert!(err(&o).contains("40-bit"), "{}", err(&o));
     let s = server.wait_with_output().unwrap();
     assert!(s.status.success());
     // The server learns no output.
     assert_eq!(out(&s), "");
+}
+
+/// Item 4 of issue 27: `tacit mpc psi serve` serves only after the acknowledgement
+/// that its queriers follow the protocol, and says where untrusted queriers go. (It
+/// served at once before: this test then found it still running.)
+#[test]
+fn psi_serve_needs_the_semi_honest_acknowledgement() {
+    let set = write("server.txt", "1\n2\n3\n");
+    let mut child = tacit()
+        .args(["--store", tmp("a.sqlite3").to_str().unwrap()])
+        .args([
+            "mpc",
+            "psi",
+            "serve",
+            "--set",
+            set.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("psi serve runs without --semi-honest-peers");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let o = child.wait_with_output().unwrap();
+    assert!(!status.success());
+    let e = err(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(
+        e.contains("--semi-honest-peers") && e.contains("tacit psi serve"),
+        "{e}"
+    );
+    let help = tacit().args(["mpc", "psi", "serve", "--help"]).output().unwrap();
+    assert!(out(&help).contains("tacit psi serve") && out(&help).contains("semi-honest"));
+}
+
+/// Item 7 of issue 27: one client does not hold `tacit mpc psi serve`. A connection
+/// that never speaks takes one session slot; a query still runs beside it (the silent
+/// one is still connected when it is done), and the silent one is cut at the session
+/// deadline (before: one session at a time and no deadline, so the query waited 30 s
+/// behind it).
+#[test]
+fn psi_serve_runs_sessions_side_by_side_and_cuts_a_silent_one() {
+    use std::io::Read;
+    let set = write("server.txt", "1\n2\n3\n");
+    let mine = write("mine.txt", "2\n4\n");
+    let (server, addr) = spawn(&[
+        "--store",
+        tmp("a.sqlite3").to_str().unwrap(),
+        "mpc",
+        "psi",
+        "serve",
+        "--semi-honest-peers",
+        "--set",
+        set.to_str().unwrap(),
+        "--bits",
+        "16",
+        "--listen",
+        "127.0.0.1:0",
+        "--max-sessions",
+        "2",
+        "--session-timeout",
+        "3",
+        "--sessions",
+        "2",
+    ]);
+    let mut silent = std::net::TcpStream::connect(&addr).unwrap();
+    let o = tacit()
+        .args(["--store", tmp("b.sqlite3").to_str().unwrap()])
+        .args(["mpc", "psi", "query", "--set", mine.to_str().unwrap(), "--bits", "16"])
+        .args(["--connect", &addr])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o), "2\n");
+    // The query did not wait for the silent client to go: it is still connected.
+    silent.set_nonblocking(true).unwrap();
+    let mut b = [0u8; 1];
+    match silent.read(&mut b) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the silent client was cut before the query ran: {other:?}"),
+    }
+    // Then the server closes it at its deadline (3 s after accept).
+    silent.set_nonblocking(false).unwrap();
+    silent
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let n = silent.read(&mut b).unwrap_or(0);
+    assert_eq!(n, 0, "the server sent something to a client that never spoke");
+    let s = server.wait_with_output().unwrap();
+    assert!(s.status.success());
 }

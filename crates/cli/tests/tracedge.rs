@@ -224,26 +224,44 @@ fn closed_enrolment_is_refused_and_stores_nothing() {
     assert_eq!(v["subscribers"], 0, "{status}");
 }
 
-/// An open-enrolment server checks that the key is a point before it stores it: a
-/// client that skips `tacit pir client enroll` and sends a non-canonical encoding or
-/// the identity gets a one-line refusal, and the store keeps no subscriber.
+/// An open-enrolment server checks that the key is a point and that the requester
+/// holds its secret (issue 25, hole 8: anyone could register a victim's public key,
+/// which then refused the victim) before it stores anything: a client that skips
+/// `tacit pir client enroll` and sends a non-canonical encoding, the identity, or a
+/// real key without a valid proof of possession gets a one-line refusal, and the
+/// store keeps no subscriber.
 #[test]
-fn an_enrol_request_whose_key_is_no_point_is_refused_and_stores_nothing() {
-    use tacit_pir::tracedge::EnrollRequest;
-    use tacit_wire::{Decode, Encode, ErrorMessage};
+fn an_enrol_request_without_a_point_or_possession_is_refused_and_stores_nothing() {
+    use tacit_pir::tracedge::{EnrollRequest, Refusal, SubscriberSecret};
+    use tacit_wire::{Decode, Encode};
     let d = dir();
-    let (store, pin, _) = init_store(&d, "nopoint.sqlite3");
+    let (store, pin, server_key) = init_store(&d, "nopoint.sqlite3");
     let store = store.as_str();
     let pin: [u8; 32] = hex::decode(&pin).unwrap().try_into().unwrap();
+    let server_key: [u8; 32] = hex::decode(&server_key).unwrap().try_into().unwrap();
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let _s = serve(store, port, &["--open-enrollment"]);
+    let _s = serve(store, port, &["--open-enrollment", "--max-per-address", "64"]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    // 0xff…: not a canonical field element; 0…0: the identity.
-    for (key, why) in [([0xffu8; 32], "canonical"), ([0u8; 32], "identity")] {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let victim = SubscriberSecret::random(&mut rand_core::OsRng);
+    let mallory = SubscriberSecret::random(&mut rand_core::OsRng);
+    // A proof by another key, for the victim's key.
+    let stolen_pop =
+        tacit_pir::tracedge::proof_of_possession(&mallory, &server_key, now, "mallory", &mut rand_core::OsRng);
+    // 0xff…: not a canonical field element; 0…0: the identity; then the victim's key.
+    for (key, pop, why) in [
+        ([0xffu8; 32], [0u8; 64], "canonical"),
+        ([0u8; 32], [0u8; 64], "identity"),
+        (victim.public_bytes(), stolen_pop, "possession"),
+    ] {
+        std::thread::sleep(Duration::from_millis(1100));
         let reply = rt.block_on(async {
             let net = tacit_net::NetConfig::default();
             let tls = tacit_net::tls::checked_server_client(tacit_net::tls::pinned(pin)).unwrap();
@@ -253,11 +271,13 @@ fn an_enrol_request_whose_key_is_no_point_is_refused_and_stores_nothing() {
             let req = EnrollRequest {
                 public_key: key,
                 label: "mallory".into(),
+                time_ms: now,
+                pop,
             };
             conn.send(&req.to_wire()).await.unwrap();
             conn.recv().await.unwrap()
         });
-        let refusal = ErrorMessage::from_wire(&reply).expect("a refusal, not an enrolment");
+        let refusal = Refusal::from_wire(&reply).expect("a refusal, not an enrolment");
         assert!(refusal.reason.contains(why), "{}", refusal.reason);
         assert_eq!(refusal.reason.lines().count(), 1, "{}", refusal.reason);
     }
@@ -265,4 +285,153 @@ fn an_enrol_request_whose_key_is_no_point_is_refused_and_stores_nothing() {
     let status = ok(&run(&["pir", "server", "status", "--store", store, "--json"]));
     let v: serde_json::Value = serde_json::from_str(status.trim()).unwrap();
     assert_eq!(v["subscribers"], 0, "{status}");
+}
+
+/// Closed enrolment end to end: the subscriber makes its key (`client keygen`), the
+/// operator registers it with no server running (the command signs the log entry and
+/// the receipt itself), the subscriber imports the receipt, authenticates, and two
+/// subscribers compare their copies of the log.
+#[test]
+fn closed_enrolment_with_a_receipt_then_authenticate_and_compare() {
+    let d = dir();
+    let (store, pin, key) = init_store(&d, "receipts.sqlite3");
+    let store = store.as_str();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut ids = Vec::new();
+    for name in ["carol", "dave"] {
+        let id = d.join(format!("{name}.json"));
+        let out = ok(&run(&[
+            "pir",
+            "client",
+            "keygen",
+            "--connect",
+            &addr,
+            "--pin",
+            &pin,
+            "--server-key",
+            &key,
+            "--out",
+            id.to_str().unwrap(),
+        ]));
+        let public = out
+            .lines()
+            .find_map(|l| l.strip_prefix("public-key"))
+            .unwrap()
+            .trim()
+            .to_string();
+        let receipt = d.join(format!("{name}.receipt"));
+        let out = ok(&run(&[
+            "pir",
+            "server",
+            "register",
+            "--store",
+            store,
+            "--key",
+            &public,
+            "--label",
+            name,
+            "--receipt-out",
+            receipt.to_str().unwrap(),
+        ]));
+        assert!(out.contains("row"), "{out}");
+        // Before the receipt is imported, auth says what to do.
+        let o = run(&["pir", "client", "auth", "--id", id.to_str().unwrap()]);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("import-receipt"), "{err}");
+        ok(&run(&[
+            "pir",
+            "client",
+            "import-receipt",
+            "--id",
+            id.to_str().unwrap(),
+            "--receipt",
+            receipt.to_str().unwrap(),
+        ]));
+        ids.push(id);
+    }
+    // A receipt for another key is refused.
+    let o = run(&[
+        "pir",
+        "client",
+        "import-receipt",
+        "--id",
+        ids[0].to_str().unwrap(),
+        "--receipt",
+        d.join("dave.receipt").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    {
+        let _s = serve(store, port, &[]);
+        for id in &ids {
+            let out = ok(&run(&["pir", "client", "auth", "--id", id.to_str().unwrap(), "--json"]));
+            let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+            assert_eq!(v["outcome"], "authenticated", "{out}");
+            assert_eq!(v["audits"], v["audited_rows"].as_array().unwrap().len());
+        }
+        // An audit count the table cannot honour is a one-line error.
+        let o = run(&[
+            "pir",
+            "client",
+            "audit",
+            "--id",
+            ids[0].to_str().unwrap(),
+            "--audits",
+            "5000",
+        ]);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("at most"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let out = ok(&run(&[
+        "pir",
+        "client",
+        "compare",
+        ids[0].to_str().unwrap(),
+        ids[1].to_str().unwrap(),
+        "--json",
+    ]));
+    assert!(out.contains("\"consistent\":true"), "{out}");
+}
+
+/// One serving process per store (issue 25, hole 9): a second `serve` on the store
+/// fails in one line naming the first; a `serve` whose port is taken fails before it
+/// builds or records a table.
+#[test]
+fn one_serving_process_per_store_and_nothing_recorded_on_failure() {
+    let d = dir();
+    let (store, _, _) = init_store(&d, "lock.sqlite3");
+    let store = store.as_str();
+    let port = free_port();
+    let tables = || {
+        let status = ok(&run(&["pir", "server", "status", "--store", store, "--json"]));
+        let v: serde_json::Value = serde_json::from_str(status.trim()).unwrap();
+        v["tables"].as_array().unwrap().len()
+    };
+    {
+        let _s = serve(store, port, &[]);
+        let before = tables();
+        let o = run(&["pir", "server", "serve", "--store", store, "--listen", "127.0.0.1:0"]);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("already served by process"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert_eq!(tables(), before);
+    }
+    // The port is taken by something else: nothing is built or recorded.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let before = tables();
+    let o = run(&["pir", "server", "serve", "--store", store, "--listen", &addr]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cannot listen"), "{err}");
+    assert_eq!(tables(), before);
+    // A store that does not exist is not created.
+    let missing = d.join("nothere.sqlite3");
+    let o = run(&["pir", "server", "serve", "--store", missing.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(!missing.exists());
 }

@@ -105,6 +105,10 @@ pub const MAX_INLINE_ADVERT: usize = max_inline_len(MDNS_TXT_BUDGET);
 pub const AUX_MAX_FRAME: usize = 3 + 4 + MAX_ADVERT_LEN;
 /// Connections [`serve_aux`] answers at once.
 pub const MAX_AUX_CONNECTIONS: usize = 64;
+/// Most connections the auxiliary service serves at once from one address.
+pub const MAX_AUX_PER_ADDRESS: usize = 16;
+/// Longest one fetch may take.
+pub const AUX_CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
 /// Instances [`discover`] resolves from one browse; more are ignored.
 pub const MAX_DISCOVERED: usize = 256;
 /// Pointer fetches [`discover`] runs at once.
@@ -114,8 +118,6 @@ pub const UNKNOWN_POINTER: &str = "unknown pointer";
 
 /// `1 + len("v=1")`.
 const VERSION_ENTRY_LEN: usize = 4;
-/// How long [`serve_aux`] waits after a failed `accept` (out of descriptors, …).
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Message-type tags of the auxiliary service (`0x0330`–`0x033f` belong to the
 /// carrier; `0x0332`–`0x033f` are still free).
@@ -681,29 +683,24 @@ pub async fn answer_fetch(conn: &mut FramedConn, store: &AuxStore) -> Result<()>
 
 /// The auxiliary service: answers [`FetchAdvert`]s from `store` on every connection
 /// `listener` accepts, one request per connection, at most [`MAX_AUX_CONNECTIONS`] at
-/// once. Runs until its task is aborted (which also ends the connections in
-/// progress). Bind `listener` with `max_frame` = [`AUX_MAX_FRAME`] or less (a
-/// request is 19 bytes) and a short read timeout: they bound what one client can
-/// hold.
+/// once and [`MAX_AUX_PER_ADDRESS`] from one address, each within
+/// [`AUX_CONNECTION_DEADLINE`] (the shared guard, `tacit_net::guard`, issue 32: a
+/// flood of idle connections from one address gets its share, and `accept` errors
+/// never end the service). Runs until its task is aborted (which also ends the
+/// connections in progress). Bind `listener` with `max_frame` = [`AUX_MAX_FRAME`] or
+/// less (a request is 19 bytes) and a short read timeout.
 pub async fn serve_aux(listener: FramedListener, store: AuxStore) {
-    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_AUX_CONNECTIONS));
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        while connections.try_join_next().is_some() {}
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            return;
-        };
-        match listener.accept().await {
-            Ok(mut conn) => {
-                let store = store.clone();
-                connections.spawn(async move {
-                    let _ = answer_fetch(&mut conn, &store).await;
-                    drop(permit);
-                });
+    let limits = tacit_net::guard::ServeLimits::new(MAX_AUX_CONNECTIONS, AUX_CONNECTION_DEADLINE)
+        .with_per_address(MAX_AUX_PER_ADDRESS);
+    let guard = tacit_net::guard::Guard::new(limits);
+    listener
+        .serve(&guard, None, |mut conn| {
+            let store = store.clone();
+            async move {
+                let _ = answer_fetch(&mut conn, &store).await;
             }
-            Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
-        }
-    }
+        })
+        .await
 }
 
 /// Fetches the advertisement behind pointer `id` from the auxiliary service at

@@ -14,10 +14,14 @@
 //!   who connects.
 //!
 //! * **Private mutual authentication** ([`private`], paper §4 and Fig. 1): the server
-//!   sends `CT_S = PE.Enc(π_S, ID_S)` instead of `ID_S`, and signs
+//!   sends `CT_S = PE.Enc(π_S, ID_S ‖ k_σ)` instead of `ID_S`, and signs
 //!   `(sid, CT_S, gˣ, gʸ)`. A client learns `ID_S` only if its own name satisfies
 //!   `π_S`, and reveals `ID_C` only after `ID_S` satisfied *its* policy `π_C` and the
-//!   signature verified.
+//!   signature verified. Departure from Fig. 1 (issue 32): the signature travels
+//!   sealed under `K_σ = KDF(htkₛ, k_σ; …)`, not under `htkₛ` alone, because any
+//!   client derives `htkₛ` and signatures are not key-private: one outside the
+//!   policy holding candidate public keys could test the signature against each
+//!   and recognise the server.
 //!
 //! * **Private service discovery with 0-RTT** ([`zero_rtt`], paper §5 and Fig. 2):
 //!   the service broadcasts `bid, PE.Enc(π_S, (ID_S, gˢ, expiry, SIG_S(bid, ID_S, gˢ,
@@ -124,6 +128,10 @@ pub enum Error {
     /// A 0-RTT first flight seen before for this advertisement.
     #[error("replayed 0-RTT first flight")]
     Replay,
+    /// The advertisement's replay cache is full: no more 0-RTT sessions under it
+    /// (the private handshake still works, and the next advertisement starts empty).
+    #[error("this advertisement has served its {0} 0-RTT sessions; use the full handshake or the next advertisement")]
+    ReplayCacheFull(usize),
     /// The server's reply names other identities or another session.
     #[error("the server's confirmation does not match this session")]
     BadConfirmation,
@@ -466,6 +474,34 @@ fn decrypt_for_us(
 // ---------------------------------------------------------------------------
 // SIGMA-I and private mutual authentication share their message shapes.
 
+/// The plaintext of `CT_S` in private mutual authentication: `u32 len ‖ ID_S ‖ k_σ`,
+/// where `k_σ` (32 random bytes, fresh with each `CT_S`) keys the sealing of the
+/// server's signature, so that only a client that can decrypt `CT_S` can read it.
+fn identity_plaintext(id: &[u8], k_sigma: &[u8; 32]) -> Zeroizing<Vec<u8>> {
+    let mut w = Writer::with_capacity(4 + id.len() + 32);
+    w.put_var_bytes(id);
+    w.put_fixed(k_sigma);
+    Zeroizing::new(w.into_bytes())
+}
+
+fn read_identity_plaintext(pt: &[u8]) -> Result<(Vec<u8>, Key)> {
+    let mut r = Reader::new(pt);
+    let id = r.var_bytes("server blessing", MAX_BLESSING_LEN)?.to_vec();
+    let k: [u8; 32] = r.array("signature key")?;
+    r.finish()?;
+    Ok((id, Zeroizing::new(k)))
+}
+
+/// `K_σ = KDF(htkₛ ‖ k_σ; sid, CT_S, gˣ, gʸ)`: the key the server's signature is
+/// sealed under.
+fn signature_key(htk_s: &[u8; 32], k_sigma: &[u8; 32], sid: &[u8], ct_bytes: &[u8], gx: &[u8], gy: &[u8]) -> Key {
+    let [k] = kdf::<1>("private/server-signature", &[htk_s, k_sigma], &[sid, ct_bytes, gx, gy]);
+    k
+}
+
+/// Length of the sealed server signature (64 bytes and the AEAD tag).
+const SEALED_SIGNATURE_LEN: usize = 64 + 16;
+
 /// Which three-message handshake a client hello asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -486,6 +522,10 @@ impl Mode {
     }
 }
 
+/// The mode byte of private mutual authentication, version 2 (issue 32: the
+/// server's signature sealed under `K_σ`). Version 1 (`1`) is refused.
+const PRIVATE_MODE_V2: u8 = 2;
+
 struct ClientHello {
     mode: Mode,
     sid: [u8; ID_LEN],
@@ -498,7 +538,7 @@ impl ClientHello {
         w.put_envelope(tags::CLIENT_HELLO);
         w.put_u8(match self.mode {
             Mode::Sigma => 0,
-            Mode::Private => 1,
+            Mode::Private => PRIVATE_MODE_V2,
         });
         w.put_fixed(&self.sid);
         w.put_fixed(&self.gx);
@@ -510,7 +550,15 @@ impl ClientHello {
         r.envelope(tags::CLIENT_HELLO, "client hello")?;
         let mode = match r.u8()? {
             0 => Mode::Sigma,
-            1 => Mode::Private,
+            PRIVATE_MODE_V2 => Mode::Private,
+            1 => {
+                return Err(tacit_wire::Error::invalid(
+                    "handshake mode",
+                    "private mutual authentication version 1 (the server's signature readable by any client) \
+                     is retired; both sides need the current version",
+                )
+                .into());
+            }
             x => return Err(tacit_wire::Error::invalid("handshake mode", format!("unknown mode {x}")).into()),
         };
         let sid = r.array("session id")?;
@@ -652,13 +700,21 @@ pub mod client {
                     let start = inner.len() - r.remaining();
                     let cts = read_ciphertexts(&mut r)?;
                     let ct_bytes = &inner[start..inner.len() - r.remaining()];
-                    let sig: [u8; 64] = r.array("server signature")?;
+                    let sealed: [u8; SEALED_SIGNATURE_LEN] = r.array("sealed server signature")?;
                     r.finish()?;
                     let pc = self.prefix.as_ref().expect("checked at start");
                     // CT_S names the policy; only a client that satisfies it can read
-                    // ID_S. The AEAD's associated data binds nothing session-specific,
-                    // so that a server may cache CT_S.
-                    let id_bytes = decrypt_for_us(pc, &cts, b"tacit-discovery/server-identity", self.cache.as_deref())?;
+                    // ID_S and k_σ. The AEAD's associated data binds nothing
+                    // session-specific, so that a server may cache CT_S.
+                    let pt = Zeroizing::new(decrypt_for_us(
+                        pc,
+                        &cts,
+                        b"tacit-discovery/server-identity",
+                        self.cache.as_deref(),
+                    )?);
+                    let (id_bytes, k_sigma) = read_identity_plaintext(&pt)?;
+                    let k = signature_key(&htk_s, &k_sigma, &sid, ct_bytes, &self.gx, &gy);
+                    let sig = open_once(&k, b"server-signature", &sealed, "the server's signature")?;
                     let server = Blessing::from_wire(&id_bytes)?.validate(&self.creds.roots, now)?;
                     let content = signed("private/server", &[&sid, ct_bytes, &self.gx, &gy]);
                     server
@@ -700,9 +756,10 @@ pub mod server {
         pub creds: Credentials,
         /// For private mode: the master public key to encrypt our identity under `π_S`.
         pub prefix: Option<PrefixCredentials>,
-        /// Reuse one `CT_S` for every session (paper §6.2 precomputes it; costs
-        /// linkability: see `docs/discovery.md`). `None` encrypts afresh each time.
-        pub cached_identity: Mutex<Option<Vec<PrefixCiphertext>>>,
+        /// The `CT_S` reused for every session, with the `k_σ` inside it (paper §6.2
+        /// precomputes it; costs linkability: see `docs/discovery.md`). `None`
+        /// encrypts afresh each time.
+        cached_identity: Mutex<Option<(Vec<PrefixCiphertext>, Key)>>,
         /// Whether to cache `CT_S` at all.
         pub cache_identity: bool,
         /// The handshakes this server answers; any other client hello is refused
@@ -758,33 +815,36 @@ pub mod server {
             self.modes.contains(&mode)
         }
 
-        fn encrypted_identity(&self, rng: &mut impl CryptoRngCore) -> Result<Vec<PrefixCiphertext>> {
+        /// `CT_S = PE.Enc(π_S, ID_S ‖ k_σ)` and its `k_σ` (cached if so configured).
+        fn encrypted_identity(&self, rng: &mut impl CryptoRngCore) -> Result<(Vec<PrefixCiphertext>, Key)> {
             let pc = self
                 .prefix
                 .as_ref()
                 .ok_or_else(|| Error::Config("private mode needs the IBE master public key".into()))?;
             if self.cache_identity
-                && let Some(c) = self
+                && let Some((c, k)) = self
                     .cached_identity
                     .lock()
                     .map_err(|_| Error::Config("poisoned".into()))?
                     .as_ref()
             {
-                return Ok(c.clone());
+                return Ok((c.clone(), k.clone()));
             }
+            let mut k = Zeroizing::new([0u8; 32]);
+            rng.fill_bytes(&mut k[..]);
             let cts = encrypt_to_policy(
                 &pc.mpk,
                 &self.creds.policy,
                 b"tacit-discovery/server-identity",
-                &self.creds.blessing.to_wire(),
+                &identity_plaintext(&self.creds.blessing.to_wire(), &k),
                 rng,
             )?;
             if self.cache_identity
                 && let Ok(mut c) = self.cached_identity.lock()
             {
-                *c = Some(cts.clone());
+                *c = Some((cts.clone(), k.clone()));
             }
-            Ok(cts)
+            Ok((cts, k))
         }
     }
 
@@ -831,7 +891,7 @@ pub mod server {
                 w.put_fixed(&sig);
             }
             Mode::Private => {
-                let cts = cfg.encrypted_identity(rng)?;
+                let (cts, k_sigma) = cfg.encrypted_identity(rng)?;
                 let mut cw = Writer::new();
                 put_ciphertexts(&mut cw, &cts);
                 let ct_bytes = cw.into_bytes();
@@ -839,8 +899,10 @@ pub mod server {
                     .creds
                     .principal
                     .sign(&signed("private/server", &[&h.sid, &ct_bytes, &h.gx, &gy]));
+                // Sealed under K_σ, which needs k_σ from inside CT_S (issue 32).
+                let k = signature_key(&htk_s, &k_sigma, &h.sid, &ct_bytes, &h.gx, &gy);
                 w.put_fixed(&ct_bytes);
-                w.put_fixed(&sig);
+                w.put_fixed(&seal_once(&k, b"server-signature", &sig));
             }
         }
         let c = seal_once(&htk_s, b"server", &w.into_bytes());
@@ -1154,7 +1216,14 @@ pub mod zero_rtt {
     pub struct Service {
         creds: Credentials,
         adverts: Mutex<Vec<Arc<AdvertSecret>>>,
+        replay_limit: usize,
     }
+
+    /// Most 0-RTT first flights one advertisement accepts (its replay cache: 32 bytes
+    /// each, 2 MiB at most); beyond, [`Error::ReplayCacheFull`] until the next
+    /// advertisement. Only authorised clients reach the cache, so this bounds what
+    /// they can make the service store (issue 32).
+    pub const MAX_ZERO_RTT_PER_ADVERT: usize = 65_536;
 
     impl core::fmt::Debug for Service {
         fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -1189,7 +1258,14 @@ pub mod zero_rtt {
             Service {
                 creds,
                 adverts: Mutex::new(Vec::new()),
+                replay_limit: MAX_ZERO_RTT_PER_ADVERT,
             }
+        }
+
+        /// The same with at most `n` 0-RTT first flights per advertisement.
+        pub fn with_replay_limit(mut self, n: usize) -> Self {
+            self.replay_limit = n;
+            self
         }
 
         /// Starts a new advertisement valid until `expiry`; older ones keep being
@@ -1254,14 +1330,17 @@ pub mod zero_rtt {
                 .verify(&signed("0rtt/client", &[&bid, &sid, &id1, &id2, &advert.gs, &gx]), &sig)
                 .map_err(|_| Error::BadSignature("client's"))?;
             // Replay protection (§5.1): each first flight is accepted once per
-            // advertisement. Checked last so that garbage cannot fill the cache.
-            if !advert
-                .seen
-                .lock()
-                .map_err(|_| Error::Config("poisoned".into()))?
-                .insert(gx)
+            // advertisement. Checked last so that garbage cannot fill the cache, and
+            // bounded, so that authorised clients cannot fill memory either.
             {
-                return Err(Error::Replay);
+                let mut seen = advert.seen.lock().map_err(|_| Error::Config("poisoned".into()))?;
+                if seen.contains(&gx) {
+                    return Err(Error::Replay);
+                }
+                if seen.len() >= self.replay_limit {
+                    return Err(Error::ReplayCacheFull(self.replay_limit));
+                }
+                seen.insert(gx);
             }
             Ok(Accepted {
                 client,

@@ -126,6 +126,19 @@ pub enum Error {
     /// The root refused and said why.
     #[error("the IBE root refused: {0}")]
     Refused(String),
+    /// The IBE root trusts the requester's root name under several keys not marked
+    /// as one root's rollover: prefix keys name only names, so a key for this name
+    /// would open what is encrypted for the other roots of that name (issue 32).
+    #[error(
+        "this IBE root trusts the root name {name} under {keys} keys; prefix keys name only names, so it \
+         grants none for {name} until one of them is dropped or they are marked as one root's rollover"
+    )]
+    SharedRootName {
+        /// The root name.
+        name: String,
+        /// How many keys it is trusted with.
+        keys: usize,
+    },
     /// An invalid Diffie–Hellman share.
     #[error("invalid ephemeral key: {0}")]
     Group(#[from] tacit_crypto::Error),
@@ -202,6 +215,8 @@ pub struct KeyAuthority {
     authority: Arc<PrefixAuthority>,
     roots: TrustedRoots,
     mpk_hash: [u8; 32],
+    /// Root names whose several trusted keys are one root's old and new keys.
+    rollover: Arc<std::collections::BTreeSet<String>>,
 }
 
 impl core::fmt::Debug for KeyAuthority {
@@ -218,7 +233,24 @@ impl KeyAuthority {
             authority,
             roots,
             mpk_hash,
+            rollover: Arc::default(),
         }
+    }
+
+    /// Marks the keys `name` is trusted with as one root's rollover (an old and a new
+    /// key of the same owner): members under any of them get `name`'s prefix keys.
+    /// Without the mark, a root name trusted under several keys gets no keys at all
+    /// ([`Error::SharedRootName`]): IBE identities encode names only, so two owners of
+    /// one name would read each other's advertisements.
+    pub fn with_rollover(mut self, name: &str) -> Self {
+        Arc::make_mut(&mut self.rollover).insert(name.to_string());
+        self
+    }
+
+    /// Root names trusted under several keys that are not marked as a rollover: no
+    /// key is granted under them. A serving command refuses to start with any.
+    pub fn ambiguous_root_names(&self) -> Vec<(String, usize)> {
+        ambiguous(&self.roots, &self.rollover)
     }
 
     /// The naming roots (and their revocation lists) this authority honours.
@@ -243,6 +275,7 @@ impl KeyAuthority {
                 roots: self.roots.clone(),
                 mpk_hash: self.mpk_hash,
                 nonce,
+                rollover: self.rollover.clone(),
             },
             w.into_bytes(),
         ))
@@ -255,6 +288,20 @@ pub struct AwaitingKeyRequest {
     roots: TrustedRoots,
     mpk_hash: [u8; 32],
     nonce: [u8; 32],
+    rollover: Arc<std::collections::BTreeSet<String>>,
+}
+
+/// Root names `roots` trusts under more than one key, except those in `rollover`.
+fn ambiguous(roots: &TrustedRoots, rollover: &std::collections::BTreeSet<String>) -> Vec<(String, usize)> {
+    let mut count = std::collections::BTreeMap::<&str, usize>::new();
+    for r in roots.iter() {
+        *count.entry(r.name()).or_default() += 1;
+    }
+    count
+        .into_iter()
+        .filter(|(name, n)| *n > 1 && !rollover.contains(*name))
+        .map(|(name, n)| (name.to_string(), n))
+        .collect()
 }
 
 impl core::fmt::Debug for AwaitingKeyRequest {
@@ -303,6 +350,15 @@ impl AwaitingKeyRequest {
             });
         }
         let requester = chain.validate(&self.roots, now)?;
+        // Issue 32: the key of a name opens what is encrypted to its prefixes, for
+        // every root of that name; so one name, one root (or one root's rollover).
+        let root_name = chain.root_name();
+        if let Some((name, keys)) = ambiguous(&self.roots, &self.rollover)
+            .into_iter()
+            .find(|(n, _)| n == root_name)
+        {
+            return Err(Error::SharedRootName { name, keys });
+        }
         requester
             .verify(
                 &signed_request(&nonce, &self.mpk_hash, &name, &e_raw, &chain_bytes),

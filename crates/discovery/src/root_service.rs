@@ -10,8 +10,11 @@
 //!                                            || count × (u32 len || revocation list file form))
 //! ```
 //!
-//! At most [`MAX_CONNECTIONS`] connections are served at once, each within
-//! [`CONNECTION_DEADLINE`]; a refused key request gets a one-line reason.
+//! Connections are admitted by the shared guard (`tacit_net::guard`, issue 32): at
+//! most [`MAX_CONNECTIONS`] at once and [`MAX_PER_ADDRESS`] from one address (when
+//! full, a newcomer from a less busy address takes the slot of the busiest address's
+//! oldest connection), each within [`CONNECTION_DEADLINE`]; `accept` errors never end
+//! the service. A refused key request gets a one-line reason.
 
 use crate::blessing::{self, Blessing, Principal, SignedRevocationList};
 use crate::ibe::MasterPublicKey;
@@ -20,6 +23,7 @@ use crate::prefix::PrefixKey;
 use std::sync::Arc;
 use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
+use tacit_net::guard::{Guard, ServeEvent, ServeLimits};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_wire::{Encode, Envelope, ErrorMessage, Reader, Writer};
 
@@ -33,8 +37,10 @@ pub mod tags {
 
 /// Most lists one answer carries.
 pub const MAX_LISTS: usize = 1024;
-/// Most connections served at once; further clients wait in the listen backlog.
+/// Most connections served at once.
 pub const MAX_CONNECTIONS: usize = 64;
+/// Most connections served at once from one address.
+pub const MAX_PER_ADDRESS: usize = 16;
 /// Longest a connection may take.
 pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
 
@@ -139,33 +145,43 @@ fn query() -> Vec<u8> {
     w.into_bytes()
 }
 
-/// Serves key requests and revocation lists until the listener fails, or until
-/// `connections` connections were handled.
+/// The service's default admission limits.
+pub fn default_limits() -> ServeLimits {
+    ServeLimits::new(MAX_CONNECTIONS, CONNECTION_DEADLINE).with_per_address(MAX_PER_ADDRESS)
+}
+
+/// Serves key requests and revocation lists (forever, or until `connections`
+/// connections were admitted) under [`default_limits`].
 pub async fn serve(listener: FramedListener, state: Arc<RootState>, connections: Option<u64>) -> Result<(), Error> {
-    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut served = 0u64;
-    while connections.is_none_or(|c| served < c) {
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            break;
-        };
-        let conn = listener.accept().await?;
-        served += 1;
-        let state = state.clone();
-        tasks.spawn(async move {
-            let ev = match tokio::time::timeout(CONNECTION_DEADLINE, handle(conn, &state)).await {
-                Ok(Ok(ev)) => ev,
-                Ok(Err(e)) => RootEvent::Refused(e.to_string()),
-                Err(_) => RootEvent::Refused(format!(
-                    "the connection ran past its {} s deadline",
-                    CONNECTION_DEADLINE.as_secs()
-                )),
-            };
-            drop(permit);
-            (state.events)(ev);
-        });
-    }
-    while tasks.join_next().await.is_some() {}
+    serve_with(listener, state, connections, default_limits()).await
+}
+
+/// [`serve`] under `limits`.
+pub async fn serve_with(
+    listener: FramedListener,
+    state: Arc<RootState>,
+    connections: Option<u64>,
+    limits: ServeLimits,
+) -> Result<(), Error> {
+    let events = state.events.clone();
+    let guard = Guard::new(limits).on_event(Arc::new(move |e| match e {
+        ServeEvent::AcceptFailed { .. } | ServeEvent::Evicted { .. } | ServeEvent::Refused { .. } => {
+            events(RootEvent::Refused(e.to_string()))
+        }
+        ServeEvent::DeadlinePassed { .. } => events(RootEvent::Refused(e.to_string())),
+    }));
+    listener
+        .serve(&guard, connections, |conn| {
+            let state = state.clone();
+            async move {
+                let ev = match handle(conn, &state).await {
+                    Ok(ev) => ev,
+                    Err(e) => RootEvent::Refused(e.to_string()),
+                };
+                (state.events)(ev);
+            }
+        })
+        .await;
     Ok(())
 }
 

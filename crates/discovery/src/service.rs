@@ -20,6 +20,7 @@ use crate::handshake::{
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tacit_crypto::rng::SecureRng;
+use tacit_net::guard::{Guard, ServeLimits};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_wire::Envelope;
 
@@ -58,6 +59,9 @@ pub enum ServerEvent {
     },
     /// A handshake failed (the reason stays on this side).
     Refused(String),
+    /// The accept loop refused or dropped a connection, or `accept` failed and
+    /// serving went on (`tacit_net::guard`).
+    Admission(tacit_net::guard::ServeEvent),
 }
 
 /// Everything a server needs.
@@ -85,42 +89,73 @@ fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-/// Most handshakes in progress at once; further clients wait in the listen backlog
-/// until one ends (the same bound as the auxiliary advertisement service's).
+/// Most handshakes in progress at once (the same bound as the auxiliary
+/// advertisement service's).
 pub const MAX_CONNECTIONS: usize = 256;
+
+/// Most handshakes in progress from one address (IPv4 address or IPv6 /64).
+pub const MAX_PER_ADDRESS: usize = 16;
 
 /// Longest a connection may take, handshake and application exchange together: a
 /// client that trickles bytes cannot hold a connection slot longer.
 pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(20);
 
-/// Serves connections until the listener fails; each connection on its own task, at
-/// most [`MAX_CONNECTIONS`] at once, each within [`CONNECTION_DEADLINE`].
+/// The listener's default admission limits.
+pub fn default_limits() -> ServeLimits {
+    ServeLimits::new(MAX_CONNECTIONS, CONNECTION_DEADLINE).with_per_address(MAX_PER_ADDRESS)
+}
+
+/// Serves connections; each connection on its own task, under [`default_limits`]
+/// (see [`serve_with`]).
 pub async fn serve(listener: FramedListener, state: Arc<ServerState>) -> Result<(), Error> {
-    serve_with_limit(listener, state, MAX_CONNECTIONS).await
+    serve_with(listener, state, default_limits()).await
 }
 
 /// [`serve`] with at most `limit` connections in progress at once.
 pub async fn serve_with_limit(listener: FramedListener, state: Arc<ServerState>, limit: usize) -> Result<(), Error> {
-    let permits = Arc::new(tokio::sync::Semaphore::new(limit.max(1)));
-    loop {
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            return Ok(());
-        };
-        let conn = listener.accept().await?;
-        let state = state.clone();
-        tokio::spawn(async move {
-            let ev = match tokio::time::timeout(CONNECTION_DEADLINE, handle(conn, &state)).await {
-                Ok(Ok((handshake, client))) => ServerEvent::Authenticated { handshake, client },
-                Ok(Err(e)) => ServerEvent::Refused(e.to_string()),
-                Err(_) => ServerEvent::Refused(format!(
-                    "the connection ran past its {} s deadline",
-                    CONNECTION_DEADLINE.as_secs()
-                )),
-            };
-            drop(permit);
-            (state.events)(ev);
-        });
-    }
+    serve_with(
+        listener,
+        state,
+        ServeLimits {
+            max_connections: limit,
+            ..default_limits()
+        },
+    )
+    .await
+}
+
+/// Serves connections under `limits` through the shared guard (`tacit_net::guard`,
+/// issue 32): a cap on connections, a share per address (when full, a newcomer from
+/// a less busy address takes the slot of the busiest address's oldest connection), a
+/// deadline per connection; `accept` errors are reported as
+/// [`ServerEvent::Admission`] and never end the listener.
+pub async fn serve_with(listener: FramedListener, state: Arc<ServerState>, limits: ServeLimits) -> Result<(), Error> {
+    let events = state.events.clone();
+    let guard = Guard::new(limits).on_event(Arc::new(move |e| events(ServerEvent::Admission(e))));
+    let deadline = guard.limits().deadline;
+    listener
+        .serve(&guard, None, |conn| {
+            let state = state.clone();
+            async move {
+                // Within the guard's deadline, so that the refusal is logged with its
+                // reason rather than only as an admission event.
+                let ev = match tokio::time::timeout(
+                    deadline.saturating_sub(Duration::from_millis(50)),
+                    handle(conn, &state),
+                )
+                .await
+                {
+                    Ok(Ok((handshake, client))) => ServerEvent::Authenticated { handshake, client },
+                    Ok(Err(e)) => ServerEvent::Refused(e.to_string()),
+                    Err(_) => {
+                        ServerEvent::Refused(format!("the connection ran past its {} s deadline", deadline.as_secs()))
+                    }
+                };
+                (state.events)(ev);
+            }
+        })
+        .await;
+    Ok(())
 }
 
 async fn handle(mut conn: FramedConn, state: &ServerState) -> Result<(&'static str, String), Error> {

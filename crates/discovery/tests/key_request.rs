@@ -266,3 +266,84 @@ fn the_requester_accepts_only_its_own_key_from_the_authority_it_trusts() {
         .unwrap();
     assert_eq!(k.name().to_string(), "Home/Camera");
 }
+
+/// One exchange with `authority`, in memory.
+fn ask_authority(
+    authority: &KeyAuthority,
+    who: &(Arc<Principal>, Blessing),
+    mpk: &Arc<MasterPublicKey>,
+    rng: &mut SecureRng,
+) -> Result<PrefixKey, Error> {
+    let (req, hello) = Requester::start(who.0.clone(), who.1.clone(), mpk.clone())?;
+    let (root, challenge) = authority.on_hello(&hello, rng)?;
+    let (req, request) = req.on_challenge(&challenge, rng)?;
+    let (_granted, grant) = root.on_request(&request, NOW, rng)?;
+    req.on_grant(&grant)
+}
+
+/// Issue 32, item 6: IBE identities name only names. An IBE root that trusts two
+/// naming roots called `Home` (two households, or Mallory's own) gave a member blessed
+/// under the second the key for `Home`, which opens every advertisement and private
+/// server identity meant for the first one's `Home/*`. Now the root refuses a key to
+/// a chain whose root name it trusts under more than one key, unless those keys are
+/// marked as one root's rollover.
+#[test]
+fn a_second_root_of_the_same_name_gets_no_key_to_the_first_ones_namespace() {
+    let mut w = World::new(77);
+    let (mallory_root, mallory_b) = Principal::new_root(&mut w.rng, "Home", NOW + 365 * DAY).unwrap();
+    let mut roots = w.authority.roots().clone();
+    roots.add("Home", mallory_root.public_key()).unwrap();
+    let authority = KeyAuthority::new(w.ibe.clone(), roots);
+    let member = Principal::generate(&mut w.rng);
+    let member_b = mallory_root
+        .bless(&mallory_b, &member.public_key(), "Mallory", NOW + DAY, vec![])
+        .unwrap();
+    let who = (Arc::new(member), member_b);
+    match ask_authority(&authority, &who, &w.mpk.clone(), &mut w.rng) {
+        Err(e) => assert!(e.to_string().contains("trusts the root name Home under 2 keys"), "{e}"),
+        Ok(key) => {
+            // The damage: what the first Home's camera encrypts to Home/* opens.
+            let ct = prefix::encrypt(
+                &w.mpk,
+                &Prefix::parse("Home").unwrap(),
+                b"bid",
+                b"the camera's identity",
+                &mut w.rng,
+            )
+            .unwrap();
+            panic!(
+                "a member of another root named Home got a key that opens Home/*: {:?}",
+                key.decrypt(&ct, b"bid")
+                    .map(|m| String::from_utf8_lossy(&m).into_owned())
+            );
+        }
+    }
+    // A member of the first Home is refused as well while the name is ambiguous.
+    let honest = w.device("Phone", NOW + DAY);
+    assert!(ask_authority(&authority, &honest, &w.mpk.clone(), &mut w.rng).is_err());
+}
+
+/// A root that rotates its key: the old and the new key, marked as one root's
+/// rollover, both give members their keys (the keys work for the same names).
+#[test]
+fn a_marked_rollover_keeps_granting_under_both_keys() {
+    let mut w = World::new(78);
+    let (new_home, new_home_b) = Principal::new_root(&mut w.rng, "Home", NOW + 365 * DAY).unwrap();
+    let mut roots = w.authority.roots().clone();
+    roots.add("Home", new_home.public_key()).unwrap();
+    let plain = KeyAuthority::new(w.ibe.clone(), roots.clone());
+    assert_eq!(plain.ambiguous_root_names(), [("Home".to_string(), 2)]);
+    let authority = KeyAuthority::new(w.ibe.clone(), roots).with_rollover("Home");
+    assert!(authority.ambiguous_root_names().is_empty());
+    let old_member = w.device("Phone", NOW + DAY);
+    let member = Principal::generate(&mut w.rng);
+    let member_b = new_home
+        .bless(&new_home_b, &member.public_key(), "Tablet", NOW + DAY, vec![])
+        .unwrap();
+    let mpk = w.mpk.clone();
+    let k1 = ask_authority(&authority, &old_member, &mpk, &mut w.rng).unwrap();
+    let k2 = ask_authority(&authority, &(Arc::new(member), member_b), &mpk, &mut w.rng).unwrap();
+    let ct = prefix::encrypt(&w.mpk, &Prefix::parse("Home").unwrap(), b"", b"x", &mut w.rng).unwrap();
+    assert_eq!(k1.decrypt(&ct, b"").unwrap(), b"x");
+    assert_eq!(k2.decrypt(&ct, b"").unwrap(), b"x");
+}

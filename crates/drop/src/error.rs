@@ -58,6 +58,17 @@ pub enum Error {
         /// The sequence number offered.
         got: u64,
     },
+    /// The receiver cannot take this request now (no precomputation ready in time,
+    /// or this account's request rate is spent); the peer may try again later.
+    #[error("busy: {0}")]
+    Busy(String),
+    /// The device's revocation list is past its next update (or it has none), and
+    /// its policy is to refuse peers until a fresh list arrives.
+    #[error(
+        "the revocation list in force {0}, and this device refuses peers until it has a current one \
+         (`tacit id refresh`, or run with --stale-revocations warn)"
+    )]
+    RevocationListStale(String),
     /// A capture or range given to the attack tool is unusable.
     #[error("{0}")]
     Attack(String),

@@ -48,10 +48,12 @@ pub mod tags {
     pub const START_PSI_RESPONSE: u16 = 0x0211;
     /// [`super::FinishPsiRequest`] (M2).
     pub const FINISH_PSI_REQUEST: u16 = 0x0212;
-    /// [`super::FinishPsiResponse`] (M3).
-    pub const FINISH_PSI_RESPONSE: u16 = 0x0213;
-    /// [`super::Ask`].
-    pub const ASK: u16 = 0x0214;
+    /// [`super::FinishPsiResponse`] (M3), version 2: a record slot of fixed size and
+    /// a padded device name (issue 32). Version 1 (`0x0213`) is refused.
+    pub const FINISH_PSI_RESPONSE: u16 = 0x0215;
+    /// [`super::Ask`], version 2: a record slot of fixed size and a padded device name
+    /// (issue 32). Version 1 (`0x0214`) is refused.
+    pub const ASK: u16 = 0x0216;
 }
 
 /// Who a receiver lets authenticate (AirDrop's setting, §2.2).
@@ -214,7 +216,9 @@ pub struct FinishPsiRequest<G: PrimeGroup> {
 }
 
 /// M3: the receiver's DO3 response and, if DO2 matched, one validation record; and
-/// the receiver's device name (AirDrop shows non-contacts by device name).
+/// the receiver's device name (AirDrop shows non-contacts by device name). The record
+/// travels in a slot of fixed size ([`RECORD_SLOT_LEN`]) and the name padded
+/// ([`NAME_SLOT_LEN`]), so M3 has one length whether or not DO2 matched.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishPsiResponse<G: PrimeGroup> {
     /// DO3 response.
@@ -225,7 +229,8 @@ pub struct FinishPsiResponse<G: PrimeGroup> {
     pub receiver_name: String,
 }
 
-/// `Ask`: the sender's validation record (if DO3 matched) and what it offers.
+/// `Ask`: the sender's validation record (if DO3 matched, in a slot of fixed size),
+/// its padded device name, and what it offers: its length depends on the offer only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ask {
     /// `VR_σ,i` of one identifier of the sender that the receiver knows.
@@ -249,8 +254,21 @@ pub struct FileOffer {
     pub sha256: [u8; 32],
 }
 
-/// Longest device name.
+/// Longest device name, in bytes of UTF-8.
 pub const MAX_NAME: usize = 255;
+
+/// Encoded size of a signed individual validation record: envelope (3), account (16),
+/// `SHA-256(IDᵢ)` (32), validity (16), signature (64).
+pub const RECORD_LEN: usize = 3 + 16 + 32 + 16 + 64;
+
+/// Encoded size of the record slot of M3 and `Ask`: a flag and [`RECORD_LEN`] bytes,
+/// whether or not a record is in it (issue 32: TLS does not hide lengths, so a slot
+/// that is there only on a match told an observer who is in whose address book).
+pub const RECORD_SLOT_LEN: usize = 1 + RECORD_LEN;
+
+/// Encoded size of a device name: its length and the name, zero-padded to
+/// [`MAX_NAME`] bytes (so the name's length does not show in the message's).
+pub const NAME_SLOT_LEN: usize = 1 + MAX_NAME;
 /// Most files per `Ask`.
 pub const MAX_FILES: usize = 1024;
 
@@ -274,22 +292,61 @@ fn expect_params(r: &mut Reader<'_>, ours: &PsiParams) -> Result<()> {
     Ok(())
 }
 
+/// The record slot: `u8 flag ‖ record` with a record, `u8 0 ‖ RECORD_LEN zero bytes`
+/// without: [`RECORD_SLOT_LEN`] bytes either way.
 fn put_record(w: &mut Writer, r: &Option<SignedValidationRecord>) {
     match r {
         Some(r) => {
+            let mut inner = Writer::with_capacity(RECORD_LEN);
+            r.encode(&mut inner);
+            let inner = inner.into_bytes();
+            debug_assert_eq!(inner.len(), RECORD_LEN);
             w.put_u8(1);
-            r.encode(w);
+            w.put_fixed(&inner);
         }
-        None => w.put_u8(0),
+        None => {
+            w.put_u8(0);
+            w.put_fixed(&[0u8; RECORD_LEN]);
+        }
     }
 }
 
 fn read_record(r: &mut Reader<'_>) -> Result<Option<SignedValidationRecord>> {
-    Ok(if r.bool("record flag")? {
-        Some(SignedValidationRecord::decode(r)?)
-    } else {
-        None
-    })
+    let present = r.bool("record flag")?;
+    let slot: [u8; RECORD_LEN] = r.array("record slot")?;
+    if !present {
+        if slot.iter().any(|&b| b != 0) {
+            return Err(tacit_wire::Error::invalid("record slot", "an empty slot must be zero").into());
+        }
+        return Ok(None);
+    }
+    let mut inner = Reader::new(&slot);
+    let record = SignedValidationRecord::decode(&mut inner)?;
+    inner.finish()?;
+    Ok(Some(record))
+}
+
+/// A device name in its slot: `u8 len ‖ name ‖ zeros`, [`NAME_SLOT_LEN`] bytes. A name
+/// longer than [`MAX_NAME`] bytes is cut at a character boundary.
+fn put_name(w: &mut Writer, name: &str) {
+    let mut end = name.len().min(MAX_NAME);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut slot = [0u8; NAME_SLOT_LEN];
+    slot[0] = end as u8;
+    slot[1..1 + end].copy_from_slice(&name.as_bytes()[..end]);
+    w.put_fixed(&slot);
+}
+
+fn read_name(r: &mut Reader<'_>, what: &'static str) -> Result<String> {
+    let slot: [u8; NAME_SLOT_LEN] = r.array(what)?;
+    let len = slot[0] as usize;
+    if slot[1 + len..].iter().any(|&b| b != 0) {
+        return Err(tacit_wire::Error::invalid(what, "the padding after the name must be zero").into());
+    }
+    let name = core::str::from_utf8(&slot[1..1 + len]).map_err(|_| tacit_wire::Error::invalid(what, "not UTF-8"))?;
+    Ok(name.to_string())
 }
 
 impl<G: PrimeGroup> StartPsiRequest<G> {
@@ -361,7 +418,7 @@ impl<G: PrimeGroup> FinishPsiResponse<G> {
         w.put_envelope(tags::FINISH_PSI_RESPONSE);
         self.response.encode(&mut w);
         put_record(&mut w, &self.record);
-        w.put_str(&self.receiver_name);
+        put_name(&mut w, &self.receiver_name);
         w.into_bytes()
     }
 
@@ -371,7 +428,7 @@ impl<G: PrimeGroup> FinishPsiResponse<G> {
         r.envelope(tags::FINISH_PSI_RESPONSE, "FinishPSI response")?;
         let response = Response::decode(&mut r, &params.psi)?;
         let record = read_record(&mut r)?;
-        let receiver_name = r.str("receiver name", MAX_NAME)?.to_string();
+        let receiver_name = read_name(&mut r, "receiver name")?;
         r.finish()?;
         Ok(FinishPsiResponse {
             response,
@@ -387,7 +444,7 @@ impl Ask {
         let mut w = Writer::new();
         w.put_envelope(tags::ASK);
         put_record(&mut w, &self.record);
-        w.put_str(&self.sender_name);
+        put_name(&mut w, &self.sender_name);
         w.put_count(self.files.len());
         for f in &self.files {
             w.put_str(&f.name);
@@ -403,7 +460,7 @@ impl Ask {
         let mut r = Reader::new(b);
         r.envelope(tags::ASK, "Ask")?;
         let record = read_record(&mut r)?;
-        let sender_name = r.str("sender name", MAX_NAME)?.to_string();
+        let sender_name = read_name(&mut r, "sender name")?;
         let n = r.count("files", MAX_FILES, 4 + 8 + 4 + 32)?;
         let mut files = Vec::with_capacity(n);
         for _ in 0..n {
@@ -549,23 +606,52 @@ pub struct ReceiverOutcome {
     pub ask: Ask,
 }
 
+/// A `StartPSI` request that passed every check (discoverability, decoding, the
+/// sender's certified inputs): only now is an address-book precomputation spent on it
+/// ([`CheckedStart::respond`]).
+#[derive(Debug)]
+pub struct CheckedStart<G: PrimeGroup> {
+    ctx: Context<G>,
+    mode: Discoverability,
+    start: StartPsiRequest<G>,
+}
+
 impl DropReceiver {
     /// Handles `StartPSI`: answers with our certified blinded identifiers (M1).
+    /// [`DropReceiver::check_start`] then [`CheckedStart::respond`].
     pub fn on_start<G: PrimeGroup>(
         ctx: Context<G>,
         mode: Discoverability,
         book_sender: Sender<G>,
         start: &[u8],
     ) -> Result<(ReceiverAwaitingM2<G>, Vec<u8>)> {
+        Self::check_start(ctx, mode, start)?.respond(book_sender)
+    }
+
+    /// Checks a `StartPSI` request before any PSI work (issue 32, item 4; PrivateDrop
+    /// orders its messages so that a sender does its share first, §4.4): refused when
+    /// discoverability is off, when it does not decode under our parameters, or when
+    /// the sender's certified inputs do not verify (CA signature, account = TLS peer,
+    /// expiry, exactly `m` values).
+    pub fn check_start<G: PrimeGroup>(ctx: Context<G>, mode: Discoverability, start: &[u8]) -> Result<CheckedStart<G>> {
         if mode == Discoverability::Off {
             return Err(Error::NotDiscoverable("discoverability is off"));
         }
         let params = ctx.identity.params;
         let start = StartPsiRequest::<G>::from_bytes(start, &params)?;
-        // The sender's certified inputs: CA signature, account = TLS peer, expiry, m.
         start
             .blinded_ids
             .verify(&ctx.ca, &ctx.peer, ctx.now, params.max_ids())?;
+        Ok(CheckedStart { ctx, mode, start })
+    }
+}
+
+impl<G: PrimeGroup> CheckedStart<G> {
+    /// Answers the checked request with our certified blinded identifiers (M1);
+    /// `book_sender` is the PSI sender over our address book for this session.
+    pub fn respond(self, book_sender: Sender<G>) -> Result<(ReceiverAwaitingM2<G>, Vec<u8>)> {
+        let CheckedStart { ctx, mode, start } = self;
+        let params = ctx.identity.params;
         let (do2, request) = Responder::start_typed(book_sender, ctx.identity.precomputation())?;
         if request.blinded != ctx.identity.blinded_ids.elements {
             return Err(Error::UncertifiedInput);

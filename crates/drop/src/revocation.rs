@@ -302,16 +302,66 @@ pub enum Update {
     Unchanged,
 }
 
+/// What a device does when its revocation list is past its next update (or it has
+/// none) and it could not get a current one (issue 32): the CA may have revoked
+/// accounts since, which the device would keep trusting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StalePolicy {
+    /// Go on with the list held, and say so (availability: devices work offline).
+    #[default]
+    Warn,
+    /// Refuse every peer until a current list is in force.
+    Refuse,
+}
+
 /// The revocation list in force, shared between the tasks of a receiver or sender
 /// (clones share it, so a refresh reaches every connection at once). Without a list
 /// nothing is revoked.
 #[derive(Debug, Clone, Default)]
-pub struct Revocations(Arc<RwLock<Option<VerifiedRevocationList>>>);
+pub struct Revocations(Arc<RwLock<Option<VerifiedRevocationList>>>, StalePolicy);
 
 impl Revocations {
     /// No list: nothing is revoked (until [`Revocations::update`]).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same list, with `policy` for a list past its next update
+    /// ([`Revocations::check_at`]).
+    pub fn with_stale_policy(mut self, policy: StalePolicy) -> Self {
+        self.1 = policy;
+        self
+    }
+
+    /// The policy for a list past its next update.
+    pub fn stale_policy(&self) -> StalePolicy {
+        self.1
+    }
+
+    /// Why the list in force is not current at `now` (past its next update, or no
+    /// list at all), if it is not.
+    pub fn staleness(&self, now: u64) -> Option<String> {
+        match self.current() {
+            None => Some("is missing (this device never fetched one)".into()),
+            Some(l) if l.list().is_stale(now) => Some(format!(
+                "(number {}) was due to be replaced {} s ago",
+                l.list().sequence(),
+                now - l.list().next_update()
+            )),
+            Some(_) => None,
+        }
+    }
+
+    /// [`Revocations::check`], and under [`StalePolicy::Refuse`] also
+    /// `Err(Error::RevocationListStale)` when the list is not current at `now`.
+    pub fn check_at(&self, account: &AccountId, now: u64) -> Result<()> {
+        self.check(account)?;
+        if self.1 == StalePolicy::Refuse
+            && let Some(why) = self.staleness(now)
+        {
+            return Err(Error::RevocationListStale(why));
+        }
+        Ok(())
     }
 
     /// Puts `list` in force unless it is older than the one held. Refused: a list
@@ -476,6 +526,32 @@ mod tests {
         assert!(new);
         assert_eq!(l3.unverified().sequence(), 3);
         assert!(l3.verify(&ca.public_key()).unwrap().list().contains(&a[1]));
+    }
+
+    #[test]
+    fn a_stale_list_is_refused_only_under_the_refuse_policy() {
+        let (ca, a) = setup();
+        let pk = ca.public_key();
+        let warn = Revocations::new();
+        let refuse = warn.clone().with_stale_policy(StalePolicy::Refuse);
+        // No list at all.
+        assert!(warn.check_at(&a[0], 100).is_ok());
+        let e = refuse.check_at(&a[0], 100).unwrap_err();
+        assert!(e.to_string().contains("is missing"), "{e}");
+        let list = ca.sign_revocation_list(RevocationList::new(4, 10, 200, [a[1]]).unwrap());
+        refuse.update(list.verify(&pk).unwrap()).unwrap();
+        // Current: both policies decide by the list; the clones share it.
+        assert!(refuse.check_at(&a[0], 199).is_ok() && warn.check_at(&a[0], 199).is_ok());
+        assert_eq!(warn.check_at(&a[1], 199).unwrap_err(), Error::Revoked(a[1]));
+        // Past its next update: refused under Refuse only; a revoked account stays
+        // revoked under both.
+        assert!(warn.check_at(&a[0], 260).is_ok());
+        let e = refuse.check_at(&a[0], 260).unwrap_err();
+        assert!(
+            e.to_string().contains("(number 4) was due to be replaced 60 s ago"),
+            "{e}"
+        );
+        assert_eq!(warn.check_at(&a[1], 260).unwrap_err(), Error::Revoked(a[1]));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::protocol::{
 };
 use crate::records::CaPublicKey;
 use crate::revocation::Revocations;
+pub use crate::supply::BookSupply;
 use crate::x509::{TLS_SERVER_NAME, account_of_certificate};
 use crate::{AccountId, Error, Result};
 use bytes::Bytes;
@@ -31,6 +32,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::SecureRng;
+use tacit_net::guard::{self, Guard, ServeEvent, ServeLimits};
 use tacit_net::tls::{MutualTls, TlsAcceptor, TlsConnector, server_name};
 use tacit_psi::{Response as PsiResponse, Sender};
 use tokio::io::AsyncWriteExt;
@@ -60,10 +62,21 @@ pub struct Limits {
     /// Deadline of a whole sender exchange (authentication and every upload): a
     /// receiver that stalls cannot hold the sender longer.
     pub exchange_deadline: Duration,
+    /// The receiver's admission of connections ([`tacit_net::guard`]): at most 256 at
+    /// once (fitted below the descriptor limit, two descriptors each: an upload
+    /// writes a file), 16 per address, each within the exchange deadline.
+    pub connections: ServeLimits,
+    /// `StartPSI` requests one account may make per minute (a burst of as many,
+    /// refilled evenly); further ones get 429 without any PSI work. 0: no limit.
+    pub start_psi_per_minute: u32,
+    /// Longest a `StartPSI` waits for an address-book precomputation before it is
+    /// refused as busy (503).
+    pub supply_wait: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
+        let exchange_deadline = Duration::from_secs(3600);
         Limits {
             handshake_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(15),
@@ -72,7 +85,60 @@ impl Default for Limits {
             max_file: 4 << 30,
             max_offer: 16 << 30,
             keep_free: 256 << 20,
-            exchange_deadline: Duration::from_secs(3600),
+            exchange_deadline,
+            connections: ServeLimits {
+                fds_per_connection: 2,
+                ..ServeLimits::new(256, exchange_deadline)
+            },
+            start_psi_per_minute: 10,
+            supply_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Tokens per account for `StartPSI` (a token bucket: `per_minute` at most, refilled
+/// at `per_minute` a minute). Accounts whose bucket is full again are forgotten once
+/// many are held, so the map stays bounded.
+struct StartRate {
+    per_minute: u32,
+    buckets: Mutex<std::collections::HashMap<AccountId, (f64, Instant)>>,
+}
+
+impl StartRate {
+    const MAX_ACCOUNTS: usize = 4096;
+
+    fn new(per_minute: u32) -> Self {
+        StartRate {
+            per_minute,
+            buckets: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// Takes a token of `account`; `false` when it has none left.
+    fn allow(&self, account: AccountId) -> bool {
+        if self.per_minute == 0 {
+            return true;
+        }
+        let cap = f64::from(self.per_minute);
+        let per_sec = cap / 60.0;
+        let now = Instant::now();
+        let mut b = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        if b.len() >= Self::MAX_ACCOUNTS && !b.contains_key(&account) {
+            b.retain(|_, (tokens, at)| *tokens + now.duration_since(*at).as_secs_f64() * per_sec < cap);
+            if b.len() >= Self::MAX_ACCOUNTS {
+                // Every held account is still rate-limited: refuse newcomers too
+                // rather than forget one (which would refill it).
+                return false;
+            }
+        }
+        let (tokens, at) = b.entry(account).or_insert((cap, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * per_sec).min(cap);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
         }
     }
 }
@@ -136,8 +202,6 @@ fn io_err(what: &str, e: impl core::fmt::Display) -> Error {
 
 /// What the receiver does with an authenticated offer.
 pub type Decide = dyn Fn(&ReceiverOutcome) -> bool + Send + Sync;
-/// Makes the PSI sender over the address book for the next session.
-pub type SenderSupply<G> = dyn Fn() -> Result<Sender<G>> + Send + Sync;
 /// Receives progress and events (for logs and progress bars).
 pub type Events = dyn Fn(Event) + Send + Sync;
 
@@ -161,6 +225,9 @@ pub enum Event {
     Received(PathBuf),
     /// A session ended with an error.
     Failed(String),
+    /// The receiver's accept loop refused or dropped a connection, or `accept`
+    /// failed (and serving went on).
+    Admission(ServeEvent),
 }
 
 /// The AirDrop receiver's configuration.
@@ -184,8 +251,9 @@ pub struct ReceiverConfig<G: PrimeGroup> {
     pub legacy: bool,
     /// Limits.
     pub limits: Limits,
-    /// A fresh PSI sender per session.
-    pub supply: Arc<SenderSupply<G>>,
+    /// The PSI senders over our address book, one per session, computed ahead by
+    /// one worker (never inline).
+    pub supply: Arc<BookSupply<G>>,
     /// Accept or decline an offer.
     pub decide: Arc<Decide>,
     /// Events.
@@ -223,8 +291,9 @@ fn refuse(status: StatusCode, why: impl core::fmt::Display) -> HttpResponse {
 /// can split its waiting time into transmission and the receiver's work (the paper's
 /// `T4 − T1 − (T3 − T2)`, §6.4).
 fn timed(mut r: HttpResponse, since: Instant) -> HttpResponse {
-    let ms = since.elapsed().as_secs_f64() * 1e3;
-    if let Ok(v) = hyper::header::HeaderValue::from_str(&format!("compute;dur={ms:.3}")) {
+    // Fixed width (issue 32): the header's length must not vary with the time.
+    let ms = (since.elapsed().as_secs_f64() * 1e3).min(99_999.999);
+    if let Ok(v) = hyper::header::HeaderValue::from_str(&format!("compute;dur={ms:09.3}")) {
         r.headers_mut().insert("server-timing", v);
     }
     r
@@ -249,24 +318,30 @@ pub async fn serve<G: PrimeGroup>(
 ) -> Result<()> {
     let tls = tls_of(&cfg.identity)?;
     let acceptor = TlsAcceptor::from(tls.server_config().map_err(|e| Error::InvalidParams(e.to_string()))?);
-    let mut served = 0u64;
-    let mut tasks = tokio::task::JoinSet::new();
-    while sessions.is_none_or(|s| served < s) {
-        let (tcp, _) = listener.accept().await.map_err(|e| io_err("accept", e))?;
-        served += 1;
-        let cfg = cfg.clone();
-        let acceptor = acceptor.clone();
-        tasks.spawn(async move {
-            if let Err(e) = connection(tcp, acceptor, cfg.clone()).await {
+    let events = cfg.events.clone();
+    // Issue 32: every connection under the shared guard (a cap fitted below the
+    // descriptor limit, a share per address, a deadline; accept errors never end the
+    // receiver).
+    let guard = Guard::new(cfg.limits.connections).on_event(Arc::new(move |e| events(Event::Admission(e))));
+    let rate = Arc::new(StartRate::new(cfg.limits.start_psi_per_minute));
+    guard::serve(&listener, &guard, sessions, |tcp, _peer| {
+        let (cfg, acceptor, rate) = (cfg.clone(), acceptor.clone(), rate.clone());
+        async move {
+            if let Err(e) = connection(tcp, acceptor, cfg.clone(), rate).await {
                 (cfg.events)(Event::Failed(e.to_string()));
             }
-        });
-    }
-    while tasks.join_next().await.is_some() {}
+        }
+    })
+    .await;
     Ok(())
 }
 
-async fn connection<G: PrimeGroup>(tcp: TcpStream, acceptor: TlsAcceptor, cfg: Arc<ReceiverConfig<G>>) -> Result<()> {
+async fn connection<G: PrimeGroup>(
+    tcp: TcpStream,
+    acceptor: TlsAcceptor,
+    cfg: Arc<ReceiverConfig<G>>,
+    rate: Arc<StartRate>,
+) -> Result<()> {
     tcp.set_nodelay(true).map_err(|e| io_err("socket", e))?;
     let tls = tokio::time::timeout(cfg.limits.handshake_timeout, acceptor.accept(tcp))
         .await
@@ -279,15 +354,17 @@ async fn connection<G: PrimeGroup>(tcp: TcpStream, acceptor: TlsAcceptor, cfg: A
         .and_then(|c| c.first())
         .ok_or_else(|| Error::Transport("the peer presented no certificate".into()))?;
     let peer = account_of_certificate(peer_cert)?;
-    // A revoked account gets nothing: the connection closes before any request.
-    cfg.revocations.check(&peer)?;
+    // A revoked account gets nothing: the connection closes before any request (nor
+    // does anyone, under the refuse policy, while our list is not current).
+    cfg.revocations.check_at(&peer, now_unix())?;
     (cfg.events)(Event::Connected(peer));
     let state = Arc::new(tokio::sync::Mutex::new(ConnState::Fresh));
     let header_timeout = cfg.limits.read_timeout;
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let cfg = cfg.clone();
         let state = state.clone();
-        async move { Ok::<_, Infallible>(handle(req, &cfg, &state, peer).await) }
+        let rate = rate.clone();
+        async move { Ok::<_, Infallible>(handle(req, &cfg, &state, peer, &rate).await) }
     });
     hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -329,6 +406,7 @@ async fn read_body(
 
 fn status_of(e: &Error) -> StatusCode {
     match e {
+        Error::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::NotDiscoverable(_) => StatusCode::FORBIDDEN,
         Error::BadCertificate(_) | Error::AccountMismatch(_) | Error::Expired { .. } | Error::UncertifiedInput => {
             StatusCode::FORBIDDEN
@@ -347,11 +425,25 @@ fn record(cfg: &ReceiverConfig<impl PrimeGroup>, body: &[u8]) {
     }
 }
 
+/// The `/Ask` answers, all of one length (issue 32): a non-contact refused in
+/// contacts-only mode gets the same bytes as a contact the user declined, so the
+/// answer's size does not say whether the receiver holds the sender. (Whether the
+/// offer was accepted shows anyway: an upload follows or not.)
+const ASK_ACCEPTED: &str = "accepted";
+const ASK_DECLINED: &str = "declined";
+
+fn ask_answer(status: StatusCode, word: &str) -> HttpResponse {
+    // Both answers padded to one length; the status lines differ ("200 OK",
+    // "403 Forbidden"), which says accepted or not, never why.
+    reply(status, format!("{word:<16}\n"))
+}
+
 async fn handle<G: PrimeGroup>(
     req: Request<Incoming>,
     cfg: &ReceiverConfig<G>,
     state: &tokio::sync::Mutex<ConnState<G>>,
     peer: AccountId,
+    rate: &StartRate,
 ) -> HttpResponse {
     if req.method() != hyper::Method::POST {
         return refuse(StatusCode::METHOD_NOT_ALLOWED, "only POST is served");
@@ -377,11 +469,26 @@ async fn handle<G: PrimeGroup>(
             };
             record(cfg, &body);
             let since = Instant::now();
-            let sender = match (cfg.supply)() {
+            // Issue 32, item 4: the cheapest checks first, and a precomputation of the
+            // address book only for a request that passed them all.
+            if !rate.allow(peer) {
+                return refuse(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                        "more than {} StartPSI requests from this account in a minute; try again later",
+                        cfg.limits.start_psi_per_minute
+                    ),
+                );
+            }
+            let checked = match DropReceiver::check_start(ctx, cfg.mode, &body) {
+                Ok(c) => c,
+                Err(e) => return refuse(status_of(&e), e),
+            };
+            let sender = match cfg.supply.take(cfg.limits.supply_wait).await {
                 Ok(s) => s,
                 Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, e),
             };
-            match DropReceiver::on_start(ctx, cfg.mode, sender, &body) {
+            match checked.respond(sender) {
                 Ok((mut next, m1)) => {
                     *st = if cfg.limits.prepare_answer {
                         ConnState::Preparing(tokio::task::spawn_blocking(move || {
@@ -435,10 +542,16 @@ async fn handle<G: PrimeGroup>(
                     }
                     if (cfg.decide)(&outcome) {
                         *st = ConnState::Accepted(outcome.ask.files.into_iter().map(Some).collect());
-                        reply(StatusCode::OK, "accepted")
+                        ask_answer(StatusCode::OK, ASK_ACCEPTED)
                     } else {
-                        refuse(StatusCode::FORBIDDEN, "declined")
+                        ask_answer(StatusCode::FORBIDDEN, ASK_DECLINED)
                     }
+                }
+                // Contacts-only mode and a sender we cannot identify: the same answer
+                // as a decline (the reason stays in our log).
+                Err(e @ Error::NotDiscoverable(_)) => {
+                    (cfg.events)(Event::Failed(e.to_string()));
+                    ask_answer(StatusCode::FORBIDDEN, ASK_DECLINED)
                 }
                 Err(e) => refuse(status_of(&e), e),
             }
@@ -790,7 +903,7 @@ async fn connect<G: PrimeGroup>(
         .ok_or_else(|| Error::Transport("the receiver presented no certificate".into()))?;
     let peer = account_of_certificate(cert)?;
     // A revoked receiver is sent nothing, not even our certified inputs.
-    cfg.revocations.check(&peer)?;
+    cfg.revocations.check_at(&peer, now_unix())?;
     let (http, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| io_err("HTTP", e))?;
@@ -883,6 +996,91 @@ pub async fn legacy_discover<G: PrimeGroup>(addr: &str, cfg: Arc<SenderConfig<G>
             total: total + tls,
         },
     ))
+}
+
+/// Fetches `url` (`http://` or `https://`, checked against Mozilla's root
+/// certificates) with one `GET`: the body of a 200 answer of at most `max` bytes,
+/// within `timeout`. For what is signed anyway, wherever it is published (a
+/// revocation list: `tacit id refresh --url`); redirects are not followed.
+pub async fn fetch_url(url: &str, max: usize, timeout: Duration) -> Result<Vec<u8>> {
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| Error::InvalidParams(format!("{url:?} is not a URL: {e}")))?;
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => {
+            return Err(Error::InvalidParams(format!(
+                "{url:?}: only http:// and https:// URLs can be fetched"
+            )));
+        }
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| Error::InvalidParams(format!("{url:?} names no host")))?
+        .to_string();
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let authority = uri.authority().map(|a| a.to_string()).unwrap_or_else(|| host.clone());
+    let path = uri
+        .path_and_query()
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "/".into());
+    let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let fetch = async {
+        let tcp = TcpStream::connect((bare.as_str(), port))
+            .await
+            .map_err(|e| io_err(&format!("connecting to {authority}"), e))?;
+        let req = Request::get(path)
+            .header(hyper::header::HOST, authority.as_str())
+            .header(hyper::header::USER_AGENT, "tacit")
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| io_err("request", e))?;
+        let resp = if https {
+            let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+            let config = tokio_rustls::rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| io_err("TLS", e))?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            let name = server_name(&bare).map_err(|e| Error::InvalidParams(e.to_string()))?;
+            let tls = TlsConnector::from(Arc::new(config))
+                .connect(name, tcp)
+                .await
+                .map_err(|e| io_err(&format!("TLS with {authority}"), e))?;
+            send_get(tls, req).await?
+        } else {
+            send_get(tcp, req).await?
+        };
+        let status = resp.status();
+        if status != StatusCode::OK {
+            return Err(Error::Transport(format!("{url}: the server answered {status}")));
+        }
+        let body = Limited::new(resp.into_body(), max)
+            .collect()
+            .await
+            .map_err(|e| io_err(url, e))?
+            .to_bytes();
+        Ok(body.to_vec())
+    };
+    tokio::time::timeout(timeout, fetch).await.map_err(|_| {
+        Error::Transport(format!(
+            "{url}: no complete answer within {:.0} s",
+            timeout.as_secs_f64()
+        ))
+    })?
+}
+
+async fn send_get<S>(io: S, req: Request<Full<Bytes>>) -> Result<Response<Incoming>>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut http, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| io_err("HTTP", e))?;
+    tokio::spawn(conn);
+    http.send_request(req).await.map_err(|e| io_err("HTTP", e))
 }
 
 /// The media type of a file name, from its extension (`application/octet-stream` when
@@ -1012,7 +1210,7 @@ impl<G: PrimeGroup> Session<G> {
         let (status, body) = post(&mut self.http, "/Ask", full(ask), len, limit).await?;
         match status {
             StatusCode::OK => Ok(true),
-            StatusCode::FORBIDDEN if body.as_ref() == b"declined\n" => Ok(false),
+            StatusCode::FORBIDDEN if String::from_utf8_lossy(&body).trim() == ASK_DECLINED => Ok(false),
             s => Err(Error::Refused(format!(
                 "/Ask: {} {}",
                 s.as_u16(),

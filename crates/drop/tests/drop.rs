@@ -648,3 +648,41 @@ fn the_issued_tls_root_is_signed_by_the_ca() {
     ));
     e.finish(issued, &ca.public_key(), NOW).unwrap();
 }
+
+/// Issue 32, item 3: the record slot and the device names have one size whatever is
+/// in them, and their padding has one encoding (a decoder refuses anything else).
+#[test]
+fn ask_has_one_length_whatever_the_record_and_name() {
+    let mut rng = SecureRng::from_seed([33; 32]);
+    let ca = CertificateAuthority::generate(&mut rng).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &[], &mut rng);
+    let record = alice.identity.records[0].clone();
+    let ask = |record: Option<tacit_drop::records::SignedValidationRecord>, name: &str| {
+        Ask {
+            record,
+            sender_name: name.into(),
+            files: vec![],
+        }
+        .to_bytes()
+    };
+    let with = ask(Some(record.clone()), "a");
+    let without = ask(None, "a much longer device name, ünicode included");
+    assert_eq!(with.len(), without.len());
+    assert_eq!(Ask::from_bytes(&with).unwrap().record, Some(record));
+    let back = Ask::from_bytes(&without).unwrap();
+    assert_eq!(back.record, None);
+    assert_eq!(back.sender_name, "a much longer device name, ünicode included");
+    // A name over 255 bytes is cut at a character boundary, not refused.
+    let long = "é".repeat(200);
+    let cut = Ask::from_bytes(&ask(None, &long)).unwrap().sender_name;
+    assert_eq!(cut, "é".repeat(127));
+    // A non-zero byte in an empty slot or after the name is refused.
+    let slot = 3 + 1; // envelope, flag
+    let mut bad = without.clone();
+    bad[slot + 5] = 1;
+    assert!(Ask::from_bytes(&bad).unwrap_err().to_string().contains("must be zero"));
+    let name_pad = 3 + tacit_drop::protocol::RECORD_SLOT_LEN + tacit_drop::protocol::NAME_SLOT_LEN - 1;
+    let mut bad = without.clone();
+    bad[name_pad] = b'x';
+    assert!(Ask::from_bytes(&bad).unwrap_err().to_string().contains("must be zero"));
+}

@@ -9,7 +9,7 @@ use tacit_drop::DropParams;
 use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, MemoryRegistry};
 use tacit_drop::protocol::{AddressBook, Discoverability, FileOffer, Peer};
 use tacit_drop::revocation::{RevocationList, Revocations};
-use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
+use tacit_drop::transport::{self, BookSupply, Event, Limits, ReceiverConfig, SenderConfig};
 use tacit_psi::{Reuse, Sender, SenderKey, SenderPrecomputation};
 use tokio::net::TcpListener;
 
@@ -86,11 +86,22 @@ async fn start_receiver_with(
     sessions: u64,
     limits: Limits,
 ) -> Receiver {
+    start_receiver_revoking(ca, d, (mode, legacy), tag, sessions, limits, Revocations::new()).await
+}
+
+async fn start_receiver_revoking(
+    ca: &CertificateAuthority,
+    d: &Device,
+    (mode, legacy): (Discoverability, bool),
+    tag: &str,
+    sessions: u64,
+    limits: Limits,
+    revocations: Revocations,
+) -> Receiver {
     let dir = tmpdir(tag);
     let events = Arc::new(Mutex::new(Vec::new()));
     let ev = events.clone();
     let book = d.book.clone();
-    let revocations = Revocations::new();
     let cfg = Arc::new(ReceiverConfig {
         identity: d.identity.clone(),
         book: d.book.clone(),
@@ -101,7 +112,7 @@ async fn start_receiver_with(
         dir: dir.clone(),
         legacy,
         limits,
-        supply: Arc::new(move || book_sender(&book)),
+        supply: BookSupply::spawn(move || book_sender(&book), 1),
         decide: Arc::new(|_| true),
         events: Arc::new(move |e: Event| ev.lock().unwrap().push(format!("{e:?}"))),
         capture: None,
@@ -198,12 +209,14 @@ async fn a_non_contact_is_refused_and_gets_nothing() {
         .await
         .unwrap();
     // Mallory has Bob's address, so DO2 matches and Bob shows one record of an
-    // identifier Mallory already holds; Bob does not know Mallory: Ask is refused.
+    // identifier Mallory already holds; Bob does not know Mallory: Ask is refused,
+    // with the same answer as a decline (issue 32: its size must not say why).
     assert!(s.outcome.ask_record.is_none());
-    let err = s.ask(&[]).await.unwrap_err();
-    assert!(err.to_string().contains("403"), "{err}");
+    assert!(!s.ask(&[]).await.unwrap());
     drop(s);
     r.task.await.unwrap().unwrap();
+    let events = r.events.lock().unwrap().clone();
+    assert!(events.iter().any(|e| e.contains("accepts contacts only")), "{events:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -556,4 +569,187 @@ fn received_file_names_are_cleaned() {
     assert_eq!(transport::safe_file_name("a\u{1b}[2Jb\u{200B}.txt"), "a[2Jb.txt");
     assert_eq!(transport::safe_file_name("\u{202E}"), "received-file");
     assert_eq!(transport::safe_file_name(".hidden"), "hidden");
+}
+
+/// A valid `StartPSI` body from `sender` to `receiver` (its certified inputs).
+fn start_body(ca: &CertificateAuthority, sender: &Device, receiver: &Device) -> Vec<u8> {
+    let ctx = tacit_drop::protocol::Context {
+        identity: sender.identity.clone(),
+        book: sender.book.clone(),
+        ca: ca.public_key(),
+        peer: receiver.identity.account,
+        now: now(),
+        device_name: "sender".into(),
+    };
+    tacit_drop::protocol::DropSender::start(ctx, book_sender(&sender.book).unwrap())
+        .unwrap()
+        .1
+}
+
+/// Issue 32, item 4: `/StartPSI` took a precomputation of the address book (and
+/// started the next one: about 0.3 s at n = 10 000) before it parsed and checked the
+/// request, even with discoverability off, and without any rate. Now the request is
+/// checked first, and one account gets a bounded number of `StartPSI` per minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_psi_spends_no_precomputation_before_the_request_is_checked() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let body = start_body(&ca, &alice, &bob);
+    let head = |len: usize| {
+        format!("POST /StartPSI HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {len}\r\n\r\n")
+    };
+    // Discoverability off: valid requests are refused, and cost no precomputation.
+    let (r, supply) = start_counting_receiver(&ca, &bob, Discoverability::Off, "off", 5).await;
+    for _ in 0..5 {
+        let resp = raw(&r.addr, &alice, &head(body.len()), &body, false).await.unwrap();
+        assert!(resp.starts_with("HTTP/1.1 403"), "{resp}");
+    }
+    r.task.await.unwrap().unwrap();
+    assert_eq!(spent(&supply).await, 0, "precomputations spent");
+    // Malformed requests: the same.
+    let (r, supply) = start_counting_receiver(&ca, &bob, Discoverability::ContactsOnly, "junk", 5).await;
+    for _ in 0..5 {
+        let resp = raw(&r.addr, &alice, &head(4), b"junk", false).await.unwrap();
+        assert!(resp.starts_with("HTTP/1.1 400"), "{resp}");
+    }
+    r.task.await.unwrap().unwrap();
+    assert_eq!(spent(&supply).await, 0, "precomputations spent");
+    // An enrolled peer repeating valid StartPSI requests: the first `burst` cost one
+    // precomputation each, the rest are refused with 429 and cost nothing.
+    let burst = Limits::default().start_psi_per_minute as usize;
+    let n = burst + 6;
+    let (r, supply) = start_counting_receiver(&ca, &bob, Discoverability::ContactsOnly, "rate", n as u64).await;
+    let mut statuses = Vec::new();
+    for _ in 0..n {
+        let resp = raw(&r.addr, &alice, &head(body.len()), &body, false).await.unwrap();
+        statuses.push(resp.get(9..12).unwrap_or("").to_string());
+    }
+    r.task.await.unwrap().unwrap();
+    assert_eq!(statuses.iter().filter(|s| *s == "200").count(), burst, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| *s == "429").count(),
+        n - burst,
+        "{statuses:?}"
+    );
+    assert_eq!(spent(&supply).await, burst as u64);
+}
+
+/// A receiver and its address-book supply (whose `made()` counts precomputations).
+async fn start_counting_receiver(
+    ca: &CertificateAuthority,
+    d: &Device,
+    mode: Discoverability,
+    tag: &str,
+    sessions: u64,
+) -> (Receiver, Arc<BookSupply<G>>) {
+    let dir = tmpdir(tag);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let ev = events.clone();
+    let book = d.book.clone();
+    let revocations = Revocations::new();
+    let supply = BookSupply::spawn(move || book_sender(&book), 1);
+    let cfg = Arc::new(ReceiverConfig {
+        identity: d.identity.clone(),
+        book: d.book.clone(),
+        ca: ca.public_key(),
+        revocations: revocations.clone(),
+        mode,
+        name: "receiver".into(),
+        dir: dir.clone(),
+        legacy: false,
+        limits: Limits::default(),
+        supply: supply.clone(),
+        decide: Arc::new(|_| true),
+        events: Arc::new(move |e: Event| ev.lock().unwrap().push(format!("{e:?}"))),
+        capture: None,
+    });
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let task = tokio::spawn(transport::serve(l, cfg, Some(sessions)));
+    (
+        Receiver {
+            addr,
+            dir,
+            events,
+            revocations,
+            task,
+        },
+        supply,
+    )
+}
+
+/// Precomputations a supply handed out (it keeps one ready beyond those).
+async fn spent(supply: &BookSupply<G>) -> u64 {
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    supply.made() - supply.ready() as u64
+}
+
+/// Issue 32, item 2: under the refuse policy a device whose revocation list is past
+/// its next update (or missing) talks to no peer, as receiver or as sender; under
+/// the default (warn) it goes on. A current list lifts the refusal at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_revocation_list_refuses_peers_only_under_the_refuse_policy() {
+    use tacit_drop::revocation::StalePolicy;
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let list = |seq: u64, next: u64| {
+        ca.sign_revocation_list(RevocationList::new(seq, now() - 7200, next, []).unwrap())
+            .verify(&ca.public_key())
+            .unwrap()
+    };
+    let stale = Revocations::new().with_stale_policy(StalePolicy::Refuse);
+    stale.update(list(1, now() - 60)).unwrap();
+    let r = start_receiver_revoking(
+        &ca,
+        &bob,
+        (Discoverability::Everyone, false),
+        "stale",
+        2,
+        Limits::default(),
+        stale.clone(),
+    )
+    .await;
+    let e = match transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap()).await {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a receiver with a stale list under the refuse policy authenticated a sender"),
+    };
+    assert!(!e.is_empty());
+    // A current list reaches the running receiver: it serves again.
+    stale.update(list(2, now() + 3600)).unwrap();
+    let s = transport::authenticate(&r.addr, sender_cfg(&ca, &alice), book_sender(&alice.book).unwrap())
+        .await
+        .unwrap();
+    drop(s);
+    r.task.await.unwrap().unwrap();
+    let events = r.events.lock().unwrap().clone();
+    assert!(
+        events.iter().any(|e| e.contains("(number 1) was due to be replaced")),
+        "{events:?}"
+    );
+    // The sender side: refused before anything is sent under refuse, fine under warn.
+    for (policy, ok) in [(StalePolicy::Refuse, false), (StalePolicy::Warn, true)] {
+        let ra = start_receiver(&ca, &bob, Discoverability::Everyone, false, "stale-s", 1).await;
+        let revocations = Revocations::new().with_stale_policy(policy);
+        revocations.update(list(1, now() - 60)).unwrap();
+        let cfg = Arc::new(SenderConfig {
+            identity: alice.identity.clone(),
+            book: alice.book.clone(),
+            ca: ca.public_key(),
+            revocations,
+            name: "sender".into(),
+            limits: Limits::default(),
+            events: Arc::new(|_| {}),
+        });
+        let got = transport::authenticate(&ra.addr, cfg, book_sender(&alice.book).unwrap()).await;
+        assert_eq!(got.is_ok(), ok, "{policy:?}: {:?}", got.as_ref().err());
+        if let Err(e) = got {
+            assert!(
+                e.to_string().contains("refuses peers until it has a current one"),
+                "{e}"
+            );
+        }
+        ra.task.abort();
+    }
 }

@@ -473,6 +473,21 @@ impl<'c> Online<'c> {
     }
 }
 
+#[cfg(test)]
+impl Online<'_> {
+    /// The deviating peer of the tests: flips bits `bits` of this party's `d ‖ e`
+    /// shares of the current layer, in the message it sends (`msg`, as
+    /// [`Step::Layer`] returned it) and in what it keeps, so that it goes on as if
+    /// its shares of those AND inputs were flipped (paper §3.1 assumes no party does).
+    pub(crate) fn deviate(&mut self, msg: &mut [u8], bits: &[usize]) {
+        const PACKED: usize = 3 + 4 + 4; // envelope, layer, byte count
+        for &i in bits {
+            msg[PACKED + i / 8] ^= 1 << (i % 8);
+            self.mine[i / 64] ^= 1 << (i % 64);
+        }
+    }
+}
+
 impl Reveal {
     /// Takes the peer's output shares and opens the outputs.
     pub fn on_outputs(mut self, peer: &[u8]) -> Result<Outputs, Error> {

@@ -12,7 +12,8 @@ use tacit_mpc::apps::psi::{self, PreparedSet};
 use tacit_mpc::apps::schedule::{Geo, Kind, Outcome, ScheduleHello, ScheduleInput, Window, run_session};
 use tacit_mpc::apps::{availability, paper};
 use tacit_mpc::triples::ot::OtSource;
-use tacit_mpc::triples::token::card::{Card, MemoryEeprom, TokenState};
+use tacit_mpc::triples::token::TokenTrust;
+use tacit_mpc::triples::token::card::{Card, MemoryEeprom, TokenSpec, TokenState};
 use tacit_mpc::triples::token::holder::{LocalTokenLink, Pool, TokenHolder, TokenPeer};
 use tacit_mpc::{Error, Party};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
@@ -209,7 +210,7 @@ fn psi_with_token_triples_and_hashed_elements() {
     let mut rng = ChaCha20Rng::seed_from_u64(21);
     let ca = SigningKey::generate(&mut rng);
     let card = Card::new(
-        TokenState::manufacture(&ca, "tacit test fab", &mut rng),
+        TokenState::manufacture(&ca, &TokenSpec::software("tacit test fab", [0; 32]), &mut rng).unwrap(),
         MemoryEeprom::default(),
     )
     .unwrap();
@@ -235,7 +236,8 @@ fn psi_with_token_triples_and_hashed_elements() {
         let holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory())
             .await
             .unwrap();
-        let peer = TokenPeer::new(ca.verifying_key(), ChaCha20Rng::seed_from_u64(22));
+        let trust = TokenTrust::new(ca.verifying_key(), 0).accepting_software();
+        let peer = TokenPeer::new(trust, ChaCha20Rng::seed_from_u64(22));
         psi_both(&a, &b, holder, peer).await
     });
     let ra = ra.unwrap();

@@ -3,19 +3,25 @@
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
+use std::sync::Arc;
+use std::time::Duration;
 use tacit_crypto::sign::SigningKey;
 use tacit_mpc::bits::{be_bytes_from_bits, bits_from_be_bytes};
 use tacit_mpc::circuit::{LayeredCircuit, bristol};
 use tacit_mpc::driver::{SessionConfig, TripleSource, run};
 use tacit_mpc::gmw::{PartyInputs, default_owners};
 use tacit_mpc::triples::ot::OtSource;
-use tacit_mpc::triples::token::apdu::{Command, sw};
-use tacit_mpc::triples::token::card::{Card, MemoryEeprom, TokenState};
+use tacit_mpc::triples::token::apdu::{Command, Response, sw};
+use tacit_mpc::triples::token::card::{Card, MemoryEeprom, TokenSpec, TokenState};
 use tacit_mpc::triples::token::holder::{
-    LocalTokenLink, Pool, TcpTokenLink, TokenHolder, TokenPeer, open_release, serve_connection,
+    LocalTokenLink, Pool, TcpTokenLink, TokenHolder, TokenPeer, TokenServer, check_offer, open_release,
 };
-use tacit_mpc::triples::token::{CLA, INS_RELEASE_B, SeedRelease, SeedRequest, TokenOffer};
+use tacit_mpc::triples::token::{
+    CLA, INS_RELEASE_A, INS_RELEASE_B, SeedRelease, SeedRequest, SequenceId, TokenKind, TokenOffer, TokenTrust,
+};
 use tacit_mpc::{Error, Party};
+use tacit_net::guard::ServeLimits;
+use tacit_net::tls::SelfSigned;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_wire::{Decode, Encode};
 
@@ -83,35 +89,76 @@ async fn aes_over_tcp_with_ot_triples() {
     assert_eq!(hex::encode(b.unwrap()), AES_CT);
 }
 
-fn manufacture(seed: u64) -> (SigningKey, Card<MemoryEeprom>) {
+/// The paired host's key of the tests' tokens.
+fn host_key() -> &'static SelfSigned {
+    static K: std::sync::OnceLock<SelfSigned> = std::sync::OnceLock::new();
+    K.get_or_init(|| SelfSigned::generate("tacit-host.invalid").unwrap())
+}
+
+fn manufacture_as(seed: u64, kind: TokenKind) -> (SigningKey, Card<MemoryEeprom>) {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let ca = SigningKey::generate(&mut rng);
-    let st = TokenState::manufacture(&ca, "tacit test fab", &mut rng);
+    let mut spec = TokenSpec::software("tacit test fab", host_key().fingerprint().unwrap());
+    spec.kind = kind;
+    let st = TokenState::manufacture(&ca, &spec, &mut rng).unwrap();
     (ca, Card::new(st, MemoryEeprom::default()).unwrap())
+}
+
+fn manufacture(seed: u64) -> (SigningKey, Card<MemoryEeprom>) {
+    manufacture_as(seed, TokenKind::Software)
+}
+
+/// B's trust in `ca`'s tokens, software ones included (the tests' tokens are).
+fn trust(ca: &SigningKey) -> TokenTrust {
+    TokenTrust::new(ca.verifying_key(), 1_800_000_000).accepting_software()
+}
+
+/// A token process as `tacit mpc token serve` runs it: TLS with its link key,
+/// admitting only the paired host.
+struct TokenProcess {
+    addr: std::net::SocketAddr,
+    link: [u8; 32],
+    server: Arc<TokenServer<MemoryEeprom>>,
+}
+
+async fn token_process(card: Card<MemoryEeprom>, limits: ServeLimits, cfg: NetConfig) -> TokenProcess {
+    let server = Arc::new(TokenServer::new(card, limits).unwrap());
+    let l = FramedListener::bind("127.0.0.1:0", &cfg).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let s = server.clone();
+    tokio::spawn(async move { s.serve(l, None, |_| {}).await });
+    TokenProcess {
+        addr,
+        link: server.link_fingerprint(),
+        server,
+    }
+}
+
+/// The host's TLS link to a token process, with `key` (mutual pinning).
+async fn connect_as(t: &TokenProcess, key: &SelfSigned) -> Result<FramedConn, tacit_net::Error> {
+    let client = key
+        .client_config_checking_server(tacit_net::tls::pinned(t.link))
+        .unwrap();
+    FramedConn::connect_tls(t.addr, &NetConfig::default(), client, "tacit-token.invalid").await
+}
+
+async fn host_link(t: &TokenProcess) -> TcpTokenLink {
+    TcpTokenLink::new(connect_as(t, host_key()).await.unwrap())
 }
 
 #[tokio::test]
 async fn aes_over_tcp_with_a_token_process() {
     let lc = aes();
-    let (ca, mut card) = manufacture(10);
-    // The token on its own socket, as `tacit mpc token serve` runs it.
-    let cfg = NetConfig::default();
-    let tl = FramedListener::bind("127.0.0.1:0", &cfg).await.unwrap();
-    let taddr = tl.local_addr().unwrap();
-    let token = tokio::spawn(async move {
-        let c = tl.accept().await.unwrap();
-        serve_connection(&mut card, c).await.unwrap();
-        card
-    });
-    let link = TcpTokenLink::new(FramedConn::connect(taddr, &cfg).await.unwrap());
-    let holder = TokenHolder::new(link, Pool::in_memory()).await.unwrap();
-    let peer = TokenPeer::new(ca.verifying_key(), ChaCha20Rng::seed_from_u64(5));
+    let (ca, card) = manufacture(10);
+    let t = token_process(card, ServeLimits::default(), NetConfig::default()).await;
+    let holder = TokenHolder::new(host_link(&t).await, Pool::in_memory()).await.unwrap();
+    let peer = TokenPeer::new(trust(&ca), ChaCha20Rng::seed_from_u64(5));
     let (a, b) = run_both(&lc, holder, peer).await;
     assert_eq!(hex::encode(a.unwrap()), AES_CT);
     assert_eq!(hex::encode(b.unwrap()), AES_CT);
-    let card = token.await.unwrap();
     // Every sequence used was erased from the token's persistent state.
-    let saved = TokenState::from_wire(&card.eeprom().committed).unwrap();
+    let card = t.server.card();
+    let saved = TokenState::from_wire(&card.lock().unwrap().eeprom().committed).unwrap();
     assert_eq!(saved.sequences().count(), 0);
     assert!(saved.next_d() >= tacit_mpc::triples::token::card::D_RESERVE);
 }
@@ -124,10 +171,60 @@ async fn b_refuses_a_forged_token() {
     let holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory())
         .await
         .unwrap();
-    let peer = TokenPeer::new(other_ca.verifying_key(), ChaCha20Rng::seed_from_u64(6));
+    let peer = TokenPeer::new(trust(&other_ca), ChaCha20Rng::seed_from_u64(6));
     let (a, b) = run_both(&lc, holder, peer).await;
     assert!(matches!(b, Err(Error::Untrusted(_))), "{b:?}");
     assert!(a.is_err());
+}
+
+/// Item 1 of issue 27: the certificate says what kind of token it is and until when
+/// it is valid. B refuses a software token (whose host reads every seed) unless told
+/// to accept one, and an expired or not yet valid certificate; it accepts a hardware
+/// token of its CA. A certificate whose kind or dates were changed after signing
+/// does not verify.
+#[tokio::test]
+async fn b_refuses_a_software_token_unless_told_and_an_expired_one() {
+    let lc = aes();
+    let (ca, card) = manufacture(22);
+    let holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory())
+        .await
+        .unwrap();
+    let strict = TokenTrust::new(ca.verifying_key(), 1_800_000_000);
+    let peer = TokenPeer::new(strict.clone(), ChaCha20Rng::seed_from_u64(7));
+    let (a, b) = run_both(&lc, holder, peer).await;
+    let e = b.unwrap_err().to_string();
+    assert!(
+        e.contains("software token") && e.contains("--accept-software-token"),
+        "{e}"
+    );
+    assert!(a.is_err());
+    // A hardware token of the same CA passes the same check.
+    let (hw_ca, hw) = manufacture_as(23, TokenKind::Hardware);
+    let cert = hw.state().certificate.clone();
+    assert!(
+        cert.check(&TokenTrust::new(hw_ca.verifying_key(), 1_800_000_000))
+            .is_ok()
+    );
+    // Relabelled "hardware" after signing: the signature no longer verifies.
+    let (_, sw_card) = manufacture(22);
+    let mut relabelled = sw_card.state().certificate.clone();
+    relabelled.kind = TokenKind::Hardware;
+    assert!(matches!(relabelled.check(&strict), Err(Error::Untrusted(_))));
+    // Validity: a certificate issued for a year.
+    let mut rng = ChaCha20Rng::seed_from_u64(24);
+    let mut spec = TokenSpec::software("fab", [0; 32]);
+    spec.kind = TokenKind::Hardware;
+    (spec.not_before, spec.not_after) = (1_700_000_000, 1_731_536_000);
+    let st = TokenState::manufacture(&ca, &spec, &mut rng).unwrap();
+    let c = &st.certificate;
+    assert!(c.check(&TokenTrust::new(ca.verifying_key(), 1_710_000_000)).is_ok());
+    for now in [1_600_000_000, 1_800_000_000] {
+        let e = c
+            .check(&TokenTrust::new(ca.verifying_key(), now))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("valid only from") || e.contains("expired"), "{e}");
+    }
 }
 
 /// Drives A's side by hand to play the deviating A of the paper's §4.4.
@@ -303,8 +400,216 @@ async fn offers_not_covering_the_circuit_are_refused() {
         certificate: holder.certificate.clone(),
         sequences: ids,
     };
-    let e = tacit_mpc::triples::token::holder::check_offer(&offer, &ca.verifying_key(), 6400).unwrap_err();
+    let e = check_offer(&offer, &trust(&ca), 6400).unwrap_err();
     assert!(matches!(e, Error::Peer(_)));
+}
+
+/// Item 5 of issue 27: B takes exactly the sequences `decompose(count)` gives. An
+/// offer of 40 sequences of 2^32 triples for a one-gate circuit (B would expand
+/// 1.7·10^11 triples, tens of GB) is refused before anything is expanded, and so is
+/// any offer that covers the count with other sizes (one sequence too big, one too
+/// many, the right sizes in another order).
+#[tokio::test]
+async fn an_oversized_offer_is_refused() {
+    let (ca, card) = manufacture(61);
+    let certificate = card.state().certificate.clone();
+    let offer = |logs: &[u8]| TokenOffer {
+        certificate: certificate.clone(),
+        sequences: logs
+            .iter()
+            .enumerate()
+            .map(|(i, &log)| SequenceId { d: i as u64, log })
+            .collect(),
+    };
+    let t = trust(&ca);
+    let huge = offer(&[32; 40]);
+    let e = check_offer(&huge, &t, 1).unwrap_err();
+    assert!(e.to_string().contains("take exactly 2^7"), "{e}");
+    for (logs, count) in [
+        (&[8u8][..], 128usize),
+        (&[7, 7], 128),
+        (&[12, 11, 8, 7], 6400),
+        (&[8, 11, 12], 6400),
+        (&[13], 6400),
+    ] {
+        assert!(check_offer(&offer(logs), &t, count).is_err(), "{logs:?} for {count}");
+    }
+    assert!(check_offer(&offer(&[12, 11, 8]), &t, 6400).is_ok());
+    assert!(check_offer(&offer(&[7]), &t, 1).is_ok());
+    // The whole session refuses too: a deviating A whose pool holds only big
+    // sequences offers them; B refuses with one line and expands nothing.
+    let lc = aes();
+    let mut holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory())
+        .await
+        .unwrap();
+    holder.fill(1 << 16, &mut |_, _| {}).await.unwrap();
+    let big: Vec<SequenceId> = holder.pool.list(&certificate.token_id);
+    let peer = TokenPeer::new(t, ChaCha20Rng::seed_from_u64(8));
+    let (mut ca_conn, mut cb) = pair().await;
+    let (_, ib) = aes_inputs();
+    let cfg = SessionConfig::new(1, default_owners(2));
+    let mut rb = ChaCha20Rng::seed_from_u64(2);
+    let deviating_a = async {
+        use tacit_mpc::messages::{Hello, TripleKind};
+        use tacit_wire::Encode;
+        let hello = Hello {
+            party: Party::A,
+            circuit: lc.digest(),
+            instances: 1,
+            owners: default_owners(2),
+            triples: TripleKind::Token,
+            input_seed: [0; 16],
+            outputs: tacit_mpc::gmw::OutputTo::Both,
+            context: [0; 32],
+        };
+        ca_conn.exchange(&hello.to_wire()).await.unwrap();
+        let offer = TokenOffer {
+            certificate: certificate.clone(),
+            sequences: big,
+        };
+        ca_conn.send(&offer.to_wire()).await.unwrap();
+        ca_conn.recv().await
+    };
+    let mut peer = peer;
+    let (refusal, b) = tokio::join!(deviating_a, run(&mut cb, &lc, Party::B, &cfg, &ib, &mut peer, &mut rb));
+    let e = b.unwrap_err().to_string();
+    assert!(e.contains("take exactly"), "{e}");
+    assert!(String::from_utf8_lossy(&refusal.unwrap()).contains("b refuses the token"));
+}
+
+/// Item 2 of issue 27: a probe of the token's port gets nothing. Plain TCP (the
+/// commands the probe of the issue sent) finds a TLS server and no answer; a TLS
+/// client with any key but the paired host's is refused in the handshake; the
+/// paired host gets s_A. Over a link that is not the paired host's (the card's
+/// sessions, below the TLS shell) RELEASE A is refused too (`card.rs`).
+#[tokio::test]
+async fn a_probe_of_the_token_port_gets_no_seed() {
+    let (_, card) = manufacture(62);
+    let t = token_process(card, ServeLimits::default(), NetConfig::default()).await;
+    // The host fills a sequence.
+    let mut holder = TokenHolder::new(host_link(&t).await, Pool::in_memory()).await.unwrap();
+    let ids = holder.fill(128, &mut |_, _| {}).await.unwrap();
+    let d = ids[0].d;
+    let release_a = Command {
+        cla: CLA,
+        ins: INS_RELEASE_A,
+        p1: 0,
+        p2: 0,
+        data: d.to_be_bytes().to_vec(),
+        ne: 16,
+    }
+    .encode();
+    // 1. Plain TCP.
+    let mut plain = FramedConn::connect(t.addr, &NetConfig::default().with_read_timeout(Duration::from_secs(3)))
+        .await
+        .unwrap();
+    plain.send(&release_a).await.unwrap();
+    match plain.recv().await {
+        Ok(r) => panic!("the token answered a plain probe: {:?}", Response::decode(&r)),
+        Err(e) => assert!(!matches!(e, tacit_net::Error::ReadTimeout(_)), "{e}"),
+    }
+    // 2. TLS with a key of its own.
+    let stranger = SelfSigned::generate("tacit-host.invalid").unwrap();
+    match connect_as(&t, &stranger).await {
+        Err(_) => {}
+        Ok(mut c) => {
+            let _ = c.send(&release_a).await;
+            assert!(c.recv().await.is_err(), "the token answered a stranger");
+        }
+    }
+    // 3. The paired host.
+    let mut c = connect_as(&t, host_key()).await.unwrap();
+    c.send(&release_a).await.unwrap();
+    let r = Response::decode(&c.recv().await.unwrap()).unwrap();
+    assert_eq!((r.sw, r.data.len()), (sw::OK, 16));
+}
+
+/// Item 7 of issue 27: the token serves several host connections at once (a fill
+/// and a session), closes connections past its cap at once, and cuts a connection
+/// at its deadline; a GENERATE abandoned by a connection that goes away leaves no
+/// sequence behind.
+#[tokio::test]
+async fn the_token_serves_connections_at_once_within_a_cap_and_a_deadline() {
+    let (_, card) = manufacture(63);
+    let t = token_process(
+        card,
+        ServeLimits::new(2, Duration::from_millis(1500)),
+        NetConfig::default(),
+    )
+    .await;
+    let mut h1 = TokenHolder::new(host_link(&t).await, Pool::in_memory()).await.unwrap();
+    // A second connection streams while the first one stays open (before this
+    // change, one connection at a time: the second waited for the first to end).
+    let mut h2 = TokenHolder::new(host_link(&t).await, Pool::in_memory()).await.unwrap();
+    let (mut p1, mut p2) = (|_, _| {}, |_, _| {});
+    let (a, b) = tokio::join!(h1.fill(1 << 20, &mut p1), h2.fill(1 << 20, &mut p2));
+    assert_eq!(a.unwrap().len() + b.unwrap().len(), 2);
+    // A third connection is over the cap: closed at once (the two others still work
+    // after it, so it was not their deadline that ended it).
+    match connect_as(&t, host_key()).await {
+        Err(_) => {}
+        Ok(mut c) => {
+            let _ = c.send(&[0x80, 0x10, 0, 0]).await;
+            assert!(c.recv().await.is_err());
+        }
+    }
+    assert!(h2.fill(1 << 7, &mut |_, _| {}).await.is_ok());
+    // An abandoned GENERATE: its sequence is erased when the connection goes.
+    {
+        use tacit_mpc::triples::token::holder::TokenLink;
+        let r = h1
+            .link()
+            .transmit(&Command {
+                cla: CLA,
+                ins: tacit_mpc::triples::token::INS_GENERATE,
+                p1: 10,
+                p2: 0,
+                data: vec![],
+                ne: 9,
+            })
+            .await
+            .unwrap();
+        assert_eq!(r.sw, 0x6100);
+    }
+    let live = || t.server.card().lock().unwrap().state().sequences().count();
+    assert_eq!(live(), 4);
+    drop(h1);
+    drop(h2);
+    for _ in 0..100 {
+        if live() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(live(), 3, "the abandoned sequence is erased");
+    // The deadline: a connection that starts a stream and then idles is cut 1.5 s
+    // after it was accepted, and its unfinished sequence goes with it.
+    let mut idle = connect_as(&t, host_key()).await.unwrap();
+    let generate = Command {
+        cla: CLA,
+        ins: tacit_mpc::triples::token::INS_GENERATE,
+        p1: 10,
+        p2: 0,
+        data: vec![],
+        ne: 9,
+    };
+    idle.send(&generate.encode()).await.unwrap();
+    assert_eq!(Response::decode(&idle.recv().await.unwrap()).unwrap().sw, 0x6100);
+    assert_eq!(live(), 4);
+    let t0 = std::time::Instant::now();
+    assert!(idle.recv().await.is_err());
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(1000) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    for _ in 0..100 {
+        if live() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(live(), 3, "the sequence of a connection cut at its deadline is erased");
 }
 
 /// Over a socket the holder keeps several GET RESPONSE requests in flight: a sequence
@@ -312,17 +617,10 @@ async fn offers_not_covering_the_circuit_are_refused() {
 /// one command at a time in process.
 #[tokio::test]
 async fn pipelined_stream_equals_one_command_at_a_time() {
-    let (_, mut tcp_card) = manufacture(70);
+    let (_, tcp_card) = manufacture(70);
     let (_, local_card) = manufacture(70);
-    let cfg = NetConfig::default();
-    let tl = FramedListener::bind("127.0.0.1:0", &cfg).await.unwrap();
-    let taddr = tl.local_addr().unwrap();
-    tokio::spawn(async move {
-        let c = tl.accept().await.unwrap();
-        serve_connection(&mut tcp_card, c).await.unwrap();
-    });
-    let link = TcpTokenLink::new(FramedConn::connect(taddr, &cfg).await.unwrap());
-    let mut tcp = TokenHolder::new(link, Pool::in_memory()).await.unwrap();
+    let t = token_process(tcp_card, ServeLimits::default(), NetConfig::default()).await;
+    let mut tcp = TokenHolder::new(host_link(&t).await, Pool::in_memory()).await.unwrap();
     let mut local = TokenHolder::new(LocalTokenLink { card: local_card }, Pool::in_memory())
         .await
         .unwrap();

@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod guard;
 pub mod mdns;
 pub mod tls;
 
@@ -392,15 +393,22 @@ impl FramedConn {
     /// moved, and only then waits on the reactor. A wake-up through the reactor costs
     /// a scheduler round trip on each side (tens of µs on a virtual machine); this
     /// costs a system call per try and at most `spin` of one core per message while
-    /// the peer is slow. `spin` zero, or a TLS connection, is [`Self::exchange`].
+    /// the peer is slow. `spin` zero is [`Self::exchange`].
+    ///
+    /// On a TLS connection the same polling drives the TLS stream itself
+    /// ([`Self::exchange_spin`] polls its `poll_write`/`poll_read` with a waker that
+    /// does nothing, yielding between tries, and parks with the task's own waker
+    /// after `spin`): rustls decrypts what the socket holds and encrypts what we
+    /// write, so polling TLS costs the same system calls as polling TCP plus the
+    /// record cryptography.
     ///
     /// Same frames, bounds, timeouts and byte counts as [`Self::exchange`]; deadlock
     /// free for frames of any size because writing and reading interleave.
     pub async fn exchange_spin(&mut self, payload: &[u8], spin: Duration) -> Result<Vec<u8>, Error> {
-        if spin.is_zero() || !matches!(self.stream, Io::Tcp(_)) {
+        if spin.is_zero() {
             return self.exchange(payload).await;
         }
-        let got = self.spin_io(Some(payload), true, None, spin).await?;
+        let got = self.spin_any(Some(payload), true, None, spin).await?;
         Ok(got.unwrap_or_default())
     }
 
@@ -415,7 +423,7 @@ impl FramedConn {
         reply_len: usize,
         spin: Duration,
     ) -> Result<Vec<u8>, Error> {
-        if spin.is_zero() || !matches!(self.stream, Io::Tcp(_)) {
+        if spin.is_zero() {
             let got = self.exchange(payload).await?;
             if got.len() != reply_len {
                 return Err(Error::UnexpectedLength {
@@ -425,18 +433,102 @@ impl FramedConn {
             }
             return Ok(got);
         }
-        let got = self.spin_io(Some(payload), true, Some(reply_len), spin).await?;
+        let got = self.spin_any(Some(payload), true, Some(reply_len), spin).await?;
         Ok(got.unwrap_or_default())
     }
 
-    /// [`Self::recv`] with the polling of [`Self::exchange_spin`] (plain TCP; `spin`
-    /// zero or TLS is [`Self::recv`]).
+    /// [`Self::recv`] with the polling of [`Self::exchange_spin`] (`spin` zero is
+    /// [`Self::recv`]).
     pub async fn recv_spin(&mut self, spin: Duration) -> Result<Vec<u8>, Error> {
-        if spin.is_zero() || !matches!(self.stream, Io::Tcp(_)) {
+        if spin.is_zero() {
             return self.recv().await;
         }
-        let got = self.spin_io(None, true, None, spin).await?;
+        let got = self.spin_any(None, true, None, spin).await?;
         Ok(got.unwrap_or_default())
+    }
+
+    /// [`Self::spin_io`] on plain TCP, [`Self::spin_stream`] on TLS.
+    async fn spin_any(
+        &mut self,
+        payload: Option<&[u8]>,
+        receive: bool,
+        expect: Option<usize>,
+        spin: Duration,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        if matches!(self.stream, Io::Tcp(_)) {
+            self.spin_io(payload, receive, expect, spin).await
+        } else {
+            self.spin_stream(payload, receive, expect, spin).await
+        }
+    }
+
+    /// The polling exchange over any [`Stream`] (TLS): the stream's `poll_write`,
+    /// `poll_flush` and `poll_read` are tried with a waker that does nothing
+    /// (`Pending` only means "not now"), yielding to the runtime between tries, for up
+    /// to `spin` after the last byte moved; then the same polls run with the task's
+    /// waker until something moves. A frame up to 16 KiB goes out in one write (one
+    /// TLS record); with a known reply length the header and the payload are read
+    /// with one read.
+    async fn spin_stream(
+        &mut self,
+        payload: Option<&[u8]>,
+        receive: bool,
+        expect: Option<usize>,
+        spin: Duration,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let max = self.cfg.max_frame;
+        let out = payload.unwrap_or(&[]);
+        if out.len() > max {
+            return Err(Error::FrameTooLarge { len: out.len(), max });
+        }
+        if let Some(len) = expect.filter(|&e| e > max) {
+            return Err(Error::FrameTooLarge { len, max });
+        }
+        let (t, on_timeout) = self.next_timeout(Error::ReadTimeout)?;
+        let stream = self.stream.stream()?;
+        let mut st = Polled::new(payload, receive, expect, max);
+        let start = Instant::now();
+        let mut last = start;
+        loop {
+            // A context that is not kept across an await (it is not `Send`).
+            let moved = st.poll(stream, &mut std::task::Context::from_waker(std::task::Waker::noop()))?;
+            if st.done() {
+                break;
+            }
+            let now = Instant::now();
+            let waited = now.duration_since(start);
+            if waited >= t {
+                return Err(on_timeout);
+            }
+            if moved {
+                last = now;
+                continue;
+            }
+            if now.duration_since(last) < spin {
+                spin_pause().await;
+                continue;
+            }
+            let wait = std::future::poll_fn(|cx| match st.poll(stream, cx) {
+                Err(e) => std::task::Poll::Ready(Err(e)),
+                Ok(true) => std::task::Poll::Ready(Ok(())),
+                Ok(false) if st.done() => std::task::Poll::Ready(Ok(())),
+                Ok(false) => std::task::Poll::Pending,
+            });
+            match tokio::time::timeout(t - waited, wait).await {
+                Err(_) => return Err(on_timeout),
+                Ok(r) => r?,
+            }
+            if st.done() {
+                break;
+            }
+            last = Instant::now();
+        }
+        self.sent += st.total as u64;
+        if receive {
+            self.received += 4 + st.body.len() as u64;
+            return Ok(Some(st.body));
+        }
+        Ok(None)
     }
 
     /// Sends `payload` (if any) and receives one frame (if `receive`; of exactly
@@ -545,7 +637,7 @@ impl FramedConn {
                 // Lets other tasks of this runtime run (a peer in the same process).
                 // (Polling without yielding was measured slower: sha256 ×1024 online
                 // 68–71 ms against 24–27 ms.)
-                tokio::task::yield_now().await;
+                spin_pause().await;
                 continue;
             }
             let interest = match (sent < total, !received) {
@@ -602,6 +694,140 @@ impl FramedConn {
     }
 }
 
+/// One pause of a polling loop: gives the core to another runnable thread of the
+/// machine if there is one (`sched_yield`; the peer process, on a machine with fewer
+/// cores than busy threads, would otherwise wait for our time slice to end on every
+/// layer), then lets the other tasks of this runtime run.
+async fn spin_pause() {
+    std::thread::yield_now();
+    tokio::task::yield_now().await;
+}
+
+/// The state of one polled exchange over a [`Stream`] ([`FramedConn::spin_stream`]).
+struct Polled<'p> {
+    /// The frame header of what we send.
+    header: [u8; 4],
+    /// What we send (the payload).
+    out: &'p [u8],
+    /// The header and a small payload in one buffer (one write, one TLS record).
+    joined: Option<Vec<u8>>,
+    /// Bytes of the frame (header included) to send; 0 when nothing is sent.
+    total: usize,
+    sent: usize,
+    flushed: bool,
+    expect: Option<usize>,
+    max: usize,
+    hdr: [u8; 4],
+    hfill: usize,
+    /// The payload (with a known length, allocated at once).
+    body: Vec<u8>,
+    bfill: usize,
+    received: bool,
+}
+
+impl<'p> Polled<'p> {
+    fn new(payload: Option<&'p [u8]>, receive: bool, expect: Option<usize>, max: usize) -> Self {
+        let out = payload.unwrap_or(&[]);
+        let header = (out.len() as u32).to_be_bytes();
+        let total = if payload.is_some() { 4 + out.len() } else { 0 };
+        let joined = (payload.is_some() && out.len() <= 16 * 1024).then(|| {
+            let mut v = Vec::with_capacity(4 + out.len());
+            v.extend_from_slice(&header);
+            v.extend_from_slice(out);
+            v
+        });
+        Polled {
+            header,
+            out,
+            joined,
+            total,
+            sent: 0,
+            flushed: payload.is_none(),
+            expect,
+            max,
+            hdr: [0; 4],
+            hfill: 0,
+            body: expect.map(|e| vec![0u8; e]).unwrap_or_default(),
+            bfill: 0,
+            received: !receive,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.flushed && self.received
+    }
+
+    /// Tries to move bytes each way once; true when any moved.
+    fn poll(&mut self, s: &mut dyn Stream, cx: &mut std::task::Context<'_>) -> Result<bool, Error> {
+        use std::pin::Pin;
+        use std::task::Poll;
+        let mut moved = false;
+        while self.sent < self.total {
+            let chunk: &[u8] = match &self.joined {
+                Some(j) => &j[self.sent..],
+                None if self.sent < 4 => &self.header[self.sent..],
+                None => &self.out[self.sent - 4..],
+            };
+            match Pin::new(&mut *s).poll_write(cx, chunk) {
+                Poll::Ready(Ok(0)) => return Err(Error::Io(std::io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => {
+                    self.sent += n;
+                    moved = true;
+                }
+                Poll::Ready(Err(e)) => return Err(Error::Io(e)),
+                Poll::Pending => break,
+            }
+        }
+        if self.sent == self.total && !self.flushed {
+            match Pin::new(&mut *s).poll_flush(cx) {
+                Poll::Ready(Ok(())) => {
+                    self.flushed = true;
+                    moved = true;
+                }
+                Poll::Ready(Err(e)) => return Err(Error::Io(e)),
+                Poll::Pending => {}
+            }
+        }
+        while !self.received {
+            // The header, then the payload, each read into its own buffer: a TLS
+            // stream hands out what it has decrypted without another system call, so
+            // two reads cost what one does, and nothing is moved afterwards.
+            let buf: &mut [u8] = if self.hfill < 4 {
+                &mut self.hdr[self.hfill..]
+            } else {
+                &mut self.body[self.bfill..]
+            };
+            let mut rb = tokio::io::ReadBuf::new(buf);
+            let n = match Pin::new(&mut *s).poll_read(cx, &mut rb) {
+                Poll::Ready(Ok(())) if rb.filled().is_empty() => return Err(Error::Closed),
+                Poll::Ready(Ok(())) => rb.filled().len(),
+                Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(Error::Closed),
+                Poll::Ready(Err(e)) => return Err(Error::Io(e)),
+                Poll::Pending => break,
+            };
+            moved = true;
+            if self.hfill < 4 {
+                self.hfill += n;
+                if self.hfill == 4 {
+                    let len = u32::from_be_bytes(self.hdr) as usize;
+                    match self.expect {
+                        Some(e) if len != e => return Err(Error::UnexpectedLength { len, expected: e }),
+                        Some(_) => {}
+                        None if len > self.max => return Err(Error::FrameTooLarge { len, max: self.max }),
+                        None => self.body = vec![0u8; len],
+                    }
+                }
+            } else {
+                self.bfill += n;
+            }
+            if self.hfill == 4 && self.bfill == self.body.len() {
+                self.received = true;
+            }
+        }
+        Ok(moved)
+    }
+}
+
 async fn read_exact_timed<R: AsyncReadExt + Unpin>(rd: &mut R, buf: &mut [u8], t: Duration) -> Result<(), Error> {
     match tokio::time::timeout(t, rd.read_exact(buf)).await {
         Err(_) => Err(Error::ReadTimeout(t.as_secs_f64())),
@@ -635,6 +861,38 @@ impl FramedListener {
     pub async fn accept(&self) -> Result<FramedConn, Error> {
         let (stream, _) = self.listener.accept().await?;
         FramedConn::from_stream(stream, &self.cfg)
+    }
+
+    /// The TCP listener underneath.
+    pub fn tcp(&self) -> &TcpListener {
+        &self.listener
+    }
+
+    /// The settings accepted connections get.
+    pub fn config(&self) -> &NetConfig {
+        &self.cfg
+    }
+
+    /// Serves connections under `guard` ([`guard::serve`]: a cap on connections,
+    /// per-address fairness, a deadline per connection, `accept` errors reported and
+    /// never fatal), running `handler` on each admitted connection, until `sessions`
+    /// were admitted (or forever).
+    pub async fn serve<F, Fut>(&self, guard: &guard::Guard, sessions: Option<u64>, handler: F)
+    where
+        F: Fn(FramedConn) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let cfg = self.cfg;
+        guard::serve(&self.listener, guard, sessions, |stream, _peer| {
+            let conn = FramedConn::from_stream(stream, &cfg);
+            let work = conn.map(&handler);
+            async move {
+                if let Ok(work) = work {
+                    work.await;
+                }
+            }
+        })
+        .await
     }
 }
 
@@ -960,6 +1218,97 @@ mod tests {
         let mut s = l.accept().await.unwrap();
         drop(gone);
         assert!(matches!(s.recv_spin(spin).await, Err(Error::Closed)));
+    }
+
+    /// A TLS pair (server pinned by the client) over loopback with `cfg`.
+    async fn tls_pair(cfg: &NetConfig) -> (FramedConn, FramedConn) {
+        let id = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let client = tls::checked_server_client(tls::pinned(id.fingerprint().unwrap())).unwrap();
+        let l = FramedListener::bind("127.0.0.1:0", cfg).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = id.server_config().unwrap();
+        let accept = async { l.accept().await.unwrap().accept_tls(server).await.unwrap() };
+        let (s, c) = tokio::join!(accept, FramedConn::connect_tls(addr, cfg, client, "tacit.invalid"));
+        (s, c.unwrap())
+    }
+
+    /// The polling exchange over TLS moves the same frames as over TCP, both peers in
+    /// one single-threaded runtime: many rounds of small and empty frames, known
+    /// lengths, a mix with the parking calls, 16 MiB each way at once; a reply of
+    /// another length is refused and a closed peer is `Closed`.
+    #[tokio::test]
+    async fn spin_exchange_over_tls_moves_the_same_frames() {
+        let big = NetConfig {
+            max_frame: 64 << 20,
+            ..cfg()
+        };
+        let spin = Duration::from_micros(200);
+        let (mut s, mut c) = tls_pair(&big).await;
+        let server = tokio::spawn(async move {
+            for i in 0..300u32 {
+                let mine = vec![i as u8; (i as usize * 7) % 300];
+                let got = s.exchange_spin(&mine, spin).await.unwrap();
+                assert_eq!(got, vec![(i + 1) as u8; (i as usize * 11) % 200]);
+            }
+            for i in 0..100u32 {
+                let got = s.exchange_spin_expecting(&[i as u8; 40], 40, spin).await.unwrap();
+                assert_eq!(got, vec![!(i as u8); 40]);
+            }
+            let got = s.recv_spin(spin).await.unwrap();
+            s.send(&got).await.unwrap();
+            let got = s.exchange_spin(&vec![1u8; 16 << 20], spin).await.unwrap();
+            // The other side sends a frame of the wrong length.
+            let e = s.exchange_spin_expecting(b"q", 5, spin).await.unwrap_err();
+            assert!(matches!(e, Error::UnexpectedLength { len: 3, expected: 5 }), "{e}");
+            (got, s.bytes_sent(), s.bytes_received())
+        });
+        for i in 0..300u32 {
+            let mine = vec![(i + 1) as u8; (i as usize * 11) % 200];
+            let got = c.exchange_spin(&mine, spin).await.unwrap();
+            assert_eq!(got, vec![i as u8; (i as usize * 7) % 300]);
+        }
+        for i in 0..100u32 {
+            let got = c.exchange_spin_expecting(&[!(i as u8); 40], 40, spin).await.unwrap();
+            assert_eq!(got, vec![i as u8; 40]);
+        }
+        c.send(b"echo").await.unwrap();
+        assert_eq!(c.recv().await.unwrap(), b"echo");
+        let got = c.exchange_spin(&vec![2u8; 16 << 20], spin).await.unwrap();
+        assert!(got.len() == 16 << 20 && got.iter().all(|&b| b == 1));
+        c.send(b"abc").await.unwrap();
+        let (theirs, sent, received) = server.await.unwrap();
+        assert!(theirs.len() == 16 << 20 && theirs.iter().all(|&b| b == 2));
+        assert_eq!(sent, c.bytes_received());
+        assert_eq!(received, c.bytes_sent() - 7);
+        // The peer goes away: Closed, not a hang.
+        drop(c);
+        let (mut s, c) = tls_pair(&cfg()).await;
+        drop(c);
+        assert!(matches!(
+            s.recv_spin(spin).await,
+            Err(Error::Closed) | Err(Error::Io(_))
+        ));
+    }
+
+    /// Over TLS a silent peer still times out and an oversized header is refused
+    /// before its payload.
+    #[tokio::test]
+    async fn spin_exchange_over_tls_keeps_the_bounds() {
+        let spin = Duration::from_micros(100);
+        let (mut s, _c) = tls_pair(&cfg()).await;
+        let t = Instant::now();
+        assert!(matches!(s.recv_spin(spin).await, Err(Error::ReadTimeout(_))));
+        assert!(t.elapsed() >= Duration::from_millis(250));
+        let (mut s, mut c) = tls_pair(&cfg()).await;
+        c.stream
+            .stream()
+            .unwrap()
+            .write_all(&u32::MAX.to_be_bytes())
+            .await
+            .unwrap();
+        c.stream.stream().unwrap().flush().await.unwrap();
+        let e = s.exchange_spin(b"hi", spin).await.unwrap_err();
+        assert!(matches!(e, Error::FrameTooLarge { max: 64, .. }), "{e}");
     }
 
     #[tokio::test]

@@ -82,6 +82,9 @@ pub enum Error {
     /// timestamp, a stale table epoch, a message out of order).
     #[error("refused: {0}")]
     Refused(String),
+    /// The peer sheds load (too many sessions): a later attempt may succeed.
+    #[error("busy: {0}")]
+    Busy(String),
     /// A signature by the server does not verify.
     #[error("the server's signature over {0} does not verify")]
     Signature(&'static str),

@@ -74,8 +74,12 @@ impl<G: PrimeGroup> Supply<G> {
 /// How the service runs.
 #[derive(Clone)]
 pub struct ServiceConfig {
-    /// Most sessions in progress at once; clients beyond are refused at once.
+    /// Most sessions in progress at once; clients beyond are refused at once (see
+    /// `tacit_net::guard`: a newcomer from a less busy address takes the slot of the
+    /// busiest address's oldest connection instead).
     pub max_clients: usize,
+    /// Most sessions one address (IPv4 address or IPv6 /64) holds at once.
+    pub max_per_address: usize,
     /// Frame limit, per-message timeout and per-connection deadline. The frame
     /// limit must fit the parameters' messages ([`crate::PsiParams::max_message_len`]).
     pub net: NetConfig,
@@ -87,6 +91,7 @@ impl core::fmt::Debug for ServiceConfig {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ServiceConfig")
             .field("max_clients", &self.max_clients)
+            .field("max_per_address", &self.max_per_address)
             .field("net", &self.net)
             .field("tls", &self.tls.is_some())
             .finish()
@@ -113,12 +118,19 @@ pub enum Event {
         /// Why.
         why: String,
     },
-    /// A client was turned away because `max_clients` sessions were in progress.
+    /// A client was turned away because `max_clients` sessions were in progress, or
+    /// its address held its share.
     Busy {
         /// The client's address.
         peer: String,
     },
+    /// The accept loop dropped a connection (its deadline, or to make room for a
+    /// less busy address), or `accept` failed and serving went on.
+    Admission(String),
 }
+
+/// Default per-address share of [`ServiceConfig::max_per_address`].
+pub const DEFAULT_MAX_PER_ADDRESS: usize = 16;
 
 /// Serves PSI on `listener` until `sessions` sessions were accepted (or forever),
 /// then waits for the sessions in progress.
@@ -129,29 +141,25 @@ pub async fn serve<G: PrimeGroup>(
     sessions: Option<u64>,
     events: Arc<dyn Fn(Event) + Send + Sync>,
 ) -> Result<()> {
-    let permits = Arc::new(tokio::sync::Semaphore::new(cfg.max_clients.max(1)));
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut accepted = 0u64;
-    while sessions.is_none_or(|max| accepted < max) {
-        while tasks.try_join_next().is_some() {}
-        let conn = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                events(Event::Failed {
-                    peer: "?".into(),
-                    why: format!("accept: {e}"),
-                });
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            // Refuse at once, without reading anything, under a short write timeout.
-            events(Event::Busy { peer });
-            let max = cfg.max_clients;
-            let tls = cfg.tls.clone();
-            tasks.spawn(async move {
+    let deadline = cfg.net.deadline.unwrap_or(Duration::from_secs(60));
+    let limits = tacit_net::guard::ServeLimits::new(cfg.max_clients.max(1), deadline)
+        .with_per_address(cfg.max_per_address.max(1));
+    // Issue 32: the shared guard admits connections (a cap, a share per address, a
+    // deadline, accept errors never fatal); a refused client reads a one-line reason.
+    let ev = events.clone();
+    let tls = cfg.tls.clone();
+    let net = cfg.net;
+    let guard = tacit_net::guard::Guard::new(limits)
+        .on_event(Arc::new(move |e| match e {
+            tacit_net::guard::ServeEvent::Refused { peer, .. } => ev(Event::Busy { peer: peer.to_string() }),
+            other => ev(Event::Admission(other.to_string())),
+        }))
+        .refuse_with(Arc::new(move |stream, why| {
+            let tls = tls.clone();
+            Box::pin(async move {
+                let Ok(conn) = FramedConn::from_stream(stream, &net) else {
+                    return;
+                };
                 // A TLS client reads the refusal inside TLS (a bounded handshake).
                 let mut conn = match tls {
                     Some(tls) => match tokio::time::timeout(Duration::from_secs(1), conn.accept_tls(tls)).await {
@@ -160,41 +168,42 @@ pub async fn serve<G: PrimeGroup>(
                     },
                     None => conn,
                 };
-                let msg = ErrorMessage::new(format!("the server is busy ({max} sessions in progress); try again"));
+                let msg = ErrorMessage::new(match why {
+                    tacit_net::guard::Refusal::Full { limit } => {
+                        format!("the server is busy ({limit} sessions in progress); try again")
+                    }
+                    tacit_net::guard::Refusal::AddressFull { limit } => {
+                        format!("the server is busy for this address ({limit} sessions in progress from it); try again")
+                    }
+                });
                 // Send the refusal, close our side, and take the client's request if it
-                // comes within a second, so the client reads the refusal instead of a
-                // reset connection.
-                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                // comes, so the client reads the refusal instead of a reset connection.
+                let _ = async {
                     conn.send(&msg.to_wire()).await?;
                     conn.shutdown().await?;
                     conn.recv().await
-                })
+                }
                 .await;
-            });
-            continue;
-        };
-        accepted += 1;
-        let (supply, cfg, events) = (supply.clone(), cfg.clone(), events.clone());
-        tasks.spawn(async move {
-            let t = Instant::now();
-            let deadline = cfg.net.deadline.unwrap_or(Duration::from_secs(60));
-            let ev = match tokio::time::timeout(deadline, session(conn, &supply, &cfg)).await {
-                Ok(Ok(bytes)) => Event::Answered {
-                    peer,
-                    bytes,
-                    elapsed: t.elapsed(),
-                },
-                Ok(Err(why)) => Event::Failed { peer, why },
-                Err(_) => Event::Failed {
-                    peer,
-                    why: format!("the session ran past its {:.0} s deadline", deadline.as_secs_f64()),
-                },
-            };
-            drop(permit);
-            events(ev);
-        });
-    }
-    while tasks.join_next().await.is_some() {}
+            })
+        }));
+    listener
+        .serve(&guard, sessions, |conn| {
+            let (supply, cfg, events) = (supply.clone(), cfg.clone(), events.clone());
+            let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+            async move {
+                let t = Instant::now();
+                let ev = match session(conn, &supply, &cfg).await {
+                    Ok(bytes) => Event::Answered {
+                        peer,
+                        bytes,
+                        elapsed: t.elapsed(),
+                    },
+                    Err(why) => Event::Failed { peer, why },
+                };
+                events(ev);
+            }
+        })
+        .await;
     Ok(())
 }
 

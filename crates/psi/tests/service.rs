@@ -48,6 +48,7 @@ async fn start(
     let ev = events.clone();
     let cfg = ServiceConfig {
         max_clients,
+        max_per_address: service::DEFAULT_MAX_PER_ADDRESS,
         net: net(deadline),
         tls,
     };
@@ -145,8 +146,11 @@ async fn a_session_past_its_deadline_frees_its_slot() {
     drop(staller);
     let ev = events.lock().unwrap();
     assert!(
-        ev.iter()
-            .any(|e| matches!(e, Event::Failed { why, .. } if why.contains("deadline") || why.contains("nothing"))),
+        ev.iter().any(|e| match e {
+            Event::Failed { why, .. } => why.contains("deadline") || why.contains("nothing"),
+            Event::Admission(what) => what.contains("deadline"),
+            _ => false,
+        }),
         "{ev:?}"
     );
     task.abort();
@@ -210,4 +214,31 @@ fn a_response_from_another_session_fails_the_proof() {
             .len(),
         2
     );
+}
+
+/// Issue 32, item 1: idle connections from one address filled every slot, and honest
+/// clients were refused as busy until those timed out. Now an address gets its share
+/// and a newcomer from another address takes a slot from the busiest one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_flood_from_one_address_does_not_keep_honest_clients_out() {
+    let supply = Supply::Epoch(Arc::new(sender(Reuse::WithinEpoch, 1)));
+    let (addr, _events, task) = start(supply, 4, Duration::from_secs(30), None).await;
+    let mut idle = Vec::new();
+    for _ in 0..10 {
+        if let Ok(c) = tacit_net::guard::connect_from("127.0.0.2".parse().unwrap(), addr.parse().unwrap()).await {
+            idle.push(c);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..3 {
+        let r = tokio::time::timeout(
+            Duration::from_secs(5),
+            service::query(&addr, &ids(), None, &NetConfig::default()),
+        )
+        .await
+        .expect("waited past 5 s")
+        .expect("refused");
+        assert_eq!(items(&r.intersection), ["contact-7", "contact-42"]);
+    }
+    task.abort();
 }

@@ -119,8 +119,28 @@ CREATE TABLE pir_counters (
 INSERT INTO pir_counters (name, value) VALUES ('subscribers_version', 0);
 ";
 
+/// Version 5: the TracEdge table log (signed, hash-chained records, in order), the
+/// latest enrolment receipt per row, and rows freed by a removal that are not handed
+/// out again before the rekey that retires the removed subscriber's key.
+const V5: &str = "
+CREATE TABLE pir_log (
+    seq    INTEGER PRIMARY KEY CHECK (seq >= 0),
+    record BLOB NOT NULL
+) STRICT;
+
+CREATE TABLE pir_receipts (
+    row     INTEGER PRIMARY KEY CHECK (row >= 0),
+    receipt BLOB NOT NULL
+) STRICT;
+
+CREATE TABLE pir_freed (
+    row        INTEGER PRIMARY KEY CHECK (row >= 0),
+    freed_unix INTEGER NOT NULL CHECK (freed_unix >= 0)
+) STRICT;
+";
+
 /// The migration steps; entry `i` takes the schema from version `i` to `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -798,10 +798,12 @@ impl Store {
         if exists.is_some() {
             return Ok(None);
         }
+        // The lowest row that holds no subscriber and was not freed by a removal
+        // still waiting for its rekey.
         let free: i64 = tx.query_row(
-            "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM pir_subscribers WHERE row = 0) THEN 0
-                    ELSE (SELECT MIN(s.row) + 1 FROM pir_subscribers s
-                          WHERE NOT EXISTS (SELECT 1 FROM pir_subscribers t WHERE t.row = s.row + 1)) END",
+            "WITH used(row) AS (SELECT row FROM pir_subscribers UNION SELECT row FROM pir_freed)
+             SELECT MIN(c) FROM (SELECT 0 AS c UNION SELECT row + 1 FROM used)
+             WHERE c NOT IN (SELECT row FROM used)",
             [],
             |r| r.get(0),
         )?;
@@ -834,8 +836,10 @@ impl Store {
         r.map(|v| to_u64("row", v)).transpose()
     }
 
-    /// Removes the subscriber of `row`; returns whether there was one.
-    pub fn pir_remove(&mut self, row: u64) -> Result<bool> {
+    /// Removes the subscriber of `row`; returns whether there was one. In the same
+    /// transaction the row is marked freed: it is not handed out again (and a serving
+    /// process rekeys) until [`Store::pir_release_freed`] after the rekey.
+    pub fn pir_remove(&mut self, row: u64, now: u64) -> Result<bool> {
         let tx = self.conn.transaction()?;
         let n = tx.execute(
             "DELETE FROM pir_subscribers WHERE row = ?1",
@@ -843,12 +847,75 @@ impl Store {
         )?;
         if n > 0 {
             tx.execute(
+                "INSERT OR REPLACE INTO pir_freed (row, freed_unix) VALUES (?1, ?2)",
+                params![to_i64("row", row)?, to_i64("time", now)?],
+            )?;
+            tx.execute(
                 "UPDATE pir_counters SET value = value + 1 WHERE name = 'subscribers_version'",
                 [],
             )?;
         }
         tx.commit()?;
         Ok(n > 0)
+    }
+
+    /// Rows freed by removals whose rekey has not been installed yet.
+    pub fn pir_freed(&self) -> Result<Vec<u64>> {
+        let mut st = self.conn.prepare("SELECT row FROM pir_freed ORDER BY row")?;
+        let rows = st.query_map([], |r| r.get::<_, i64>(0))?;
+        rows.map(|r| to_u64("row", r?)).collect()
+    }
+
+    /// Hands freed rows out again (after the rekey that retires their keys).
+    pub fn pir_release_freed(&mut self, rows: &[u64]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for r in rows {
+            tx.execute("DELETE FROM pir_freed WHERE row = ?1", params![to_i64("row", *r)?])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Appends TracEdge table log records (`(seq, encoded record)`, in order), in one
+    /// transaction.
+    pub fn pir_log_append(&mut self, records: &[(u64, Vec<u8>)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for (seq, rec) in records {
+            tx.execute(
+                "INSERT INTO pir_log (seq, record) VALUES (?1, ?2)",
+                params![to_i64("log position", *seq)?, rec],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every TracEdge table log record, in order.
+    pub fn pir_log(&self) -> Result<Vec<Vec<u8>>> {
+        let mut st = self.conn.prepare("SELECT record FROM pir_log ORDER BY seq")?;
+        let rows = st.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+        Ok(rows.collect::<std::result::Result<Vec<_>, _>>()?)
+    }
+
+    /// Keeps the latest enrolment receipt of a row.
+    pub fn pir_put_receipt(&mut self, row: u64, receipt: &[u8]) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO pir_receipts (row, receipt) VALUES (?1, ?2)",
+            params![to_i64("row", row)?, receipt],
+        )?;
+        Ok(())
+    }
+
+    /// The latest enrolment receipt of a row.
+    pub fn pir_receipt(&self, row: u64) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT receipt FROM pir_receipts WHERE row = ?1",
+                params![to_i64("row", row)?],
+                |r| r.get::<_, Vec<u8>>(0),
+            )
+            .optional()?)
     }
 
     /// All subscribers, by row.
@@ -1521,9 +1588,17 @@ mod tests {
         assert_eq!(store.pir_register(&k(3), "c", 3, 0).unwrap(), Some(2));
         assert_eq!(store.pir_register(&k(4), "d", 3, 0).unwrap(), None, "full");
         let v = store.pir_subscribers_version().unwrap();
-        assert!(store.pir_remove(0).unwrap());
-        assert!(!store.pir_remove(0).unwrap());
+        assert!(store.pir_remove(0, 0).unwrap());
+        assert!(!store.pir_remove(0, 0).unwrap());
         assert!(store.pir_subscribers_version().unwrap() > v);
+        // A freed row is not handed out before its rekey releases it.
+        assert_eq!(store.pir_freed().unwrap(), vec![0]);
+        assert_eq!(
+            store.pir_register(&k(4), "d", 3, 0).unwrap(),
+            None,
+            "full: row 0 waits for its rekey"
+        );
+        store.pir_release_freed(&[0]).unwrap();
         // The freed row is reused; the others keep theirs.
         assert_eq!(store.pir_register(&k(4), "d", 3, 0).unwrap(), Some(0));
         assert_eq!(store.pir_row_of(&k(2)).unwrap(), Some(1));

@@ -8,7 +8,7 @@
 //! as `tacit ca` does.
 
 use crate::util::MdnsArg;
-use anyhow::{Context, Result, anyhow, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -189,9 +189,12 @@ holds a valid blessing for that name under one of the --trust roots (not expired
 not revoked); everyone else gets a one-line refusal and nothing else. Revocation
 lists stored in DIR (`root revoke --dir`, `root import-revocations`) are picked up
 at each connection and served to `tacit discover id refresh`.
+Each root name may be trusted with one key only (prefix keys name only names), unless
+its keys are one root's rollover (--rollover NAME).
 Examples:
   tacit discover root serve --dir ./ibe-root --listen 0.0.0.0:7910 --trust Home=3b6a…(64 hex)
-  tacit discover root serve --dir ./ibe-root --listen 127.0.0.1:0 --trust Home=<key> --trust Office=<key>")]
+  tacit discover root serve --dir ./ibe-root --listen 127.0.0.1:0 --trust Home=<key> --trust Office=<key>
+  tacit discover root serve --dir ./ibe-root --listen 127.0.0.1:0 --trust Home=<old> --trust Home=<new> --rollover Home")]
     Serve {
         /// The authority's directory.
         #[arg(long)]
@@ -200,11 +203,19 @@ Examples:
         #[arg(long)]
         listen: String,
         /// A naming root whose blessings this authority honours: NAME=KEY (hex); repeat.
+        /// One NAME takes one KEY: prefix keys name only names, so two roots of one
+        /// name would read each other's advertisements (see --rollover).
         #[arg(long = "trust", value_name = "NAME=KEY", required = true)]
         trust: Vec<String>,
+        /// NAME's keys given with --trust are one root's old and new keys (a key
+        /// rollover): members under either get NAME's prefix keys; repeat.
+        #[arg(long = "rollover", value_name = "NAME")]
+        rollover: Vec<String>,
         /// Exit after this many connections.
         #[arg(long)]
         sessions: Option<u64>,
+        #[command(flatten)]
+        serve_limits: crate::util::ServeLimitArgs,
     },
     /// Revoke a blessing: sign a new revocation list of this naming root (the
     /// principal in --store) that names it.
@@ -303,6 +314,8 @@ pub struct AdvertiseArgs {
     /// connects receives its name and key. Off by default.
     #[arg(long)]
     allow_sigma: bool,
+    #[command(flatten)]
+    serve_limits: crate::util::ServeLimitArgs,
 }
 
 /// Options of `browse`.
@@ -783,8 +796,11 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
             dir,
             listen,
             trust,
+            rollover,
             sessions,
+            serve_limits,
         } => {
+            let limits = serve_limits.apply(root_service::default_limits())?;
             let msk = MasterSecretKey::from_bytes(&read(&dir.join("ibe.msk"), "IBE master secret key")?)?;
             let authority = Arc::new(PrefixAuthority::from_master_secret_key(msk));
             let mut roots = TrustedRoots::new();
@@ -795,8 +811,20 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
             let root_store = dir.join("root.sqlite3");
             apply_stored_lists(&open_root_store(&dir)?, &roots, false);
             let reload_roots = roots.clone();
+            let mut key_authority = KeyAuthority::new(authority, roots);
+            for name in &rollover {
+                key_authority = key_authority.with_rollover(name);
+            }
+            // Issue 32: one root name, one root (unless marked as a rollover).
+            if let Some((name, n)) = key_authority.ambiguous_root_names().into_iter().next() {
+                bail!(
+                    "--trust gives the root name {name} {n} keys; prefix keys name only names, so members under one \
+                     would read what is encrypted for the others. Trust one key per name, or pass --rollover {name} \
+                     if the keys are one root's old and new keys"
+                );
+            }
             let state = Arc::new(RootState {
-                authority: KeyAuthority::new(authority, roots),
+                authority: key_authority,
                 reload: Some(Arc::new(move || {
                     if let Ok(st) = Store::open(&root_store) {
                         apply_stored_lists(&st, &reload_roots, true);
@@ -819,7 +847,7 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
                 eprintln!("tacit discover root serve: listening on {}", l.local_addr()?);
-                root_service::serve(l, state, sessions).await?;
+                root_service::serve_with(l, state, sessions, limits).await?;
                 anyhow::Ok(())
             })?;
         }
@@ -976,6 +1004,7 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
         events: Arc::new(|e| match e {
             ServerEvent::Authenticated { handshake, client } => println!("{handshake}: {client}"),
             ServerEvent::Refused(why) => println!("refused a connection: {why}"),
+            ServerEvent::Admission(e) => eprintln!("tacit discover advertise: {e}"),
         }),
     });
     println!(
@@ -983,7 +1012,8 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
         creds.blessing.unverified_name(),
         creds.policy
     );
-    let server = tokio::spawn(service::serve(listener, state.clone()));
+    let limits = a.serve_limits.apply(service::default_limits())?;
+    let server = tokio::spawn(service::serve_with(listener, state.clone(), limits));
     // Revocation lists imported into the store while the service runs
     // (`discover id refresh`, `id import-revocations`) take effect within seconds: the
     // credentials share the trusted roots' revocation state.

@@ -44,6 +44,7 @@ pub async fn discovery_demo() -> Result<()> {
                     ServerEvent::Refused(why) => {
                         format!("camera: refused a connection ({why}); the client was told nothing")
                     }
+                    ServerEvent::Admission(e) => format!("camera: {e}"),
                 });
             }
         }),

@@ -106,7 +106,7 @@ fn peer<G: PrimeGroup>(a: DropPeerArgs) -> Result<()> {
     let entries: Vec<String> = std::fs::read_to_string(&a.book)?.lines().map(str::to_string).collect();
     let book = Arc::new(AddressBook::new(&entries));
     let ca = crate::drop::ca::parse_ca_key(&a.ca_key)?;
-    let supply = epoch_supply::<G>(&identity.params, &book)?;
+    let supply = tacit_drop::supply::BookSupply::spawn(epoch_supply::<G>(&identity.params, &book)?, 2);
     let cfg = Arc::new(ReceiverConfig {
         identity,
         book,
@@ -118,9 +118,16 @@ fn peer<G: PrimeGroup>(a: DropPeerArgs) -> Result<()> {
         legacy: true,
         limits: Limits {
             prepare_answer: !a.work_first,
+            // Load mode: hundreds of senders from one address and one account.
+            start_psi_per_minute: 0,
+            connections: tacit_net::guard::ServeLimits {
+                max_connections: 4096,
+                max_per_address: 4096,
+                ..Limits::default().connections
+            },
             ..Limits::default()
         },
-        supply: Arc::new(supply),
+        supply,
         decide: Arc::new(|_| false),
         events: Arc::new(|e| {
             if let transport::Event::Failed(why) = e {

@@ -6,6 +6,7 @@ use anyhow::{Context, Result, anyhow, bail, ensure};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::VerifyingKey;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
@@ -14,9 +15,11 @@ use tacit_drop::DropParams;
 use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, EnrollmentRequest, Issued};
 use tacit_drop::records::CaPublicKey;
 use tacit_drop::revocation::{
-    DEFAULT_LIST_LIFETIME_SECS, RevocationListRequest, Revocations, SignedRevocationList, VerifiedRevocationList,
+    DEFAULT_LIST_LIFETIME_SECS, RevocationListRequest, Revocations, SignedRevocationList, StalePolicy,
+    VerifiedRevocationList,
 };
 use tacit_drop::x509::TlsRoot;
+use tacit_net::guard::{Guard, ServeLimits};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_store::{NormalizeOptions, Store};
 use tacit_wire::{Encode, ErrorMessage};
@@ -104,7 +107,10 @@ The CA remembers every account it certified (registry.sqlite3 in DIR): a UUID th
 is registered is certified again only for `tacit id renew`, which signs the request
 with the key of the account's current certificate; a revoked one never.
 The same endpoint serves the signed revocation list (`tacit id refresh`), re-signed
-with the next sequence number once half of its lifetime has passed.
+with the next sequence number once half of its lifetime has passed (and written to
+DIR/revocations.bin). Connections are served concurrently (at most --max-connections,
+--max-per-address from one address, each within 120 s); enrolments wait for the
+operator's confirmations one at a time, revocation-list requests never wait for them.
 Example:
   tacit ca serve --listen 127.0.0.1:7700 --dir ./ca
   tacit ca serve --listen 127.0.0.1:0 --confirm --sessions 1")]
@@ -125,7 +131,29 @@ Example:
         #[arg(long, default_value_t = DEFAULT_LIST_LIFETIME_SECS / 3600)]
         list_hours: u64,
         #[command(flatten)]
+        serve_limits: crate::util::ServeLimitArgs,
+        #[command(flatten)]
         params: DropParamArgs,
+    },
+    /// Write the current signed revocation list to a file, to publish it anywhere (a
+    /// web server, a file share): it is signed, so where it is served from does not
+    /// matter.
+    #[command(after_help = "\
+The list is re-signed with the next sequence number once half of its lifetime has
+passed, so run this more often than that (from cron, say) and copy the file where
+devices fetch it: `tacit id refresh --url https://…/revocations.bin`.
+Example:
+  tacit ca publish --dir ./ca --out /var/www/tacit/revocations.bin")]
+    Publish {
+        /// The CA directory.
+        #[arg(long, default_value = "tacit-ca")]
+        dir: PathBuf,
+        /// Where to write the list (default DIR/revocations.bin).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Lifetime of a new list in hours (its next-update time).
+        #[arg(long, default_value_t = DEFAULT_LIST_LIFETIME_SECS / 3600)]
+        list_hours: u64,
     },
     /// Revoke an account (a lost or departed device): it is never certified again, and
     /// the signed revocation list that devices fetch names it.
@@ -198,17 +226,24 @@ Example:
     },
     /// Fetch the CA's signed revocation list (or import it from a file) and keep it.
     #[command(after_help = "\
-The list is verified with the CA key this device was enrolled with; an older list
-never replaces a newer one. Without --ca, the address used at enrolment is used.
+The list is verified with the CA key this device was enrolled with, wherever it
+came from; an older list never replaces a newer one. Without --ca, --url or --file,
+the address used at enrolment is used.
 Examples:
   tacit id refresh
   tacit id refresh --ca 127.0.0.1:7700
+  tacit id refresh --url https://example.org/tacit/revocations.bin
   tacit id refresh --file revocations.bin")]
     Refresh {
         /// The CA's address.
-        #[arg(long, conflicts_with = "file")]
+        #[arg(long, conflicts_with_all = ["file", "url"])]
         ca: Option<String>,
-        /// Import the list from FILE (`revocations.bin` of `tacit ca revoke`).
+        /// Fetch the list from a URL (http:// or https://) where the CA's operator
+        /// publishes it (`tacit ca publish`).
+        #[arg(long, conflicts_with = "file")]
+        url: Option<String>,
+        /// Import the list from FILE (`revocations.bin` of `tacit ca revoke` or
+        /// `tacit ca publish`).
         #[arg(long, value_name = "FILE")]
         file: Option<PathBuf>,
     },
@@ -277,6 +312,15 @@ fn load_ca(dir: &Path) -> Result<CertificateAuthority> {
 fn open_registry(dir: &Path) -> Result<Store> {
     let path = dir.join("registry.sqlite3");
     Store::open(&path).with_context(|| format!("cannot open the CA registry {}", path.display()))
+}
+
+/// Writes a public file atomically (a temporary file renamed over it), readable by
+/// everyone (a revocation list is meant to be published).
+fn write_public(path: &Path, data: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, data).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }
 
 fn write_private(path: &Path, data: &[u8]) -> Result<()> {
@@ -359,9 +403,8 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
             })?;
             let t = now();
             registry.ca_revoke(&a.0, t)?;
-            let list = publish(&ca, &mut registry, t, hours(list_hours)?)?;
+            let list = publish(&ca, &mut registry, t, hours(list_hours)?, Some(&dir))?;
             let path = dir.join("revocations.bin");
-            write_private(&path, &list.to_bytes())?;
             let l = list.unverified();
             match before.revoked_unix {
                 Some(at) => println!("account {a} was already revoked (at {at})"),
@@ -382,79 +425,150 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
             confirm: all,
             sessions,
             list_hours,
+            serve_limits,
             params,
         } => {
+            let _ = params.params()?;
+            let server = Arc::new(CaServer {
+                ca: load_ca(&dir)?,
+                enrolments: std::sync::Mutex::new(open_registry(&dir)?),
+                lists: std::sync::Mutex::new(open_registry(&dir)?),
+                dir: dir.clone(),
+                group: params.group,
+                confirm_all: all,
+                lifetime: hours(list_hours)?,
+            });
+            let limits = serve_limits.apply(ServeLimits::new(256, CA_CONNECTION_DEADLINE))?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            rt.block_on(serve_ca(server, &listen, limits, sessions))
+        }
+        CaCommand::Publish { dir, out, list_hours } => {
             let ca = load_ca(&dir)?;
             let mut registry = open_registry(&dir)?;
-            let _ = params.params()?;
-            let lifetime = hours(list_hours)?;
-            let tls = ca.enrolment_tls_identity()?.server_config()?;
-            // One enrolment at a time (the operator confirms each at the prompt), each
-            // under a deadline so a stalled device cannot hold the CA.
-            let net = NetConfig::default().with_deadline(std::time::Duration::from_secs(30));
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            rt.block_on(async {
-                let l = FramedListener::bind(&listen, &net)
-                    .await
-                    .with_context(|| format!("cannot listen on {listen}"))?;
-                eprintln!("tacit ca serve: listening on {}", l.local_addr()?);
-                eprintln!("tacit ca serve: TLS 1.3, endpoint key endorsed by the CA key");
-                let mut served = 0u64;
-                while sessions.is_none_or(|s| served < s) {
-                    let c = l.accept().await?;
-                    served += 1;
-                    let mut c = match c.accept_tls(tls.clone()).await {
-                        Ok(c) => c,
-                        Err(e) => {
-                            eprintln!("tacit ca serve: {e}");
-                            continue;
-                        }
-                    };
-                    let req = match c.recv().await {
-                        Ok(r) => r,
-                        Err(e) => {
-                            eprintln!("tacit ca serve: {e}");
-                            continue;
-                        }
-                    };
-                    if tacit_wire::Envelope::peek(&req)
-                        .is_ok_and(|e| e.tag == tacit_drop::revocation::tags::REVOCATION_LIST_REQUEST)
-                    {
-                        let reply = match RevocationListRequest::from_bytes(&req)
-                            .map_err(anyhow::Error::from)
-                            .and_then(|_| publish(&ca, &mut registry, now(), lifetime))
-                        {
-                            Ok(list) => {
-                                let l = list.unverified();
-                                eprintln!(
-                                    "tacit ca serve: sent revocation list {} ({} accounts)",
-                                    l.sequence(),
-                                    l.accounts().len()
-                                );
-                                list.to_bytes()
-                            }
-                            Err(e) => {
-                                eprintln!("tacit ca serve: refused: {}", crate::util::one_line(&e));
-                                ErrorMessage::new(crate::util::one_line(&e)).to_wire()
-                            }
-                        };
-                        let _ = c.send(&reply).await;
-                        continue;
-                    }
-                    let answer = match params.group {
-                        GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &mut registry, &req, all),
-                        GroupId::P256 => certify::<P256>(&ca, &mut registry, &req, all),
-                    };
-                    let reply = answer.unwrap_or_else(|e| {
-                        eprintln!("tacit ca serve: refused: {}", crate::util::one_line(&e));
-                        ErrorMessage::new(crate::util::one_line(&e)).to_wire()
-                    });
-                    let _ = c.send(&reply).await;
-                }
-                anyhow::Ok(())
-            })
+            let list = publish(&ca, &mut registry, now(), hours(list_hours)?, Some(&dir))?;
+            let path = out.unwrap_or_else(|| dir.join("revocations.bin"));
+            write_public(&path, &list.to_bytes())?;
+            let l = list.unverified();
+            println!(
+                "revocation list {} ({} accounts, next update {}) written to {}; publish it before {} (half its lifetime), \
+                 when the next run re-signs it",
+                l.sequence(),
+                l.accounts().len(),
+                l.next_update(),
+                path.display(),
+                l.issued_at() + (l.next_update() - l.issued_at()) / 2
+            );
+            Ok(())
         }
     }
+}
+
+/// Longest a connection to the CA may last (an enrolment may wait for the operator).
+const CA_CONNECTION_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The CA's endpoint: enrolments (one operator confirmation at a time) and revocation
+/// lists (never behind a confirmation), each on its own registry connection.
+struct CaServer {
+    ca: CertificateAuthority,
+    enrolments: std::sync::Mutex<Store>,
+    lists: std::sync::Mutex<Store>,
+    dir: PathBuf,
+    group: GroupId,
+    confirm_all: bool,
+    lifetime: u64,
+}
+
+/// Set when the connection that asked for an enrolment is gone (its deadline passed,
+/// or it was dropped), so that a request still queued for the operator is not asked
+/// about.
+struct Abandoned(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Serves the CA's endpoint (issue 32: concurrently under the shared guard, so idle
+/// connections cannot stall enrolment or revocation).
+async fn serve_ca(server: Arc<CaServer>, listen: &str, limits: ServeLimits, sessions: Option<u64>) -> Result<()> {
+    let tls = server.ca.enrolment_tls_identity()?.server_config()?;
+    let net = NetConfig::default().with_deadline(CA_CONNECTION_DEADLINE);
+    let l = FramedListener::bind(listen, &net)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    eprintln!("tacit ca serve: listening on {}", l.local_addr()?);
+    eprintln!("tacit ca serve: TLS 1.3, endpoint key endorsed by the CA key");
+    let guard = Guard::new(limits).on_event(Arc::new(|e| eprintln!("tacit ca serve: {e}")));
+    l.serve(&guard, sessions, |c| {
+        let (server, tls) = (server.clone(), tls.clone());
+        async move {
+            if let Err(e) = ca_connection(c, &server, tls).await {
+                eprintln!("tacit ca serve: {}", crate::util::one_line(&e));
+            }
+        }
+    })
+    .await;
+    Ok(())
+}
+
+async fn ca_connection(c: FramedConn, server: &Arc<CaServer>, tls: Arc<tacit_net::tls::ServerConfig>) -> Result<()> {
+    let mut c = c.accept_tls(tls).await?;
+    let req = c.recv().await?;
+    let reply = if tacit_wire::Envelope::peek(&req)
+        .is_ok_and(|e| e.tag == tacit_drop::revocation::tags::REVOCATION_LIST_REQUEST)
+    {
+        let s = server.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            RevocationListRequest::from_bytes(&req)?;
+            let mut registry = s.lists.lock().map_err(|_| anyhow!("the registry lock is poisoned"))?;
+            publish(&s.ca, &mut registry, now(), s.lifetime, Some(&s.dir))
+        })
+        .await?;
+        match answer {
+            Ok(list) => {
+                let l = list.unverified();
+                eprintln!(
+                    "tacit ca serve: sent revocation list {} ({} accounts)",
+                    l.sequence(),
+                    l.accounts().len()
+                );
+                list.to_bytes()
+            }
+            Err(e) => {
+                eprintln!("tacit ca serve: refused: {}", crate::util::one_line(&e));
+                ErrorMessage::new(crate::util::one_line(&e)).to_wire()
+            }
+        }
+    } else {
+        let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let _abandoned = Abandoned(flag.clone());
+        let s = server.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            // One enrolment at a time: the operator confirms each at the prompt.
+            let mut registry = s
+                .enrolments
+                .lock()
+                .map_err(|_| anyhow!("the registry lock is poisoned"))?;
+            if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                bail!("the device left before its enrolment was looked at");
+            }
+            match s.group {
+                GroupId::Ristretto255 => certify::<Ristretto255>(&s.ca, &mut registry, &req, s.confirm_all),
+                GroupId::P256 => certify::<P256>(&s.ca, &mut registry, &req, s.confirm_all),
+            }
+        })
+        .await?;
+        answer.unwrap_or_else(|e| {
+            eprintln!("tacit ca serve: refused: {}", crate::util::one_line(&e));
+            ErrorMessage::new(crate::util::one_line(&e)).to_wire()
+        })
+    };
+    c.send(&reply).await?;
+    Ok(())
 }
 
 fn hours(h: u64) -> Result<u64> {
@@ -471,8 +585,16 @@ pub fn ca_issuer(ca: &CaPublicKey) -> String {
 }
 
 /// The list the CA publishes now: the one in its registry while it is current and
-/// lists exactly the revoked accounts, else a new one (kept before it is returned).
-fn publish(ca: &CertificateAuthority, registry: &mut Store, now: u64, lifetime: u64) -> Result<SignedRevocationList> {
+/// lists exactly the revoked accounts, else a new one (kept before it is returned,
+/// and written to `dir`/revocations.bin when a directory is given, so that a copy
+/// published from there stays current).
+fn publish(
+    ca: &CertificateAuthority,
+    registry: &mut Store,
+    now: u64,
+    lifetime: u64,
+    dir: Option<&Path>,
+) -> Result<SignedRevocationList> {
     let issuer = ca_issuer(&ca.public_key());
     let current = match registry.revocation_list(&issuer)? {
         Some(s) => Some(SignedRevocationList::from_bytes(&s.list).context("the CA's stored revocation list")?),
@@ -488,6 +610,9 @@ fn publish(ca: &CertificateAuthority, registry: &mut Store, now: u64, lifetime: 
     if new {
         let l = list.unverified();
         registry.put_revocation_list(&issuer, l.sequence(), l.next_update(), &list.to_bytes())?;
+        if let Some(dir) = dir {
+            write_public(&dir.join("revocations.bin"), &list.to_bytes())?;
+        }
     }
     Ok(list)
 }
@@ -524,6 +649,26 @@ pub fn keep_revocations(st: &mut Store, list: &VerifiedRevocationList) -> Result
     )?)
 }
 
+/// Where this device last fetched a revocation list over HTTP(S) (`tacit id refresh
+/// --url`), tried first when a list falls due.
+pub const REVOCATION_URL: &str = "drop-revocation-url";
+
+/// The revocation-list URL this device last used, if any.
+pub fn revocation_url(st: &Store) -> Result<Option<String>> {
+    Ok(st
+        .current_key(REVOCATION_URL)?
+        .map(|k| String::from_utf8_lossy(&k.secret).into_owned()))
+}
+
+fn remember_revocation_url(st: &mut Store, url: &str) -> Result<()> {
+    if revocation_url(st)?.as_deref() == Some(url) {
+        return Ok(());
+    }
+    let epoch = next_epoch(st, REVOCATION_URL)?;
+    st.put_key(REVOCATION_URL, epoch, url.as_bytes(), now())?;
+    Ok(())
+}
+
 /// The CA address this device last used, if any.
 pub fn ca_address(st: &Store) -> Result<Option<String>> {
     Ok(st
@@ -553,44 +698,99 @@ pub async fn fetch_revocations(addr: &str, ca: CaPublicKey) -> Result<VerifiedRe
     Ok(SignedRevocationList::from_bytes(&answer)?.verify(&ca)?)
 }
 
-/// For `drop receive` and `drop send` on start: the stored list, refreshed from the CA
-/// first when it is missing or past its next update and a CA address is known. A
-/// failed refresh is reported on stderr and the stored list stays in force.
-pub async fn revocations_on_start(st: &mut Store, ca: &CaPublicKey, who: &str) -> Result<Revocations> {
-    let revocations = Revocations::new();
-    let stored = stored_revocations(st, ca)?;
-    let t = now();
-    if let Some(l) = &stored {
-        revocations.update(l.clone())?;
+/// Where the device fetches revocation lists, in order: the URL it last refreshed
+/// from (`tacit id refresh --url`), then the CA's endpoint.
+#[derive(Debug, Clone, Default)]
+pub struct ListSources {
+    url: Option<String>,
+    ca: Option<String>,
+}
+
+impl ListSources {
+    /// The sources this device knows.
+    pub fn of(st: &Store) -> Result<Self> {
+        Ok(ListSources {
+            url: revocation_url(st)?,
+            ca: ca_address(st)?,
+        })
     }
-    let stale = stored.as_ref().is_none_or(|l| l.list().is_stale(t));
-    if stale {
-        match ca_address(st)? {
-            Some(addr) => match fetch_revocations(&addr, *ca).await {
-                Ok(list) => match revocations.update(list.clone()) {
-                    Ok(_) => {
-                        keep_revocations(st, &list)?;
-                        eprintln!(
-                            "tacit {who}: revocation list {} from the CA at {addr} ({} accounts revoked)",
-                            list.list().sequence(),
-                            list.list().accounts().len()
-                        );
-                    }
-                    Err(e) => eprintln!("tacit {who}: the CA at {addr} sent an unusable revocation list: {e}"),
-                },
-                Err(e) => eprintln!(
-                    "tacit {who}: warning: could not refresh the revocation list from the CA at {addr}: {}; {}",
-                    crate::util::one_line(&e),
-                    match &stored {
-                        Some(l) => format!("list {} (past its next update) stays in force", l.list().sequence()),
-                        None => "no revocation list is in force".into(),
-                    }
-                ),
+
+    /// The list from the first source that gives one; `Ok(None)` if the device knows
+    /// no source; the error of the last source if every one failed.
+    pub async fn fetch(&self, ca: CaPublicKey) -> Result<Option<(VerifiedRevocationList, String)>> {
+        let mut last = None;
+        if let Some(url) = &self.url {
+            match fetch_revocations_url(url, ca).await {
+                Ok(list) => return Ok(Some((list, url.clone()))),
+                Err(e) => last = Some(e.context(format!("from {url}"))),
+            }
+        }
+        if let Some(addr) = &self.ca {
+            match fetch_revocations(addr, ca).await {
+                Ok(list) => return Ok(Some((list, format!("the CA at {addr}")))),
+                Err(e) => last = Some(e.context(format!("from the CA at {addr}"))),
+            }
+        }
+        match last {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Fetches the list the CA's operator publishes at `url` (`tacit ca publish`) and
+/// verifies it under `ca`.
+pub async fn fetch_revocations_url(url: &str, ca: CaPublicKey) -> Result<VerifiedRevocationList> {
+    let bytes = tacit_drop::transport::fetch_url(url, 4 << 20, std::time::Duration::from_secs(20)).await?;
+    Ok(SignedRevocationList::from_bytes(&bytes)
+        .with_context(|| format!("{url} does not hold a revocation list"))?
+        .verify(&ca)?)
+}
+
+/// For `drop receive` and `drop send` on start: the stored list, refreshed first when
+/// it is missing or past its next update (from the URL or CA the device knows). If
+/// it is still not current, `policy` decides (issue 32): warn and go on, or refuse to
+/// run.
+pub async fn revocations_on_start(
+    st: &mut Store,
+    ca: &CaPublicKey,
+    who: &str,
+    policy: StalePolicy,
+) -> Result<Revocations> {
+    let revocations = Revocations::new().with_stale_policy(policy);
+    if let Some(l) = stored_revocations(st, ca)? {
+        revocations.update(l)?;
+    }
+    if revocations.staleness(now()).is_some() {
+        match ListSources::of(st)?.fetch(*ca).await {
+            Ok(Some((list, from))) => match revocations.update(list.clone()) {
+                Ok(_) => {
+                    keep_revocations(st, &list)?;
+                    eprintln!(
+                        "tacit {who}: revocation list {} from {from} ({} accounts revoked)",
+                        list.list().sequence(),
+                        list.list().accounts().len()
+                    );
+                }
+                Err(e) => eprintln!("tacit {who}: {from} sent an unusable revocation list: {e}"),
             },
-            None if stored.is_some() => eprintln!(
-                "tacit {who}: warning: the revocation list is past its next update and no CA address is known (run `tacit id refresh --ca ADDR`)"
+            Ok(None) => {}
+            Err(e) => eprintln!(
+                "tacit {who}: could not refresh the revocation list: {}",
+                crate::util::one_line(&e)
             ),
-            None => {}
+        }
+    }
+    if let Some(why) = revocations.staleness(now()) {
+        match policy {
+            StalePolicy::Warn => eprintln!(
+                "tacit {who}: warning: the revocation list {why}: accounts the CA revoked since are still trusted \
+                 (refresh it with `tacit id refresh`; --stale-revocations refuse refuses peers meanwhile)"
+            ),
+            StalePolicy::Refuse => bail!(
+                "the revocation list {why} and could not be refreshed; with --stale-revocations refuse this device \
+                 talks to no peer until it has a current one (`tacit id refresh --ca ADDR`, `--url URL` or `--file FILE`)"
+            ),
         }
     }
     Ok(revocations)
@@ -650,10 +850,16 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
             GroupId::Ristretto255 => renew::<Ristretto255>(&mut st, &ca, &ids, region.as_deref()),
             GroupId::P256 => renew::<P256>(&mut st, &ca, &ids, region.as_deref()),
         },
-        IdCommand::Refresh { ca, file } => {
+        IdCommand::Refresh { ca, url, file } => {
             let ca_pub = load_ca_public(&st)?;
-            let (list, from) = match file {
-                Some(f) => {
+            let (list, from) = match (file, url) {
+                (None, Some(url)) => {
+                    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                    let list = rt.block_on(fetch_revocations_url(&url, ca_pub))?;
+                    remember_revocation_url(&mut st, &url)?;
+                    (list, url)
+                }
+                (Some(f), _) => {
                     let b = std::fs::read(&f).with_context(|| format!("cannot read {}", f.display()))?;
                     (
                         SignedRevocationList::from_bytes(&b)
@@ -663,7 +869,7 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
                         f.display().to_string(),
                     )
                 }
-                None => {
+                (None, None) => {
                     let addr = match ca {
                         Some(a) => a,
                         None => ca_address(&st)?

@@ -14,9 +14,8 @@ use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_drop::DropParams;
 use tacit_drop::attack::{PhoneRange, brute_force, read_capture};
 use tacit_drop::protocol::{AddressBook, Discoverability, Peer, ReceiverOutcome};
-use tacit_drop::revocation::Revocations;
-use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
-use tacit_psi::Sender;
+use tacit_drop::revocation::{Revocations, StalePolicy};
+use tacit_drop::transport::{self, BookSupply, Event, Limits, ReceiverConfig, SenderConfig};
 use tacit_store::Store;
 
 /// Who may authenticate to a receiver.
@@ -28,6 +27,25 @@ pub enum ModeArg {
     Everyone,
     /// Nobody.
     Off,
+}
+
+/// What to do while the revocation list is past its next update and cannot be
+/// refreshed.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StaleArg {
+    /// Go on with the list held, with a warning (default: devices work offline).
+    Warn,
+    /// Talk to no peer until a current list is in force.
+    Refuse,
+}
+
+impl StaleArg {
+    fn policy(self) -> StalePolicy {
+        match self {
+            StaleArg::Warn => StalePolicy::Warn,
+            StaleArg::Refuse => StalePolicy::Refuse,
+        }
+    }
 }
 
 /// What the receiver does with an authenticated offer.
@@ -91,6 +109,16 @@ Examples:
         /// Offers that would leave less than 256 MiB free in DIR are refused too.
         #[arg(long, default_value = "4G", value_parser = crate::util::parse_size)]
         max_file: u64,
+        /// StartPSI requests one enrolled account may make per minute (each costs an
+        /// address-book precomputation); 0 for no limit.
+        #[arg(long, default_value_t = Limits::default().start_psi_per_minute)]
+        start_psi_per_minute: u32,
+        #[command(flatten)]
+        serve_limits: crate::util::ServeLimitArgs,
+        /// When the revocation list is past its next update and cannot be refreshed:
+        /// warn and go on, or refuse every peer until a current list arrives.
+        #[arg(long, value_enum, default_value = "warn")]
+        stale_revocations: StaleArg,
         #[command(flatten)]
         params: DropParamArgs,
     },
@@ -137,6 +165,10 @@ Examples:
         /// Our device name.
         #[arg(long, default_value = "tacit sender")]
         name: String,
+        /// When the revocation list is past its next update and cannot be refreshed:
+        /// warn and go on, or refuse to send.
+        #[arg(long, value_enum, default_value = "warn")]
+        stale_revocations: StaleArg,
         #[command(flatten)]
         params: DropParamArgs,
     },
@@ -205,13 +237,15 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
         );
     }
     let ca = load_ca_public(&st)?;
-    let who = match cmd {
-        DropCommand::Receive { .. } => "drop receive",
-        _ => "drop send",
+    let (who, stale) = match &cmd {
+        DropCommand::Receive { stale_revocations, .. } => ("drop receive", *stale_revocations),
+        DropCommand::Send { stale_revocations, .. } => ("drop send", *stale_revocations),
+        DropCommand::AttackLegacy { .. } => unreachable!("no store needed"),
     };
     // Issue 10: the CA's revocation list, refreshed first if it is past due; every
-    // handshake refuses a revoked peer.
-    let revocations = revocations_on_start(&mut st, &ca, who).await?;
+    // handshake refuses a revoked peer (issue 32: and, under --stale-revocations
+    // refuse, every peer while the list is not current).
+    let revocations = revocations_on_start(&mut st, &ca, who, stale.policy()).await?;
     let entries = st.address_book()?;
     if entries.len() > p.max_contacts() {
         bail!(
@@ -234,12 +268,16 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
             mdns,
             work_first,
             max_file,
+            start_psi_per_minute,
+            serve_limits,
             ..
         } => {
             let limits = Limits {
                 prepare_answer: !work_first,
                 max_file,
                 max_offer: max_file.saturating_mul(4),
+                start_psi_per_minute,
+                connections: serve_limits.apply(Limits::default().connections)?,
                 ..Limits::default()
             };
             let refresher = spawn_refresher(revocations.clone(), ca, path);
@@ -288,10 +326,11 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
     }
 }
 
-/// Keeps a running receiver's revocation list current: fetches the CA's list when the
-/// one in force reaches its next update (every hour without a list; ten minutes after
-/// a failure), and keeps it in the store. The CA's address is read from the store
-/// each time (`tacit id refresh --ca` changes it).
+/// Keeps a running receiver's revocation list current: fetches the list when the one
+/// in force reaches its next update (every hour without a list; ten minutes after a
+/// failure), from the URL or CA the device last refreshed from, and keeps it in the
+/// store. The sources are read from the store each time (`tacit id refresh` changes
+/// them).
 fn spawn_refresher(
     revocations: Revocations,
     ca: tacit_drop::records::CaPublicKey,
@@ -305,19 +344,20 @@ fn spawn_refresher(
                 None => 3600,
             };
             tokio::time::sleep(std::time::Duration::from_secs(due.max(wait).max(60))).await;
-            let addr = Store::open(&store)
-                .ok()
-                .and_then(|st| crate::drop::ca::ca_address(&st).ok().flatten());
-            let Some(addr) = addr else {
-                wait = 3600;
-                continue;
+            let sources = Store::open(&store)
+                .map_err(anyhow::Error::from)
+                .and_then(|st| crate::drop::ca::ListSources::of(&st));
+            let fetched = match sources {
+                Ok(sources) => sources.fetch(ca).await,
+                Err(e) => Err(e),
             };
-            match crate::drop::ca::fetch_revocations(&addr, ca).await {
-                Ok(list) => {
+            match fetched {
+                Ok(None) => wait = 3600,
+                Ok(Some((list, from))) => {
                     wait = 0;
                     if let Ok(tacit_drop::revocation::Update::Installed) = revocations.update(list.clone()) {
                         eprintln!(
-                            "tacit drop receive: revocation list {} from the CA at {addr} ({} accounts revoked)",
+                            "tacit drop receive: revocation list {} from {from} ({} accounts revoked)",
                             list.list().sequence(),
                             list.list().accounts().len()
                         );
@@ -329,43 +369,17 @@ fn spawn_refresher(
                 Err(e) => {
                     wait = 600;
                     eprintln!(
-                        "tacit drop receive: warning: could not refresh the revocation list from the CA at {addr}: {}",
-                        crate::util::one_line(&e)
+                        "tacit drop receive: warning: could not refresh the revocation list: {}{}",
+                        crate::util::one_line(&e),
+                        match revocations.stale_policy() {
+                            StalePolicy::Refuse => "; every sender is refused until it is current",
+                            StalePolicy::Warn => "",
+                        }
                     );
                 }
             }
         }
     })
-}
-
-/// Keeps one address-book precomputation ready so a session does not wait for it.
-struct Supply<G: PrimeGroup> {
-    ready: Mutex<Option<Sender<G>>>,
-    book: Arc<AddressBook>,
-    params: DropParams,
-}
-
-impl<G: PrimeGroup> Supply<G> {
-    fn make(book: &AddressBook, params: &DropParams) -> tacit_drop::Result<Sender<G>> {
-        book.fresh_sender(params)
-    }
-
-    fn take(self: &Arc<Self>) -> tacit_drop::Result<Sender<G>> {
-        let ready = self.ready.lock().map(|mut r| r.take()).unwrap_or(None);
-        let s = match ready {
-            Some(s) => s,
-            None => Self::make(&self.book, &self.params)?,
-        };
-        let me = self.clone();
-        std::thread::spawn(move || {
-            if let Ok(next) = Self::make(&me.book, &me.params)
-                && let Ok(mut r) = me.ready.lock()
-            {
-                *r = Some(next);
-            }
-        });
-        Ok(s)
-    }
 }
 
 fn bar(total: u64, name: &str) -> ProgressBar {
@@ -409,20 +423,24 @@ async fn receive<G: PrimeGroup>(
 ) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let params = identity.params;
-    let supply = Arc::new(Supply::<G> {
-        ready: Mutex::new(None),
-        book: book.clone(),
-        params,
-    });
+    // One worker thread keeps the next sessions' precomputations ready; a session
+    // never computes one itself (issue 32).
     let t = Instant::now();
-    let first = Supply::<G>::make(&book, &params)?;
+    let supply_book = book.clone();
+    let supply = BookSupply::spawn(move || supply_book.fresh_sender::<G>(&params), 2);
+    let first = supply.clone();
+    tokio::task::spawn_blocking(move || {
+        while first.ready() == 0 && first.made() == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    })
+    .await?;
     eprintln!(
         "tacit drop receive: precomputed the address book ({} entries padded to {}) in {:.0} ms",
         book.len(),
         params.max_contacts(),
         t.elapsed().as_secs_f64() * 1e3
     );
-    *supply.ready.lock().map_err(|_| anyhow::anyhow!("lock poisoned"))? = Some(first);
     let capture = match capture {
         Some(p) => Some(Arc::new(Mutex::new(
             std::fs::OpenOptions::new()
@@ -479,6 +497,7 @@ async fn receive<G: PrimeGroup>(
         }
         Event::Received(p) => eprintln!("tacit drop receive: received {}", p.display()),
         Event::Failed(why) => eprintln!("tacit drop receive: session failed: {why}"),
+        Event::Admission(e) => eprintln!("tacit drop receive: {e}"),
     });
     let cfg = Arc::new(ReceiverConfig {
         identity,
@@ -494,7 +513,7 @@ async fn receive<G: PrimeGroup>(
         dir,
         legacy,
         limits,
-        supply: Arc::new(move || supply.take()),
+        supply,
         decide,
         events,
         capture,
@@ -563,6 +582,13 @@ async fn deliver<G: PrimeGroup>(
 ) -> Result<Vec<String>> {
     let offers: Vec<_> = files.iter().map(|(_, o)| o.clone()).collect();
     if !session.ask(&offers).await? {
+        if session.outcome.known_by_receiver.is_empty() {
+            // The receiver answers a contacts-only refusal like a decline (issue 32);
+            // we know from DO3 that it does not hold us.
+            bail!(
+                "declined (the receiver does not have you in its contacts; a contacts-only receiver refuses such senders)"
+            );
+        }
         bail!("declined");
     }
     let mut stored = Vec::new();
@@ -656,7 +682,7 @@ async fn send<G: PrimeGroup>(
     let t = Instant::now();
     let mut auth = tokio::task::JoinSet::new();
     for addr in candidates.iter().cloned() {
-        let book_sender = Supply::<G>::make(&book, &identity.params)?;
+        let book_sender = book.fresh_sender::<G>(&identity.params)?;
         let cfg = cfg.clone();
         auth.spawn(async move {
             let r = transport::authenticate(&addr, cfg, book_sender).await;

@@ -82,7 +82,7 @@ pub async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
         dir: inbox.clone(),
         legacy: false,
         limits: Limits::default(),
-        supply: Arc::new(move || supply_book.fresh_sender::<G>(&params)),
+        supply: tacit_drop::supply::BookSupply::spawn(move || supply_book.fresh_sender::<G>(&params), 1),
         decide: Arc::new(|o| matches!(o.sender, Peer::Contact { .. })),
         events: Arc::new(move |e: Event| {
             let line = match e {
@@ -175,8 +175,11 @@ pub async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     server.await??;
     flush(&log)?;
     match refused {
+        // The answer is the same as a user's decline, so that its size does not say
+        // whether Bob holds her (issue 32); Bob's log says why.
+        Ok(false) => println!("    Mallory's Ask was refused (Bob's receiver accepts contacts only)"),
         Err(e) => println!("    Mallory's Ask was refused: {e}"),
-        Ok(_) => anyhow::bail!("Bob accepted a non-contact in contacts-only mode"),
+        Ok(true) => anyhow::bail!("Bob accepted a non-contact in contacts-only mode"),
     }
     let got = std::fs::read_to_string(inbox.join(&stored))?;
     println!("  Alice's file arrived intact (SHA-256 checked) as {stored:?}: {got:?}");

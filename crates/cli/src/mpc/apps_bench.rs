@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tacit_crypto::rng::SecureRng;
-use tacit_crypto::sign::SigningKey;
 use tacit_crypto::{PrimeGroup, Ristretto255};
 use tacit_mpc::Party;
 use tacit_mpc::apps::location::{self, LocationParams, Origin, SlotInput};
@@ -25,9 +24,7 @@ use tacit_mpc::apps::psi::{self, PreparedSet, PsiParams};
 use tacit_mpc::apps::schedule::{Geo, Kind, ScheduleHello, ScheduleInput, Window, run_session};
 use tacit_mpc::apps::{Size, paper};
 use tacit_mpc::driver::RunReport;
-use tacit_mpc::triples::token::card::TokenState;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_wire::Encode;
 
 /// Options of `bench mpc apps`.
 #[derive(Debug, Args)]
@@ -50,6 +47,9 @@ pub struct AppsArgs {
     /// The PNG plot (Fig. 10 style: ad-hoc time of set intersection against n).
     #[arg(long, value_name = "FILE", default_value = "mpc-apps.png")]
     plot: PathBuf,
+    /// Run the sessions over plain TCP instead of TLS 1.3 (to compare).
+    #[arg(long)]
+    plain_tcp: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -99,6 +99,12 @@ pub struct AppPeerArgs {
     /// Seed of the set (set intersection: both sides derive overlapping sets).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Party a's key (TLS; this peer uses a fresh key of its own).
+    #[arg(long)]
+    pin: Option<String>,
+    /// Plain TCP.
+    #[arg(long)]
+    plain_tcp: bool,
     #[command(flatten)]
     triples: TripleOpts,
 }
@@ -182,8 +188,18 @@ fn psi_sets(n: usize, sigma: usize, seed: u64) -> (Vec<String>, Vec<String>) {
 
 /// `tacit bench mpc app-peer`: party b of one session.
 pub async fn peer(a: AppPeerArgs) -> Result<()> {
-    let mut c = FramedConn::connect(a.connect.as_str(), &NetConfig::default()).await?;
-    let mut src = a.triples.source(Party::B).await?;
+    let cfg = NetConfig::default();
+    let mut c = match (&a.pin, a.plain_tcp) {
+        (_, true) => FramedConn::connect(a.connect.as_str(), &cfg).await?,
+        (Some(pin), false) => {
+            let me = tacit_net::tls::SelfSigned::generate(super::cmd::PEER_TLS_NAME)?;
+            let pin = crate::util::channel::parse_fingerprint(pin)?;
+            let client = me.client_config_checking_server(tacit_net::tls::pinned(pin))?;
+            FramedConn::connect_tls(a.connect.as_str(), &cfg, client, super::cmd::PEER_TLS_NAME).await?
+        }
+        (None, false) => bail!("app-peer needs --pin or --plain-tcp"),
+    };
+    let mut src = a.triples.source(Party::B, None).await?;
     let mut rng = SecureRng::from_os();
     match a.app {
         AppArg::Psi => {
@@ -214,8 +230,9 @@ fn free_port() -> Result<u16> {
 
 struct Env {
     exe: PathBuf,
-    token_addr: String,
-    ca_hex: String,
+    token: super::bench::BenchToken,
+    ch: super::bench::BenchChannel,
+    tls: bool,
 }
 
 /// One session: spawns party b, plays party a; with the token, the init phase (the
@@ -243,7 +260,16 @@ async fn session(env: &Env, app: AppArg, n: usize, sigma: usize, src: SourceArg,
     ];
     if src == SourceArg::Token {
         args.push("--trust-ca".into());
-        args.push(env.ca_hex.clone());
+        args.push(env.token.ca_hex.clone());
+        // The bench's token runs on this machine, beside the party a it serves: fine
+        // for timing, and what a real deployment must not do (docs/mpc.md).
+        args.push("--accept-software-token".into());
+    }
+    if env.tls {
+        args.push("--pin".into());
+        args.push(hex::encode(env.ch.id.fingerprint()?));
+    } else {
+        args.push("--plain-tcp".into());
     }
     let child = Command::new(&env.exe)
         .args(&args)
@@ -251,11 +277,12 @@ async fn session(env: &Env, app: AppArg, n: usize, sigma: usize, src: SourceArg,
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let mut conn = l.accept().await?;
+    let conn = l.accept().await?;
+    let mut conn = env.ch.accept(conn, env.tls).await?;
     let mut rng = SecureRng::from_os();
     let (mut source, init) = match src {
         SourceArg::Token => {
-            let mut h = super::cmd::connect_token(&env.token_addr, None).await?;
+            let mut h = env.token.holder().await?;
             let t = Instant::now();
             h.fill(and_gates, &mut |_, _| {}).await?;
             (Source::Holder(Box::new(h)), t.elapsed())
@@ -348,27 +375,15 @@ fn row(
 pub async fn apps(a: AppsArgs) -> Result<()> {
     let exe = std::env::current_exe()?;
     let dir = crate::util::ScratchDir::new("bench-mpc-apps")?;
-    let mut rng = SecureRng::from_os();
-    let ca = SigningKey::generate(&mut rng);
-    let state = dir.join("token.state");
-    std::fs::write(&state, TokenState::manufacture(&ca, "bench", &mut rng).to_wire())?;
-    let token_addr = format!("127.0.0.1:{}", free_port()?);
-    let mut token = Command::new(&exe)
-        .args(["mpc", "token", "serve", "--state"])
-        .arg(&state)
-        .args(["--listen", &token_addr])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let token = super::bench::BenchToken::start(&exe, &dir).await?;
     let env = Env {
         exe,
-        token_addr,
-        ca_hex: hex::encode(ca.verifying_key().to_bytes()),
+        token,
+        ch: super::bench::BenchChannel::new(&dir)?,
+        tls: !a.plain_tcp,
     };
     let r = measure(&a, &env).await;
-    let _ = token.kill();
-    let _ = token.wait();
+    drop(env);
     drop(dir);
     let (t2, t3) = r?;
     report(&a, &t2, &t3)
@@ -506,6 +521,7 @@ fn report(a: &AppsArgs, t2: &[Value], t3: &[Value]) -> Result<()> {
             "{}",
             serde_json::to_string_pretty(&json!({
                 "experiment": "mpc_apps",
+                "channel": if a.plain_tcp { "plain" } else { "tls" },
                 "table2": t2,
                 "table3": t3,
                 "and_gates_le_paper": le_paper,
@@ -514,7 +530,10 @@ fn report(a: &AppsArgs, t2: &[Value], t3: &[Value]) -> Result<()> {
         );
         return Ok(());
     }
-    println!("tacit bench mpc apps — two processes over loopback; paper figures (phones) in brackets");
+    println!(
+        "tacit bench mpc apps — two processes over loopback ({}); paper figures (phones) in brackets",
+        if a.plain_tcp { "plain TCP" } else { "TLS 1.3" }
+    );
     if !t2.is_empty() {
         println!();
         println!("Table 2: scheduling");

@@ -15,10 +15,9 @@ use tacit_mpc::driver::{RunReport, SessionConfig, run};
 use tacit_mpc::gmw::{PartyInputs, default_owners};
 use tacit_mpc::prg::{Prg, Seed};
 use tacit_mpc::triples::ot::OtSource;
-use tacit_mpc::triples::token::card::TokenState;
 use tacit_mpc::{Party, shipped};
+use tacit_net::tls::SelfSigned;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_wire::Encode;
 
 /// `tacit bench mpc …`
 #[derive(Debug, Subcommand)]
@@ -225,6 +224,126 @@ struct Online {
     peer: Value,
 }
 
+/// A token process for a bench, paired with an identity of the bench's own, its state
+/// sealed in a scratch folder.
+pub struct BenchToken {
+    /// Its address.
+    pub addr: String,
+    /// The host key it is paired with.
+    pub host: SelfSigned,
+    /// Its link key's fingerprint.
+    pub link: [u8; 32],
+    /// The CA key party b trusts (hex).
+    pub ca_hex: String,
+    child: Child,
+}
+
+impl BenchToken {
+    /// Manufactures a token in `dir` and starts `tacit mpc token serve` on it.
+    pub async fn start(exe: &Path, dir: &crate::util::ScratchDir) -> Result<BenchToken> {
+        use tacit_mpc::triples::token::card::{SealKey, TokenSpec, TokenState};
+        let mut rng = SecureRng::from_os();
+        let ca = SigningKey::generate(&mut rng);
+        let host = SelfSigned::generate("tacit-host.invalid")?;
+        let st = TokenState::manufacture(&ca, &TokenSpec::software("bench", host.fingerprint()?), &mut rng)?;
+        let link = st.link_identity()?.fingerprint()?;
+        let (seal, bytes) = SealKey::generate(&mut rng);
+        let (state, key, guard) = (
+            dir.join("token.state"),
+            dir.join("token.seal"),
+            dir.join("token.seal.guard"),
+        );
+        std::fs::write(&key, hex::encode(*bytes))?;
+        super::cmd::write_token(&state, &seal, &guard, &st)?;
+        let addr = format!("127.0.0.1:{}", free_port()?);
+        let child = Command::new(exe)
+            .args(["mpc", "token", "serve", "--state"])
+            .arg(&state)
+            .arg("--seal-key")
+            .arg(&key)
+            .args(["--listen", &addr, "--max-connections", "64"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        // Wait until it listens.
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(&addr).is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(BenchToken {
+            addr,
+            host,
+            link,
+            ca_hex: hex::encode(ca.verifying_key().to_bytes()),
+            child,
+        })
+    }
+
+    /// A link to the token (its key pinned) with an in-memory pool.
+    pub async fn holder(
+        &self,
+    ) -> Result<tacit_mpc::triples::token::holder::TokenHolder<tacit_mpc::triples::token::holder::TcpTokenLink>> {
+        let mut trust = crate::util::channel::Trust::Pinned(self.link);
+        super::cmd::connect_token(&self.addr, None, &mut trust, &self.host).await
+    }
+}
+
+impl Drop for BenchToken {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Party a's side of the channel in the benches: TLS with a fresh key (party b, a
+/// child process, pins it), or plain TCP.
+pub struct BenchChannel {
+    /// Party a's key.
+    pub id: SelfSigned,
+    /// Party b's store (its own key).
+    pub b_store: PathBuf,
+}
+
+impl BenchChannel {
+    /// A fresh key for party a; party b's store in `dir`.
+    pub fn new(dir: &crate::util::ScratchDir) -> Result<Self> {
+        Ok(BenchChannel {
+            id: SelfSigned::generate(super::cmd::PEER_TLS_NAME)?,
+            b_store: dir.join("party-b.sqlite3"),
+        })
+    }
+
+    /// Party b's channel arguments.
+    pub fn peer_args(&self, tls: bool) -> Result<Vec<String>> {
+        let mut v = vec!["--store".to_string(), self.b_store.display().to_string()];
+        if tls {
+            v.push("--pin".into());
+            v.push(hex::encode(self.id.fingerprint()?));
+        } else {
+            v.push("--plain-tcp".into());
+        }
+        Ok(v)
+    }
+
+    /// Party a's handshake on an accepted connection (any key of party b).
+    pub async fn accept(&self, conn: FramedConn, tls: bool) -> Result<FramedConn> {
+        if !tls {
+            return Ok(conn);
+        }
+        let cfg = self.id.server_config_checking_clients(tacit_net::tls::any_key())?;
+        Ok(conn.accept_tls(cfg).await?)
+    }
+}
+
+/// Which channel a bench session runs over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    Tls,
+    Plain,
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn session(
     exe: &Path,
@@ -232,8 +351,9 @@ async fn session(
     lc: &LayeredCircuit,
     n: usize,
     triples: &str,
-    token_addr: Option<&str>,
-    ca_hex: &str,
+    token: Option<&BenchToken>,
+    ch: &BenchChannel,
+    wire: Wire,
     spin: Duration,
 ) -> Result<Online> {
     let port = free_port()?;
@@ -261,12 +381,17 @@ async fn session(
     .map(|s| s.to_string())
     .collect();
     args.push(circuit_file.display().to_string());
-    if triples == "token" {
+    args.extend(ch.peer_args(wire == Wire::Tls)?);
+    if let Some(t) = token {
         args.push("--trust-ca".into());
-        args.push(ca_hex.into());
+        args.push(t.ca_hex.clone());
+        // The bench's token runs on this machine, as the party a it serves: fine for
+        // timing, and exactly what a real deployment must not do (docs/mpc.md).
+        args.push("--accept-software-token".into());
     }
     let peer = Peer::spawn(exe, &args)?;
-    let mut conn = l.accept().await?;
+    let conn = l.accept().await?;
+    let mut conn = ch.accept(conn, wire == Wire::Tls).await?;
     let mut rng = SecureRng::from_os();
     let c = lc.circuit();
     let w0 = c.input_widths()[0] as usize;
@@ -277,15 +402,17 @@ async fn session(
         ],
     };
     let cfg_s = SessionConfig::new(n, default_owners(2)).with_spin(spin);
-    let report = if triples == "token" {
-        let taddr = token_addr.ok_or_else(|| anyhow!("no token"))?;
-        let mut holder = super::cmd::connect_token(taddr, None).await?;
-        // Init phase first (not part of the setup).
-        holder.fill(lc.and_gates() * n, &mut |_, _| {}).await?;
-        run(&mut conn, lc, Party::A, &cfg_s, &inputs, &mut holder, &mut rng).await?
-    } else {
-        let mut src = OtSource::new(SecureRng::from_os());
-        run(&mut conn, lc, Party::A, &cfg_s, &inputs, &mut src, &mut rng).await?
+    let report = match token {
+        Some(t) => {
+            let mut holder = t.holder().await?;
+            // Init phase first (not part of the setup).
+            holder.fill(lc.and_gates() * n, &mut |_, _| {}).await?;
+            run(&mut conn, lc, Party::A, &cfg_s, &inputs, &mut holder, &mut rng).await?
+        }
+        None => {
+            let mut src = OtSource::new(SecureRng::from_os());
+            run(&mut conn, lc, Party::A, &cfg_s, &inputs, &mut src, &mut rng).await?
+        }
     };
     drop(conn);
     let peer = peer.finish()?;
@@ -306,28 +433,13 @@ async fn engine(a: EngineArgs) -> Result<()> {
     let aes = LayeredCircuit::new(bristol::parse(shipped::AES_128)?);
     let sha = LayeredCircuit::new(bristol::parse(shipped::SHA256)?);
 
-    // A token process.
-    let mut rng = SecureRng::from_os();
-    let ca = SigningKey::generate(&mut rng);
-    let ca_hex = hex::encode(ca.verifying_key().to_bytes());
-    let state = dir.join("token.state");
-    std::fs::write(&state, TokenState::manufacture(&ca, "bench", &mut rng).to_wire())?;
-    let tport = free_port()?;
-    let taddr = format!("127.0.0.1:{tport}");
-    // Two circuits × runs, two parked runs, and the rate measurement.
-    let sessions = 2 * a.runs as u64 + 3;
-    let mut token = Command::new(&exe)
-        .args(["mpc", "token", "serve", "--state"])
-        .arg(&state)
-        .args(["--listen", &taddr, "--connections", &sessions.to_string()])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A token process (TLS link, paired with this process's host key).
+    let token = BenchToken::start(&exe, &dir).await?;
+    let ch = BenchChannel::new(&dir)?;
 
-    // 1. Token triples/s (init phase) against the AES-128-CTR floor.
+    // 1. Token triples/s (init phase, over the TLS link) against the AES-128-CTR floor.
     let floor_aes = aes_ctr_floor();
-    let mut holder = super::cmd::connect_token(&taddr, None).await?;
+    let mut holder = token.holder().await?;
     let nt = 1usize << a.token_log;
     // One warm-up fill, then the median of 3 × runs (at least nine; each a fresh
     // sequence; one fill of 2^24 takes a few milliseconds, so single fills scatter).
@@ -348,35 +460,57 @@ async fn engine(a: EngineArgs) -> Result<()> {
     let spin = Duration::from_micros(a.spin_us);
     let floor = measure_floor(&exe, spin).await?;
 
-    // 3. Online, token triples; then once each with both parties sleeping at once.
-    let mut aes_runs = Vec::new();
-    let mut sha_runs = Vec::new();
-    let aes_run = |spin| session(&exe, &aes_file, &aes, 1, "token", Some(&taddr), &ca_hex, spin);
-    let sha_run = |spin| {
+    // 3. Online, token triples, over TLS and over plain TCP alternately (the same
+    //    machine state for both); then once each over TLS with both parties sleeping.
+    let (mut aes_tls, mut aes_plain, mut sha_tls, mut sha_plain) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let aes_run = |wire, spin| session(&exe, &aes_file, &aes, 1, "token", Some(&token), &ch, wire, spin);
+    let sha_run = |wire, spin| {
         session(
             &exe,
             &sha_file,
             &sha,
             a.sha_instances,
             "token",
-            Some(&taddr),
-            &ca_hex,
+            Some(&token),
+            &ch,
+            wire,
             spin,
         )
     };
-    for _ in 0..a.runs {
-        aes_runs.push(aes_run(spin).await.context("aes_128 ×1")?);
-        sha_runs.push(sha_run(spin).await.context("sha256 ×N")?);
+    for i in 0..a.runs {
+        // Alternate which channel goes first.
+        let order = if i % 2 == 0 {
+            [Wire::Tls, Wire::Plain]
+        } else {
+            [Wire::Plain, Wire::Tls]
+        };
+        for w in order {
+            let r = aes_run(w, spin).await.context("aes_128 ×1")?;
+            if w == Wire::Tls { &mut aes_tls } else { &mut aes_plain }.push(r);
+        }
+        for w in order {
+            let r = sha_run(w, spin).await.context("sha256 ×N")?;
+            if w == Wire::Tls { &mut sha_tls } else { &mut sha_plain }.push(r);
+        }
     }
-    let aes_parked = aes_run(Duration::ZERO).await.context("aes_128 ×1, parked")?;
-    let sha_parked = sha_run(Duration::ZERO).await.context("sha256 ×N, parked")?;
-    let _ = token.kill();
-    let _ = token.wait();
+    let aes_parked = aes_run(Wire::Tls, Duration::ZERO).await.context("aes_128 ×1, parked")?;
+    let sha_parked = sha_run(Wire::Tls, Duration::ZERO).await.context("sha256 ×N, parked")?;
+    drop(token);
 
     // 4. OT triples/s: the setup of aes_128 × ot_aes_instances with OT extension.
-    let ot = session(&exe, &aes_file, &aes, a.ot_aes_instances, "ot", None, &ca_hex, spin)
-        .await
-        .context("OT setup")?;
+    let ot = session(
+        &exe,
+        &aes_file,
+        &aes,
+        a.ot_aes_instances,
+        "ot",
+        None,
+        &ch,
+        Wire::Tls,
+        spin,
+    )
+    .await
+    .context("OT setup")?;
     let ot_triples = ot.report.triples as f64;
     let ot_rate = ot_triples / ot.report.setup.time.as_secs_f64();
     let rot_floor = match &a.rot_floor_bin {
@@ -393,12 +527,17 @@ async fn engine(a: EngineArgs) -> Result<()> {
         let bytes = o.report.online.bytes_sent.max(o.report.online.bytes_received) as f64;
         lc.and_depth() as f64 * floor.rtt.as_secs_f64() * 1e3 + bytes / floor.bytes_per_s * 1e3
     };
-    let aes_online = med(&aes_runs, &|o| ms(o.report.online.time));
-    let sha_online = med(&sha_runs, &|o| ms(o.report.online.time));
-    let aes_floor = fl(&aes, &aes_runs[0]);
-    let sha_floor = fl(&sha, &sha_runs[0]);
-    let aes_setup = med(&aes_runs, &|o| ms(o.report.setup.time));
-    let sha_setup = med(&sha_runs, &|o| ms(o.report.setup.time));
+    let online = |o: &Online| ms(o.report.online.time);
+    let aes_online = med(&aes_tls, &online);
+    let sha_online = med(&sha_tls, &online);
+    let aes_online_plain = med(&aes_plain, &online);
+    let sha_online_plain = med(&sha_plain, &online);
+    let aes_floor = fl(&aes, &aes_tls[0]);
+    let sha_floor = fl(&sha, &sha_tls[0]);
+    let aes_setup = med(&aes_tls, &|o| ms(o.report.setup.time));
+    let sha_setup = med(&sha_tls, &|o| ms(o.report.setup.time));
+    let aes_setup_plain = med(&aes_plain, &|o| ms(o.report.setup.time));
+    let sha_setup_plain = med(&sha_plain, &|o| ms(o.report.setup.time));
     let seec: Value = match &a.seec {
         Some(p) => serde_json::from_slice(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)?,
         None => json!({}),
@@ -410,7 +549,9 @@ async fn engine(a: EngineArgs) -> Result<()> {
             "peer_online_ms": o.peer["online_ms"], "peer_online_compute_ms": o.peer["online_compute_ms"], "peer_setup_ms": o.peer["setup_ms"],
         })
     };
+    let all = |v: &Vec<Online>| v.iter().map(online).collect::<Vec<f64>>();
     let mut j = json!({
+        "channel": "tls",
         "aes_ctr_floor_triples_per_s": floor_aes,
         "token_triples": nt,
         "token_init_ms": ms(token_time),
@@ -430,18 +571,33 @@ async fn engine(a: EngineArgs) -> Result<()> {
         "aes128_and_gates": aes.and_gates(), "aes128_and_depth": aes.and_depth(),
         "sha256_and_gates": sha.and_gates(), "sha256_and_depth": sha.and_depth(),
         "sha256_instances": a.sha_instances,
+        "runs": a.runs,
+    });
+    let more = json!({
         "aes128_online_ms": aes_online,
+        "aes128_online_plain_ms": aes_online_plain,
+        "aes128_online_tls_vs_plain": aes_online / aes_online_plain,
+        "aes128_online_runs_tls_ms": all(&aes_tls),
+        "aes128_online_runs_plain_ms": all(&aes_plain),
         "aes128_setup_ms": aes_setup,
+        "aes128_setup_plain_ms": aes_setup_plain,
         "aes128_online_floor_ms": aes_floor,
         "aes128_online_vs_floor": aes_online / aes_floor,
         "sha256_x1024_online_ms": sha_online,
+        "sha256_x1024_online_plain_ms": sha_online_plain,
+        "sha256_x1024_online_tls_vs_plain": sha_online / sha_online_plain,
+        "sha256_x1024_online_runs_tls_ms": all(&sha_tls),
+        "sha256_x1024_online_runs_plain_ms": all(&sha_plain),
         "sha256_x1024_setup_ms": sha_setup,
+        "sha256_x1024_setup_plain_ms": sha_setup_plain,
         "sha256_x1024_online_floor_ms": sha_floor,
         "sha256_x1024_online_vs_floor": sha_online / sha_floor,
-        "aes128_phases": phase(&aes_runs[0]),
-        "sha256_x1024_phases": phase(&sha_runs[0]),
-        "runs": a.runs,
+        "aes128_phases": phase(&aes_tls[0]),
+        "sha256_x1024_phases": phase(&sha_tls[0]),
     });
+    if let (Value::Object(m), Value::Object(more)) = (&mut j, more) {
+        m.extend(more);
+    }
     if let Some(r) = rot_floor {
         j["cryprot_rot_per_s"] = json!(r);
         j["ot_triples_vs_rot_floor"] = json!(ot_rate / (r / 2.0));
@@ -456,20 +612,22 @@ async fn engine(a: EngineArgs) -> Result<()> {
             j[k] = v.clone();
         }
     }
-    if let (Some(s), true) = (seec.get("seec_aes128_online_ms").and_then(|v| v.as_f64()), true) {
+    if let Some(s) = seec.get("seec_aes128_online_ms").and_then(|v| v.as_f64()) {
         j["aes128_online_vs_seec"] = json!(aes_online / s);
+        j["aes128_online_plain_vs_seec"] = json!(aes_online_plain / s);
     }
     if let Some(s) = seec.get("seec_sha256_x1024_online_ms").and_then(|v| v.as_f64()) {
         j["sha256_x1024_online_vs_seec"] = json!(sha_online / s);
+        j["sha256_x1024_online_plain_vs_seec"] = json!(sha_online_plain / s);
     }
     drop(dir);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&j)?);
         return Ok(());
     }
-    println!("mpc engine, one run (ratios against floors measured in this run)");
+    println!("mpc engine, one run (ratios against floors measured in this run; the parties over TLS 1.3 unless said)");
     println!(
-        "  token triples      {:>10.3} M/s   AES-128-CTR floor {:>8.1} M/s   ratio {:.2}   (2^{} triples in {:.0} ms)",
+        "  token triples      {:>10.3} M/s   AES-128-CTR floor {:>8.1} M/s   ratio {:.2}   (2^{} triples in {:.0} ms, TLS link)",
         token_rate / 1e6,
         floor_aes / 1e6,
         token_rate / floor_aes,
@@ -489,43 +647,52 @@ async fn engine(a: EngineArgs) -> Result<()> {
         ),
     }
     println!(
-        "  loopback           RTT {:.1} µs polling {} µs ({:.1} µs sleeping), {:.2} GB/s",
+        "  loopback           RTT {:.1} µs polling {} µs ({:.1} µs sleeping), {:.2} GB/s (plain TCP)",
         floor.rtt.as_secs_f64() * 1e6,
         a.spin_us,
         floor.rtt_parked.as_secs_f64() * 1e6,
         floor.bytes_per_s / 1e9
     );
     println!(
-        "  aes_128 ×1         {} AND, depth {}: online {:.2} ms (floor {:.2} ms, ratio {:.2}), setup {:.2} ms",
+        "  aes_128 ×1         {} AND, depth {}: online {:.2} ms TLS, {:.2} ms plain TCP (TLS/plain {:.3}; floor {:.2} ms, TLS ratio {:.2}), setup {:.2} ms",
         aes.and_gates(),
         aes.and_depth(),
         aes_online,
+        aes_online_plain,
+        aes_online / aes_online_plain,
         aes_floor,
         aes_online / aes_floor,
         aes_setup
     );
     println!(
-        "  sha256 ×{}       {} AND, depth {}: online {:.1} ms (floor {:.1} ms, ratio {:.2}), setup {:.1} ms",
+        "  sha256 ×{}       {} AND, depth {}: online {:.1} ms TLS, {:.1} ms plain TCP (TLS/plain {:.3}; floor {:.1} ms, TLS ratio {:.2}), setup {:.1} ms",
         a.sha_instances,
         sha.and_gates(),
         sha.and_depth(),
         sha_online,
+        sha_online_plain,
+        sha_online / sha_online_plain,
         sha_floor,
         sha_online / sha_floor,
         sha_setup
     );
     println!(
-        "  sleeping at once   aes_128 online {:.2} ms, sha256 online {:.1} ms (one run each)",
+        "  sleeping at once   aes_128 online {:.2} ms, sha256 online {:.1} ms (one run each, TLS)",
         ms(aes_parked.report.online.time),
         ms(sha_parked.report.online.time)
     );
     if let Some(s) = seec.get("seec_aes128_online_ms").and_then(|v| v.as_f64()) {
-        println!("  SEEC aes_128 online {s:.1} ms: ours/SEEC = {:.3}", aes_online / s);
+        println!(
+            "  SEEC aes_128 online {s:.1} ms: ours/SEEC = {:.3} (TLS), {:.3} (plain)",
+            aes_online / s,
+            aes_online_plain / s
+        );
     }
     if let Some(s) = seec.get("seec_sha256_x1024_online_ms").and_then(|v| v.as_f64()) {
         println!(
-            "  SEEC sha256 ×1024 online {s:.1} ms: ours/SEEC = {:.3}",
-            sha_online / s
+            "  SEEC sha256 ×1024 online {s:.1} ms: ours/SEEC = {:.3} (TLS), {:.3} (plain)",
+            sha_online / s,
+            sha_online_plain / s
         );
     }
     Ok(())

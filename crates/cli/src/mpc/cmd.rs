@@ -1,22 +1,27 @@
 //! `tacit mpc eval | run | token`.
 
+use crate::util::channel::{Channel, ChannelArgs, PeerKey, Trust, client_config, parse_fingerprint, tls_identity};
+use crate::util::{sanitize, store_path};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use rand_core::RngCore;
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
-use tacit_crypto::sign::{SigningKey, VerifyingKey};
+use tacit_crypto::sign::SigningKey;
 use tacit_mpc::bits::{parse_bit_string, to_bit_string};
 use tacit_mpc::circuit::{Circuit, LayeredCircuit, bristol};
 use tacit_mpc::driver::{RunReport, SessionConfig, run};
 use tacit_mpc::gmw::PartyInputs;
 use tacit_mpc::triples::ot::OtSource;
-use tacit_mpc::triples::token::card::{Card, Eeprom, FileEeprom, TokenState};
-use tacit_mpc::triples::token::holder::{Pool, TcpTokenLink, TokenHolder, TokenPeer, serve_connection};
+use tacit_mpc::triples::token::card::{Card, FileEeprom, LINK_NAME, SealKey, TokenSpec, TokenState};
+use tacit_mpc::triples::token::holder::{Pool, TcpTokenLink, TokenHolder, TokenPeer, TokenServer};
+use tacit_mpc::triples::token::{SOFTWARE_POLICY, TokenKind};
 use tacit_mpc::{Party, gmw};
+use tacit_net::tls::SelfSigned;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_wire::Encode;
+use tacit_store::Store;
 
 /// `tacit mpc …`
 #[derive(Debug, Subcommand)]
@@ -29,35 +34,75 @@ Example:
     Eval(EvalArgs),
     /// Evaluate a circuit under GMW with a peer process (party a listens, party b connects).
     #[command(after_help = "\
+The two parties talk over TLS 1.3 with their stores' keys: party a prints its key's
+fingerprint, party b pins it (--pin) or records it on first use; party a admits the keys
+given with --pin, or any key (and prints it). GMW is secure against a peer that follows
+the protocol (semi-honest): a peer that deviates can change the result and, in some
+circuits, learn more (docs/mpc.md). --plain-tcp removes the encryption (latency
+measurements only).
+
 Examples (two terminals):
   tacit mpc run --circuit aes_128.txt --party a --listen 127.0.0.1:7900 --input <128 bits>
-  tacit mpc run --circuit aes_128.txt --party b --connect 127.0.0.1:7900 --input <128 bits>
-With the token (start it with `tacit mpc token serve`):
-  tacit mpc run ... --party a --triples token --token 127.0.0.1:7901 --pool ./pool
-  tacit mpc run ... --party b --triples token --trust-ca <manufacturer CA key, hex>")]
+  tacit mpc run --circuit aes_128.txt --party b --connect 127.0.0.1:7900 --pin <a's key> --input <128 bits>
+With the token (see `tacit mpc token --help`):
+  tacit mpc run ... --party a --triples token --token 10.0.0.5:7901 --token-pin <link key> --pool ./pool
+  tacit mpc run ... --party b --triples token --trust-ca <manufacturer CA key> [--accept-software-token]")]
     Run(RunArgs),
-    /// The triple token: manufacture one, serve it over TCP (ISO 7816-4 APDUs), fill A's pool.
+    /// Print this store's key for GMW sessions (its fingerprint, for a peer to pin with --pin).
+    #[command(
+        after_help = "Example:\n  tacit mpc key    # give the fingerprint to the peer; it runs with --pin <fingerprint>"
+    )]
+    Key,
+    /// The triple token: its CA, manufacture, serve (ISO 7816-4 APDUs over TLS), fill A's pool.
     #[command(subcommand)]
     Token(TokenCommand),
-    /// Set intersection by sort–compare–shuffle under GMW (paper §6.3).
+    /// Set intersection by sort–compare–shuffle under GMW (paper §6.3), for peers that follow the protocol.
     #[command(subcommand)]
     Psi(super::psi::PsiCommand),
 }
 
 /// `tacit mpc token …`
 #[derive(Debug, Subcommand)]
+#[command(after_help = "\
+A software token is only as trustworthy as the machine it runs on: whoever controls that
+host can read every seed it holds (and so every triple of both parties) or rewind it. Run
+it on a host that is neither party; B accepts one only with --accept-software-token.
+
+Setup (the manufacturer, party a, and the token's host):
+  tacit mpc token ca --out manufacturer.key                 # once; prints the CA key for B
+  tacit mpc token host-key                                  # on party a: its link key
+  tacit mpc token init --state token.state --ca-key manufacturer.key \\
+                       --seal-key /secure/token.seal --pair <party a's link key>
+  tacit mpc token serve --state token.state --seal-key /secure/token.seal --listen 0.0.0.0:7901
+  tacit mpc token fill --token tokenhost:7901 --token-pin <token link key> --pool ./pool --triples 1000000")]
 pub enum TokenCommand {
-    /// Manufacture a token: master keys, static key, certificate by the manufacturer CA.
+    /// Create the manufacturer CA's signing key (its public key is what party b trusts).
+    #[command(after_help = "Example:\n  tacit mpc token ca --out manufacturer.key")]
+    Ca(TokenCaArgs),
+    /// Print this store's token link key (party a's; a token is paired with it at `token init --pair`).
+    #[command(after_help = "Example:\n  tacit mpc token host-key")]
+    HostKey,
+    /// Manufacture a software token paired with one host: master keys, token key, link key, certificate.
     #[command(after_help = "\
 Example:
-  tacit mpc token init --state token.state --ca-key manufacturer.key
-  (creates manufacturer.key if it does not exist; prints the CA key B must trust)")]
+  tacit mpc token init --state token.state --ca-key manufacturer.key --seal-key /secure/token.seal \\
+                       --pair 3f1c…   # party a's key, from `tacit mpc token host-key`
+The state is sealed with the seal key (created here if the file does not exist; keep it
+apart from the state, where neither party can read or write it) and the rollback guard
+(--guard, default: beside the seal key) records each commit, so that an earlier copy of
+the state put back is refused.")]
     Init(TokenInitArgs),
-    /// Serve the token on a TCP port, one host connection at a time.
-    #[command(after_help = "Example:\n  tacit mpc token serve --state token.state --listen 127.0.0.1:7901")]
+    /// Serve the token over TLS 1.3 to its paired host (several connections at once).
+    #[command(after_help = "\
+Example:
+  tacit mpc token serve --state token.state --seal-key /secure/token.seal --listen 0.0.0.0:7901
+Only the paired host's key completes the handshake; the token's link key fingerprint is
+printed for the host to pin (--token-pin).")]
     Serve(TokenServeArgs),
     /// Init phase: have the token generate sequences covering N triples into A's pool.
-    #[command(after_help = "Example:\n  tacit mpc token fill --token 127.0.0.1:7901 --pool ./pool --triples 1000000")]
+    #[command(
+        after_help = "Example:\n  tacit mpc token fill --token 10.0.0.5:7901 --token-pin <link key> --pool ./pool --triples 1000000"
+    )]
     Fill(TokenFillArgs),
 }
 
@@ -115,18 +160,10 @@ pub struct RunArgs {
     /// Who supplies each input value, e.g. `abb` (default: a then b for the rest).
     #[arg(long)]
     owners: Option<String>,
-    /// Triple source.
-    #[arg(long, value_enum, default_value = "ot")]
-    triples: TriplesArg,
-    /// Party a with --triples token: the token's address.
-    #[arg(long, value_name = "ADDR")]
-    token: Option<String>,
-    /// Party a with --triples token: the folder of stored c_A sequences (default: in memory).
-    #[arg(long, value_name = "DIR")]
-    pool: Option<PathBuf>,
-    /// Party b with --triples token: the manufacturer CA key to trust (hex).
-    #[arg(long, value_name = "HEX")]
-    trust_ca: Option<String>,
+    #[command(flatten)]
+    triples: super::triples::TripleOpts,
+    #[command(flatten)]
+    channel: ChannelArgs,
     /// Parallel instances (all with the same inputs unless --random-inputs).
     #[arg(long, default_value_t = 1, hide = true)]
     instances: usize,
@@ -143,18 +180,43 @@ pub struct RunArgs {
     json: bool,
 }
 
+/// Options of `mpc token ca`.
+#[derive(Debug, Args)]
+pub struct TokenCaArgs {
+    /// Where to write the CA's signing key (must not exist; mode 0600).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
 /// Options of `mpc token init`.
 #[derive(Debug, Args)]
 pub struct TokenInitArgs {
-    /// Where the token keeps its state (its "EEPROM").
+    /// Where the token keeps its state (its "EEPROM"), sealed.
     #[arg(long, value_name = "FILE")]
     state: PathBuf,
-    /// The manufacturer CA's signing key (created if missing).
+    /// The manufacturer CA's signing key (made by `tacit mpc token ca`).
     #[arg(long, value_name = "FILE")]
     ca_key: PathBuf,
+    /// The key the state is sealed with (32 bytes, hex); created if the file does not
+    /// exist. Keep it apart from the state: a copy of the state alone opens to nothing.
+    #[arg(long, value_name = "FILE")]
+    seal_key: PathBuf,
+    /// The rollback guard (default: the seal key's path with `.guard` added).
+    #[arg(long, value_name = "FILE")]
+    guard: Option<PathBuf>,
+    /// The paired host: the fingerprint `tacit mpc token host-key` prints on party a.
+    /// Only that key may connect, and only it gets s_A.
+    #[arg(long, value_name = "SHA256")]
+    pair: String,
     /// Manufacturer name written in the certificate.
     #[arg(long, default_value = "tacit software token")]
     manufacturer: String,
+    /// Days the certificate is valid.
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u64).range(1..=36500))]
+    valid_days: u64,
+    /// The issuer's policy written in the certificate (default: what a software token is).
+    #[arg(long)]
+    policy: Option<String>,
 }
 
 /// Options of `mpc token serve`.
@@ -163,20 +225,43 @@ pub struct TokenServeArgs {
     /// The token's state file.
     #[arg(long, value_name = "FILE")]
     state: PathBuf,
+    /// The key the state is sealed with.
+    #[arg(long, value_name = "FILE")]
+    seal_key: PathBuf,
+    /// The rollback guard (default: the seal key's path with `.guard` added).
+    #[arg(long, value_name = "FILE")]
+    guard: Option<PathBuf>,
     /// Where to listen.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7901")]
     listen: String,
     /// Stop after this many host connections (default: serve forever).
     #[arg(long)]
     connections: Option<u64>,
+    /// Connections served at once; more are closed at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    max_connections: u64,
+    /// Seconds a connection may last (a fill of 2^28 triples takes about a second).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    session_timeout: u64,
+}
+
+/// How party a reaches its token.
+#[derive(Debug, Clone, Args)]
+pub struct TokenLinkArgs {
+    /// The token's address.
+    #[arg(long, value_name = "ADDR")]
+    pub token: Option<String>,
+    /// The token's link key (the fingerprint `tacit mpc token serve` prints); without
+    /// it the key is recorded on first use.
+    #[arg(long, value_name = "SHA256")]
+    pub token_pin: Option<String>,
 }
 
 /// Options of `mpc token fill`.
 #[derive(Debug, Args)]
 pub struct TokenFillArgs {
-    /// The token's address.
-    #[arg(long, value_name = "ADDR")]
-    token: String,
+    #[command(flatten)]
+    link: TokenLinkArgs,
     /// A's pool folder.
     #[arg(long, value_name = "DIR")]
     pool: PathBuf,
@@ -185,21 +270,89 @@ pub struct TokenFillArgs {
     triples: usize,
 }
 
-pub fn run_cmd(cmd: MpcCommand) -> Result<()> {
+pub fn run_cmd(cmd: MpcCommand, store: Option<&Path>) -> Result<()> {
     match cmd {
         MpcCommand::Eval(a) => eval(a),
         MpcCommand::Run(a) => {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            rt.block_on(run_party(a))
+            rt.block_on(run_party(a, store))
         }
         MpcCommand::Token(t) => {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            rt.block_on(token(t))
+            rt.block_on(token(t, store))
         }
-        MpcCommand::Psi(p) => super::psi::run(p),
+        MpcCommand::Psi(p) => super::psi::run(p, store),
+        MpcCommand::Key => {
+            let ch = peer_channel(&ChannelArgs::default(), store)?;
+            let fp = ch.fingerprint()?.ok_or_else(|| anyhow!("no key"))?;
+            println!("{}", hex::encode(fp));
+            Ok(())
+        }
     }
 }
 
+/// Bytes one instance of `c` takes to run beyond the circuit itself: its triples
+/// (3 bits per AND gate, twice while they are made) and at most one word per wire.
+fn lc_need(c: &Circuit) -> u64 {
+    let s = c.stats();
+    (s.and_gates as u64 * 6).div_ceil(8) + s.wires as u64 / 8
+}
+
+/// The store's key for sessions between the parties.
+pub const PEER_PURPOSE: &str = "mpc-tls-identity";
+/// The store's key for party a's link to its token.
+pub const HOST_PURPOSE: &str = "mpc-token-host";
+/// The TLS server name of a party (certificates are pinned, not named).
+pub const PEER_TLS_NAME: &str = "tacit-mpc.invalid";
+
+/// The channel between the two parties (`--plain-tcp`, `--pin`; keys in the store).
+pub fn peer_channel(args: &ChannelArgs, store: Option<&Path>) -> Result<Channel> {
+    Channel::new(args, store, PEER_PURPOSE, "mpc", PEER_TLS_NAME)
+}
+
+/// Party a's side: listens on `addr`, prints the address (and its key), accepts one
+/// connection and runs the handshake.
+pub async fn listen_once(ch: &Channel, addr: &str, cfg: &NetConfig, who: &str) -> Result<(FramedConn, PeerKey)> {
+    let l = FramedListener::bind(addr, cfg)
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    announce(ch, who)?;
+    eprintln!("{who} listening on {}", l.local_addr()?);
+    let acceptor = ch.acceptor()?;
+    loop {
+        let conn = l.accept().await?;
+        let from = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        match acceptor.accept(conn).await {
+            Ok((conn, peer)) => {
+                eprintln!("{who}: {}", peer.describe());
+                return Ok((conn, peer));
+            }
+            // A connection that fails the handshake (a port scan, a key that is not
+            // pinned) does not end the wait for the peer.
+            Err(e) if ch.identity.is_some() => {
+                eprintln!("{who}: refused {from}: {}", sanitize(&crate::util::one_line(&e)));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Prints how a listening party can be reached: its key, or that it runs plain TCP.
+pub fn announce(ch: &Channel, who: &str) -> Result<()> {
+    match ch.fingerprint()? {
+        Some(fp) => eprintln!(
+            "{who}: TLS 1.3; this party's key {} (the peer pins it with --pin {})",
+            hex::encode(fp),
+            hex::encode(fp)
+        ),
+        None => eprintln!("{who}: plain TCP (--plain-tcp): the messages are neither encrypted nor authenticated"),
+    }
+    Ok(())
+}
+
+/// Reads a Bristol Fashion file, refusing one whose text, or whose gates and wires
+/// (from its header), would not fit in the memory this process may use
+/// ([`crate::util::memory_budget`]).
 pub fn load_circuit(path: &Path) -> Result<Circuit> {
     let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
     if meta.len() > 1 << 31 {
@@ -209,8 +362,23 @@ pub fn load_circuit(path: &Path) -> Result<Circuit> {
             meta.len()
         );
     }
+    let budget = crate::util::memory_budget();
+    if let Some(b) = budget
+        && meta.len() > b
+    {
+        bail!(
+            "{} is {} MiB; this process may use {} MiB",
+            path.display(),
+            meta.len() >> 20,
+            b >> 20
+        );
+    }
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    bristol::parse(&text).with_context(|| format!("{}", path.display()))
+    let limits = bristol::ParseLimits {
+        max_bytes: budget.map(|b| b.saturating_sub(text.len() as u64)),
+        ..Default::default()
+    };
+    bristol::parse_with(&text, &limits).with_context(|| format!("{}", path.display()))
 }
 
 fn parse_inputs(c: &Circuit, given: &[String], which: &[usize]) -> Result<Vec<Vec<bool>>> {
@@ -295,7 +463,7 @@ pub fn report_json(c: &Circuit, r: &RunReport, party: Party, triples: TriplesArg
     })
 }
 
-async fn run_party(a: RunArgs) -> Result<()> {
+async fn run_party(a: RunArgs, store: Option<&Path>) -> Result<()> {
     let c = load_circuit(&a.circuit)?;
     let party = match a.party {
         PartyArg::A => Party::A,
@@ -326,32 +494,41 @@ async fn run_party(a: RunArgs) -> Result<()> {
             .map(|&o| if o == party { it.next() } else { None })
             .collect(),
     };
+    // The run's own memory: the triples (three bits per AND and instance, twice while
+    // they are made) and a row of words per slot.
+    let need = (lc_need(&c) as u128) * n as u128;
+    if let Some(b) = crate::util::memory_budget()
+        && need > b as u128
+    {
+        bail!(
+            "{n} instances of this circuit need about {} MiB; this process may use {} MiB",
+            need >> 20,
+            b >> 20
+        );
+    }
     let lc = LayeredCircuit::new(c.clone());
     let cfg = NetConfig::default();
-    let mut conn = match party {
+    let mut channel = peer_channel(&a.channel, store)?;
+    let (mut conn, peer) = match party {
         Party::A => {
             let addr = a
                 .listen
                 .as_deref()
                 .ok_or_else(|| anyhow!("party a needs --listen ADDR"))?;
-            let l = FramedListener::bind(addr, &cfg)
-                .await
-                .with_context(|| format!("listening on {addr}"))?;
-            eprintln!("party a listening on {}", l.local_addr()?);
-            l.accept().await?
+            listen_once(&channel, addr, &cfg, "party a").await?
         }
         Party::B => {
             let addr = a
                 .connect
                 .as_deref()
                 .ok_or_else(|| anyhow!("party b needs --connect ADDR"))?;
-            FramedConn::connect(addr, &cfg)
-                .await
-                .with_context(|| format!("connecting to {addr}"))?
+            let (conn, peer) = channel.connect(addr, &cfg).await?;
+            eprintln!("party b: {}", peer.describe());
+            (conn, peer)
         }
     };
     let session = SessionConfig::new(n, owners).with_spin(std::time::Duration::from_micros(a.spin_us));
-    let report = match (a.triples, party) {
+    let report = match (a.triples.triples, party) {
         (TriplesArg::Ot, _) => {
             let bar = triples_bar(lc.and_gates() * n, "OT extension");
             let b = bar.clone();
@@ -361,28 +538,21 @@ async fn run_party(a: RunArgs) -> Result<()> {
             r?
         }
         (TriplesArg::Token, Party::A) => {
-            let taddr = a
-                .token
-                .as_deref()
-                .ok_or_else(|| anyhow!("party a with --triples token needs --token ADDR"))?;
-            let mut holder = connect_token(taddr, a.pool.as_deref()).await?;
+            let mut holder = a.triples.holder(store).await?;
             let need = lc.and_gates() * n;
             fill_with_progress(&mut holder, need).await?;
             run(&mut conn, &lc, party, &session, &inputs, &mut holder, &mut rng).await?
         }
         (TriplesArg::Token, Party::B) => {
-            let hexkey = a
-                .trust_ca
-                .as_deref()
-                .ok_or_else(|| anyhow!("party b with --triples token needs --trust-ca HEX"))?;
-            let ca = VerifyingKey::from_bytes(&hex::decode(hexkey.trim()).context("--trust-ca is not hex")?)
-                .map_err(|e| anyhow!("--trust-ca: {e}"))?;
-            let mut src = TokenPeer::new(ca, SecureRng::from_os());
+            let mut src = TokenPeer::new(a.triples.trust()?, SecureRng::from_os());
             run(&mut conn, &lc, party, &session, &inputs, &mut src, &mut rng).await?
         }
     };
     if a.json {
-        println!("{}", report_json(&c, &report, party, a.triples));
+        let mut v = report_json(&c, &report, party, a.triples.triples);
+        v["channel"] = json!(if peer.fingerprint.is_some() { "tls" } else { "plain" });
+        v["peer_key"] = json!(peer.fingerprint.map(hex::encode));
+        println!("{v}");
     } else {
         for o in &report.outputs.values[0] {
             println!("{}", to_bit_string(o));
@@ -400,15 +570,44 @@ async fn run_party(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-pub async fn connect_token(addr: &str, pool: Option<&Path>) -> Result<TokenHolder<TcpTokenLink>> {
-    let conn = FramedConn::connect(addr, &NetConfig::default())
+/// Party a's link to its token at `addr`: TLS with `identity` (the key the token is
+/// paired with), the token's link key pinned or recorded on first use.
+pub async fn connect_token(
+    addr: &str,
+    pool: Option<&Path>,
+    trust: &mut Trust,
+    identity: &SelfSigned,
+) -> Result<TokenHolder<TcpTokenLink>> {
+    let client = client_config(trust, Some(identity))?.ok_or_else(|| anyhow!("the token link runs over TLS"))?;
+    let conn = FramedConn::connect_tls(addr, &NetConfig::default(), client, LINK_NAME)
         .await
-        .with_context(|| format!("connecting to the token at {addr}"))?;
+        .with_context(|| {
+            format!("connecting to the token at {addr} (is this store's key the one the token was paired with? `tacit mpc token host-key`)")
+        })?;
+    if let Some(fp) = trust.record(conn.peer_certificate())? {
+        eprintln!("token link key {} recorded on first use", hex::encode(fp));
+    }
     let pool = match pool {
         Some(p) => Pool::open(p)?,
         None => Pool::in_memory(),
     };
     Ok(TokenHolder::new(TcpTokenLink::new(conn), pool).await?)
+}
+
+/// The store's token link key and the trust in the token at `addr` (`pin`, or the key
+/// recorded on first use under `mpc-token/ADDR`).
+pub fn token_link(store: Option<&Path>, addr: &str, pin: Option<&str>) -> Result<(Trust, SelfSigned)> {
+    let path = store_path(store)?;
+    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    let id = tls_identity(&mut st, HOST_PURPOSE, "tacit-host.invalid")?;
+    let trust = match pin {
+        Some(p) => Trust::Pinned(parse_fingerprint(p).context("--token-pin")?),
+        None => Trust::FirstUse {
+            store: st,
+            name: format!("mpc-token/{addr}"),
+        },
+    };
+    Ok((trust, id))
 }
 
 /// A progress bar over `need` triples, shown from 2^20 triples on (a second or more
@@ -435,58 +634,156 @@ pub async fn fill_with_progress(holder: &mut TokenHolder<TcpTokenLink>, need: us
     Ok(())
 }
 
-async fn token(t: TokenCommand) -> Result<()> {
+/// The rollback guard's path: `--guard`, else the seal key's path with `.guard` added.
+fn guard_path(seal_key: &Path, guard: Option<&Path>) -> PathBuf {
+    guard.map(Path::to_path_buf).unwrap_or_else(|| {
+        let mut s = seal_key.as_os_str().to_os_string();
+        s.push(".guard");
+        PathBuf::from(s)
+    })
+}
+
+/// Reads a seal key file (64 hex digits).
+pub fn read_seal_key(path: &Path) -> Result<SealKey> {
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(path).with_context(|| format!("reading the seal key {}", path.display()))?,
+    );
+    let mut b = zeroize::Zeroizing::new([0u8; 32]);
+    hex::decode_to_slice(text.trim(), &mut b[..])
+        .map_err(|_| anyhow!("{} is not a seal key (64 hex digits)", path.display()))?;
+    Ok(SealKey::from_bytes(*b))
+}
+
+/// Reads a CA signing key file (32 bytes).
+fn read_ca_key(path: &Path) -> Result<SigningKey> {
+    let b = zeroize::Zeroizing::new(std::fs::read(path).with_context(|| {
+        format!(
+            "reading the CA key {} (made by `tacit mpc token ca --out {}`)",
+            path.display(),
+            path.display()
+        )
+    })?);
+    let seed: [u8; 32] = b
+        .as_slice()
+        .try_into()
+        .map_err(|_| anyhow!("{} is not a 32-byte CA key", path.display()))?;
+    Ok(SigningKey::from_seed(&seed))
+}
+
+/// Writes a new token's sealed state and its guard (`tacit mpc token init`, the benches).
+pub fn write_token(state_path: &Path, seal_key: &SealKey, guard: &Path, st: &TokenState) -> Result<()> {
+    FileEeprom::new(state_path, seal_key.clone(), guard)
+        .create(st)
+        .with_context(|| format!("writing {}", state_path.display()))
+}
+
+async fn token(t: TokenCommand, store: Option<&Path>) -> Result<()> {
     match t {
+        TokenCommand::Ca(a) => {
+            let k = SigningKey::generate(&mut SecureRng::from_os());
+            write_private(&a.out, &k.to_seed()[..])?;
+            println!(
+                "manufacturer CA key (give to party b as --trust-ca): {}",
+                hex::encode(k.verifying_key().to_bytes())
+            );
+            Ok(())
+        }
+        TokenCommand::HostKey => {
+            let path = store_path(store)?;
+            let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+            let id = tls_identity(&mut st, HOST_PURPOSE, "tacit-host.invalid")?;
+            println!("{}", hex::encode(id.fingerprint()?));
+            eprintln!("(pair a token with this key: tacit mpc token init ... --pair <this fingerprint>)");
+            Ok(())
+        }
         TokenCommand::Init(a) => {
             let mut rng = SecureRng::from_os();
-            let ca = if a.ca_key.exists() {
-                let b = std::fs::read(&a.ca_key).with_context(|| format!("reading {}", a.ca_key.display()))?;
-                let seed: [u8; 32] = b
-                    .as_slice()
-                    .try_into()
-                    .map_err(|_| anyhow!("{} is not a 32-byte key", a.ca_key.display()))?;
-                SigningKey::from_seed(&seed)
+            let ca = read_ca_key(&a.ca_key)?;
+            let host = parse_fingerprint(&a.pair).context("--pair")?;
+            let guard = guard_path(&a.seal_key, a.guard.as_deref());
+            for p in [&a.state, &guard] {
+                if p.exists() {
+                    bail!("{} exists; a token is manufactured once", p.display());
+                }
+            }
+            let seal = if a.seal_key.exists() {
+                read_seal_key(&a.seal_key)?
             } else {
-                let k = SigningKey::generate(&mut rng);
-                write_private(&a.ca_key, &k.to_seed()[..])?;
+                let (k, bytes) = SealKey::generate(&mut rng);
+                let text = zeroize::Zeroizing::new(format!("{}\n", hex::encode(*bytes)));
+                write_private(&a.seal_key, text.as_bytes())?;
+                eprintln!(
+                    "seal key written to {} (keep it apart from the state, where neither party can read it)",
+                    a.seal_key.display()
+                );
                 k
             };
-            if a.state.exists() {
-                bail!("{} exists; a token is manufactured once", a.state.display());
-            }
-            let st = TokenState::manufacture(&ca, &a.manufacturer, &mut rng);
-            // The token's EEPROM file (two slots, mode 0600).
-            FileEeprom::new(&a.state)
-                .commit(&st.to_wire())
-                .with_context(|| format!("writing {}", a.state.display()))?;
-            println!("token {}", hex::encode(st.certificate.token_id));
+            let now = crate::util::now_unix();
+            let spec = TokenSpec {
+                manufacturer: a.manufacturer.clone(),
+                kind: TokenKind::Software,
+                not_before: now.saturating_sub(300),
+                not_after: now + a.valid_days * 86_400,
+                policy: a.policy.clone().unwrap_or_else(|| SOFTWARE_POLICY.to_string()),
+                host,
+            };
+            let st = TokenState::manufacture(&ca, &spec, &mut rng)?;
+            write_token(&a.state, &seal, &guard, &st)?;
+            let link = st.link_identity()?.fingerprint()?;
+            println!(
+                "token {} (software; valid {} days)",
+                hex::encode(st.certificate.token_id),
+                a.valid_days
+            );
+            println!(
+                "token link key (party a pins it with --token-pin): {}",
+                hex::encode(link)
+            );
             println!(
                 "manufacturer CA key (give to party b as --trust-ca): {}",
                 hex::encode(ca.verifying_key().to_bytes())
             );
+            eprintln!("rollback guard: {}", guard.display());
             Ok(())
         }
         TokenCommand::Serve(a) => {
-            let st = FileEeprom::load(&a.state)?;
-            let mut card = Card::new(st, FileEeprom::new(&a.state))?;
-            let l = FramedListener::bind(&a.listen, &NetConfig::default())
+            let guard = guard_path(&a.seal_key, a.guard.as_deref());
+            let mut eeprom = FileEeprom::new(&a.state, read_seal_key(&a.seal_key)?, &guard);
+            let st = eeprom.load()?;
+            let card = Card::new(st, eeprom)?;
+            // Connections at once (a host needs one or two), each within the session
+            // timeout; when full, a newcomer from a less busy address takes the busiest
+            // address's oldest connection, so that a flood from elsewhere cannot keep
+            // the host out (tacit_net::guard).
+            let limits =
+                tacit_net::guard::ServeLimits::new(a.max_connections as usize, Duration::from_secs(a.session_timeout));
+            let server = TokenServer::new(card, limits)?;
+            // A connection that has not finished its handshake in 5 s is closed.
+            let cfg = NetConfig {
+                connect_timeout: Duration::from_secs(5),
+                ..NetConfig::default()
+            };
+            let l = FramedListener::bind(&a.listen, &cfg)
                 .await
                 .with_context(|| format!("listening on {}", a.listen))?;
+            eprintln!(
+                "token link key {} (the paired host pins it with --token-pin)",
+                hex::encode(server.link_fingerprint())
+            );
             eprintln!("token listening on {}", l.local_addr()?);
-            let mut served = 0u64;
-            loop {
-                let c = l.accept().await?;
-                if let Err(e) = serve_connection(&mut card, c).await {
-                    eprintln!("token: host connection ended: {e}");
-                }
-                served += 1;
-                if a.connections.is_some_and(|n| served >= n) {
-                    return Ok(());
-                }
-            }
+            server
+                .serve(l, a.connections, |line| eprintln!("token: {}", sanitize(&line)))
+                .await?;
+            Ok(())
         }
         TokenCommand::Fill(a) => {
-            let mut holder = connect_token(&a.token, Some(&a.pool)).await?;
+            let addr = a
+                .link
+                .token
+                .as_deref()
+                .ok_or_else(|| anyhow!("--token ADDR is required"))?;
+            let (mut trust, id) = token_link(store, addr, a.link.token_pin.as_deref())?;
+            let mut holder = connect_token(addr, Some(&a.pool), &mut trust, &id).await?;
             fill_with_progress(&mut holder, a.triples).await?;
             println!(
                 "pool holds {} triples of token {}",

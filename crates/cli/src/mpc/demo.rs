@@ -1,10 +1,12 @@
 //! The GMW scene of `tacit demo`: Alice and Bob find the meeting slot with the least
-//! travel from their day's appointments (location-aware scheduling, paper §6.2), then
-//! intersect two small sets by sort–compare–shuffle (§6.3); both over loopback TCP
-//! with OT-extension triples. The demo prints what each of them learned.
+//! travel from their day's appointments (location-aware scheduling, paper §6.2, with
+//! triples from a software token), then intersect two small sets by
+//! sort–compare–shuffle (§6.3, OT-extension triples); both over TLS 1.3 on loopback,
+//! each party pinning the other's key. The demo prints what each of them learned.
 
 use anyhow::Result;
 use tacit_crypto::rng::SecureRng;
+use tacit_crypto::sign::SigningKey;
 use tacit_mpc::Party;
 use tacit_mpc::apps::location::LocationParams;
 use tacit_mpc::apps::psi::{self, PreparedSet};
@@ -12,13 +14,25 @@ use tacit_mpc::apps::schedule::{
     Event, Geo, Kind, Outcome, ScheduleHello, ScheduleInput, Window, run_session, slot_inputs,
 };
 use tacit_mpc::triples::ot::OtSource;
+use tacit_mpc::triples::token::TokenTrust;
+use tacit_mpc::triples::token::card::{Card, MemoryEeprom, TokenSpec, TokenState};
+use tacit_mpc::triples::token::holder::{LocalTokenLink, Pool, TokenHolder, TokenPeer};
+use tacit_net::tls::{SelfSigned, pinned};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 
+/// Alice (listening) and Bob connected over TLS 1.3, each pinning the other's key.
 async fn pair() -> Result<(FramedConn, FramedConn)> {
     let cfg = NetConfig::default();
+    let (alice, bob) = (
+        SelfSigned::generate("alice.invalid")?,
+        SelfSigned::generate("bob.invalid")?,
+    );
+    let server = alice.server_config_checking_clients(pinned(bob.fingerprint()?))?;
+    let client = bob.client_config_checking_server(pinned(alice.fingerprint()?))?;
     let l = FramedListener::bind("127.0.0.1:0", &cfg).await?;
     let addr = l.local_addr()?;
-    let (a, b) = tokio::join!(l.accept(), FramedConn::connect(addr, &cfg));
+    let accept = async { l.accept().await?.accept_tls(server).await };
+    let (a, b) = tokio::join!(accept, FramedConn::connect_tls(addr, &cfg, client, "alice.invalid"));
     Ok((a?, b?))
 }
 
@@ -78,7 +92,19 @@ pub async fn gmw_demo() -> Result<()> {
     println!("  both:  20 km/h, 30-minute meeting, slots 08:00–14:00; coordinates stay private");
     let (mut ca, mut cb) = pair().await?;
     let (mut ra, mut rb) = (SecureRng::from_os(), SecureRng::from_os());
-    let (mut sa, mut sb) = (OtSource::new(SecureRng::from_os()), OtSource::new(SecureRng::from_os()));
+    // A software token in this process: Alice holds it, Bob checks its certificate.
+    let manufacturer = SigningKey::generate(&mut ra);
+    let st = TokenState::manufacture(&manufacturer, &TokenSpec::software("tacit demo", [0; 32]), &mut ra)?;
+    let card = Card::new(st, MemoryEeprom::default())?;
+    let mut sa = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory()).await?;
+    let trust = TokenTrust::new(manufacturer.verifying_key(), crate::util::now_unix()).accepting_software();
+    let mut sb = TokenPeer::new(trust, SecureRng::from_os());
+    println!(
+        "  triples from a software token that Alice holds; Bob accepts it (--accept-software-token)\n  \
+         only because this demo is one process on one machine: a software token is as trustworthy\n  \
+         as its host, which could read Bob's seeds, so a real session needs a hardware token or a\n  \
+         token host that is neither party"
+    );
     let (a, b) = tokio::join!(
         run_session(&mut ca, Party::A, &hello, &ia, &mut sa, &mut ra),
         run_session(&mut cb, Party::B, &hello, &ib, &mut sb, &mut rb),
@@ -100,7 +126,7 @@ pub async fn gmw_demo() -> Result<()> {
         }
     }
     println!(
-        "  ({} triples by OT extension; setup {:.0} ms, online {:.0} ms in {} rounds)",
+        "  ({} triples from the token; setup {:.0} ms, online {:.0} ms in {} rounds, over TLS 1.3)",
         rep.triples,
         rep.setup.time.as_secs_f64() * 1e3,
         rep.online.time.as_secs_f64() * 1e3,

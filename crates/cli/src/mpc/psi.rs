@@ -2,24 +2,41 @@
 //! Waksman network under GMW (paper §6.3, `tacit_mpc::apps::psi`). The server (party
 //! a) chooses the shuffle and learns nothing; the querier (party b) prints the
 //! intersection, one element per line, as `tacit psi` does.
+//!
+//! GMW is secure only against a querier that follows the protocol: one that flips its
+//! share bits on the selection ANDs reads the server's elements (docs/mpc.md, the test
+//! `a_deviating_querier_reads_the_servers_set`). The server therefore serves only
+//! with `--semi-honest-peers`, and its help points untrusted queriers to `tacit psi`.
 
 use super::triples::TripleOpts;
+use crate::util::channel::ChannelArgs;
 use crate::util::{read_set, sanitize};
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
 use tacit_mpc::Party;
 use tacit_mpc::apps::psi::{self, MAX_SET, PreparedSet, PsiReport};
-use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_net::{FramedListener, NetConfig};
 
 /// `tacit mpc psi …`
 #[derive(Debug, Subcommand)]
 pub enum PsiCommand {
-    /// Serve a set (party a: chooses the shuffle, learns nothing but the querier's set size).
+    /// Serve a set to queriers that follow the protocol (party a: chooses the shuffle, learns nothing but the querier's set size).
     #[command(after_help = "\
+GMW here is secure only against queriers that follow the protocol (semi-honest): a
+querier that deviates — flips its share bits on the circuit's selection gates — reads
+the server's whole set in two queries. Serve only queriers you trust to run tacit
+unmodified, and say so with --semi-honest-peers. For untrusted queriers use
+`tacit psi serve` (DH-PSI, secure against a deviating querier).
+
+Each session runs over TLS 1.3 (the querier pins the printed key or records it on first
+use), at most --max-sessions at once, each within --session-timeout.
+
 Example:
-  tacit mpc psi serve --set server.txt --bits 32 --listen 127.0.0.1:7920 --sessions 1")]
+  tacit mpc psi serve --set server.txt --bits 32 --listen 127.0.0.1:7920 --semi-honest-peers --sessions 1")]
     Serve(Box<ServeArgs>),
     /// Query a server (party b: learns the intersection and the server's set size).
     #[command(after_help = "\
@@ -58,6 +75,19 @@ pub struct ServeArgs {
     /// Exit after this many sessions (default: serve forever).
     #[arg(long, value_name = "N")]
     sessions: Option<u64>,
+    /// Acknowledge that GMW protects the set only from queriers that follow the
+    /// protocol; a deviating querier reads the whole set (use `tacit psi` for
+    /// untrusted queriers). Required.
+    #[arg(long)]
+    semi_honest_peers: bool,
+    /// Sessions served at once; more connections are closed at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=256))]
+    max_sessions: u64,
+    /// Seconds a session may last, from accept to the last message.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    session_timeout: u64,
+    #[command(flatten)]
+    channel: ChannelArgs,
     #[command(flatten)]
     set: SetArgs,
 }
@@ -68,6 +98,8 @@ pub struct QueryArgs {
     /// The server.
     #[arg(long, value_name = "ADDR")]
     connect: String,
+    #[command(flatten)]
+    channel: ChannelArgs,
     #[command(flatten)]
     set: SetArgs,
 }
@@ -112,54 +144,31 @@ fn stats_line(r: &PsiReport) -> String {
     )
 }
 
+/// The refusal of `serve` without `--semi-honest-peers`.
+pub const NEEDS_ACK: &str = "tacit mpc psi serve protects the set only from queriers that follow the protocol \
+(semi-honest GMW): a querier that deviates reads the whole set. Pass --semi-honest-peers if every querier \
+runs tacit unmodified; for untrusted queriers use `tacit psi serve`";
+
 /// Runs a `tacit mpc psi` command.
-pub fn run(cmd: PsiCommand) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
     match cmd {
         PsiCommand::Serve(a) => {
-            let set = prepare(&a.set)?;
-            rt.block_on(async {
-                let l = FramedListener::bind(&a.listen, &NetConfig::default())
-                    .await
-                    .with_context(|| format!("cannot listen on {}", a.listen))?;
-                eprintln!(
-                    "tacit mpc psi serve: {} distinct elements of {} bits; listening on {}",
-                    set.values.len(),
-                    set.sigma,
-                    l.local_addr()?
-                );
-                let mut served = 0u64;
-                while a.sessions.is_none_or(|m| served < m) {
-                    let mut c = match l.accept().await {
-                        Ok(c) => c,
-                        Err(e) => {
-                            eprintln!("tacit mpc psi serve: accept failed: {e}");
-                            continue;
-                        }
-                    };
-                    served += 1;
-                    let r = async {
-                        let mut src = a.set.triples.source(Party::A).await?;
-                        let mut rng = SecureRng::from_os();
-                        Ok::<_, anyhow::Error>(psi::serve(&mut c, &set, a.set.max_peer, &mut src, &mut rng).await?)
-                    }
-                    .await;
-                    match r {
-                        Ok(r) if a.set.json => println!("{}", stats_json(&r)),
-                        Ok(r) => eprintln!("tacit mpc psi serve: session {served}: {}", stats_line(&r)),
-                        Err(e) => eprintln!("tacit mpc psi serve: session {served}: {}", sanitize(&format!("{e:#}"))),
-                    }
-                }
-                Ok(())
-            })
+            if !a.semi_honest_peers {
+                bail!("{NEEDS_ACK}");
+            }
+            let set = Arc::new(prepare(&a.set)?);
+            // Sessions run side by side on all cores (building a circuit is CPU work).
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            rt.block_on(serve(*a, set, store.map(Path::to_path_buf)))
         }
         PsiCommand::Query(a) => {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             let set = prepare(&a.set)?;
             let r = rt.block_on(async {
-                let mut c = FramedConn::connect(a.connect.as_str(), &NetConfig::default())
-                    .await
-                    .with_context(|| format!("cannot connect to {}", a.connect))?;
-                let mut src = a.set.triples.source(Party::B).await?;
+                let mut ch = super::cmd::peer_channel(&a.channel, store)?;
+                let (mut c, peer) = ch.connect(&a.connect, &NetConfig::default()).await?;
+                eprintln!("tacit mpc psi: {}", peer.describe());
+                let mut src = a.set.triples.source(Party::B, store).await?;
                 let mut rng = SecureRng::from_os();
                 Ok::<_, anyhow::Error>(psi::query(&mut c, &set, a.set.max_peer, &mut src, &mut rng).await?)
             })?;
@@ -176,4 +185,56 @@ pub fn run(cmd: PsiCommand) -> Result<()> {
             Ok(())
         }
     }
+}
+
+async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> Result<()> {
+    let ch = super::cmd::peer_channel(&a.channel, store.as_deref())?;
+    let acceptor = ch.acceptor()?;
+    // A connection that has not finished its handshake in 5 s is closed; it holds
+    // one of the --max-sessions slots meanwhile.
+    let cfg = NetConfig {
+        connect_timeout: Duration::from_secs(5),
+        ..NetConfig::default()
+    };
+    let l = FramedListener::bind(&a.listen, &cfg)
+        .await
+        .with_context(|| format!("cannot listen on {}", a.listen))?;
+    super::cmd::announce(&ch, "tacit mpc psi serve")?;
+    eprintln!(
+        "tacit mpc psi serve: {} distinct elements of {} bits; at most {} sessions at once; listening on {}",
+        set.values.len(),
+        set.sigma,
+        a.max_sessions,
+        l.local_addr()?
+    );
+    // The project's admission control (tacit_net::guard): the cap, a deadline per
+    // session, and fairness between addresses (a newcomer from a less busy address
+    // takes the busiest one's oldest connection when the server is full).
+    let limits = tacit_net::guard::ServeLimits::new(a.max_sessions as usize, Duration::from_secs(a.session_timeout));
+    let guard = tacit_net::guard::Guard::new(limits).on_event(Arc::new(|e| {
+        eprintln!("tacit mpc psi serve: {}", sanitize(&e.to_string()))
+    }));
+    let a = Arc::new(a);
+    let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sessions = a.sessions;
+    l.serve(&guard, sessions, move |c| {
+        let (a, set, acceptor, store) = (a.clone(), set.clone(), acceptor.clone(), store.clone());
+        let n = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        async move {
+            let r = async {
+                let (mut c, _) = acceptor.accept(c).await?;
+                let mut src = a.set.triples.source(Party::A, store.as_deref()).await?;
+                let mut rng = SecureRng::from_os();
+                Ok::<_, anyhow::Error>(psi::serve(&mut c, &set, a.set.max_peer, &mut src, &mut rng).await?)
+            }
+            .await;
+            match r {
+                Ok(r) if a.set.json => println!("{}", stats_json(&r)),
+                Ok(r) => eprintln!("tacit mpc psi serve: session {n}: {}", stats_line(&r)),
+                Err(e) => eprintln!("tacit mpc psi serve: session {n}: {}", sanitize(&format!("{e:#}"))),
+            }
+        }
+    })
+    .await;
+    Ok(())
 }

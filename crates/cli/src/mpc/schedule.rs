@@ -9,12 +9,14 @@
 //! origins and reaches per slot) in the clear, through `tacit_calendar`.
 
 use super::triples::TripleOpts;
+use crate::pros::channel::{ConnectChannel, ServeChannel, service_config};
 use crate::pros::schedule::{ScheduleArgs, weekday};
 use crate::util::sanitize;
 use anyhow::{Context, Result, anyhow, bail};
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use clap::Args;
+use std::path::Path;
 use tacit_calendar::{
     Calendar, Preferences, Slot, SlotSpec, free_slots, parse_hours, parse_span, parse_time, parse_zone, rank_slots,
 };
@@ -25,7 +27,7 @@ use tacit_mpc::apps::schedule::{
     Event, Geo, Kind, MAX_SLOTS, Outcome, ScheduleHello, ScheduleInput, Window, free_bits, run_session, slot_inputs,
 };
 use tacit_mpc::driver::RunReport;
-use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_net::FramedListener;
 
 /// Options of the GMW engine (ignored by `--engine pros`).
 #[derive(Debug, Clone, Args)]
@@ -307,31 +309,56 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
 }
 
-/// `tacit schedule serve --engine gmw`: party a (listens; holds the token link).
-pub fn serve(listen: &str, sessions: Option<u64>, o: &ScheduleArgs, g: &GmwScheduleArgs) -> Result<()> {
+/// `tacit schedule serve --engine gmw`: party a (listens; holds the token link). The
+/// channel is the schedule command's (`--plain-tcp`, `--allow`, `--deadline`,
+/// `--timeout`; the store's `pros-tls-identity` key), one session at a time.
+pub fn serve(
+    listen: &str,
+    sessions: Option<u64>,
+    o: &ScheduleArgs,
+    g: &GmwScheduleArgs,
+    store: Option<&Path>,
+    ch: &ServeChannel,
+) -> Result<()> {
     let p = prepare(o, g)?;
+    let who = "tacit schedule serve (gmw)";
+    let cfg = service_config(store, ch, 1 << 16, who)?;
     runtime()?.block_on(async {
-        let l = FramedListener::bind(listen, &NetConfig::default())
+        let l = FramedListener::bind(listen, &cfg.net)
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
         eprintln!(
-            "tacit schedule serve (gmw): {} of {} window slots free; listening on {}",
+            "{who}: {} of {} window slots free; listening on {}",
             p.free,
             p.slots.len(),
             l.local_addr()?
         );
         let mut served = 0u64;
         while sessions.is_none_or(|m| served < m) {
-            let mut c = match l.accept().await {
+            let c = match l.accept().await {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("tacit schedule serve: accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
             };
             served += 1;
             let r = async {
-                let mut src = g.triples.source(Party::A).await?;
+                let mut c = match &cfg.tls {
+                    Some(tls) => {
+                        let c = c.accept_tls(tls.clone()).await?;
+                        if let Some(fp) = c
+                            .peer_certificate()
+                            .and_then(|d| tacit_net::tls::spki_fingerprint(d).ok())
+                        {
+                            eprintln!("{who}: the peer's key {}", hex::encode(fp));
+                        }
+                        c
+                    }
+                    None => c,
+                };
+                let mut src = g.triples.source(Party::A, store).await?;
                 let mut rng = SecureRng::from_os();
                 Ok::<_, anyhow::Error>(run_session(&mut c, Party::A, &p.hello, &p.input, &mut src, &mut rng).await?)
             }
@@ -348,14 +375,19 @@ pub fn serve(listen: &str, sessions: Option<u64>, o: &ScheduleArgs, g: &GmwSched
     })
 }
 
-/// `tacit schedule connect --engine gmw`: party b.
-pub fn connect(addr: &str, o: &ScheduleArgs, g: &GmwScheduleArgs) -> Result<()> {
+/// `tacit schedule connect --engine gmw`: party b, over the schedule command's channel
+/// (`--pin`, `--tofu`, `--plain-tcp`).
+pub fn connect(
+    addr: &str,
+    o: &ScheduleArgs,
+    g: &GmwScheduleArgs,
+    store: Option<&Path>,
+    ch: &ConnectChannel,
+) -> Result<()> {
     let p = prepare(o, g)?;
     let (out, rep) = runtime()?.block_on(async {
-        let mut c = FramedConn::connect(addr, &NetConfig::default())
-            .await
-            .with_context(|| format!("cannot connect to {addr}"))?;
-        let mut src = g.triples.source(Party::B).await?;
+        let (mut c, _) = crate::pros::channel::connect(store, ch, addr, "tacit schedule connect").await?;
+        let mut src = g.triples.source(Party::B, store).await?;
         let mut rng = SecureRng::from_os();
         Ok::<_, anyhow::Error>(run_session(&mut c, Party::B, &p.hello, &p.input, &mut src, &mut rng).await?)
     })?;

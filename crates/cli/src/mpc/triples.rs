@@ -1,16 +1,18 @@
-//! The triple-source options the GMW applications share (`tacit schedule --engine
-//! gmw`, `tacit mpc psi`), and one source type over the three kinds a CLI party uses.
+//! The triple-source options the GMW commands share (`tacit mpc run`, `tacit schedule
+//! --engine gmw`, `tacit mpc psi`), and one source type over the three kinds a CLI
+//! party uses.
 
-use super::cmd::{TriplesArg, connect_token};
+use super::cmd::{TokenLinkArgs, TriplesArg, connect_token, token_link};
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::VerifyingKey;
 use tacit_mpc::driver::TripleSource;
 use tacit_mpc::messages::TripleKind;
 use tacit_mpc::triples::TripleShares;
 use tacit_mpc::triples::ot::OtSource;
+use tacit_mpc::triples::token::TokenTrust;
 use tacit_mpc::triples::token::holder::{TcpTokenLink, TokenHolder, TokenPeer};
 use tacit_mpc::{Error, Party};
 use tacit_net::FramedConn;
@@ -23,9 +25,8 @@ pub struct TripleOpts {
     /// certificate with --trust-ca).
     #[arg(long, value_enum, default_value = "ot")]
     pub triples: TriplesArg,
-    /// Listening party with --triples token: the token's address.
-    #[arg(long, value_name = "ADDR")]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub link: TokenLinkArgs,
     /// Listening party with --triples token: the folder of stored c_A sequences
     /// (default: in memory).
     #[arg(long, value_name = "DIR")]
@@ -33,6 +34,12 @@ pub struct TripleOpts {
     /// Connecting party with --triples token: the manufacturer CA key to trust (hex).
     #[arg(long, value_name = "HEX")]
     pub trust_ca: Option<String>,
+    /// Connecting party with --triples token: accept a token whose certificate says
+    /// "software". Such a token is only as trustworthy as the host it runs on, which
+    /// can read every seed (yours included): accept one only if that host is neither
+    /// party. Without this flag only hardware tokens are accepted.
+    #[arg(long)]
+    pub accept_software_token: bool,
 }
 
 /// A triple source of any kind.
@@ -64,26 +71,40 @@ impl TripleSource for Source {
 }
 
 impl TripleOpts {
+    /// Party a's token link and pool (`--token`, `--token-pin`, `--pool`; the link key
+    /// from the store).
+    pub async fn holder(&self, store: Option<&Path>) -> Result<TokenHolder<TcpTokenLink>> {
+        let addr = self
+            .link
+            .token
+            .as_deref()
+            .ok_or_else(|| anyhow!("the listening party with --triples token needs --token ADDR"))?;
+        let (mut trust, id) = token_link(store, addr, self.link.token_pin.as_deref())?;
+        connect_token(addr, self.pool.as_deref(), &mut trust, &id).await
+    }
+
+    /// Party b's trust in tokens (`--trust-ca`, `--accept-software-token`), now.
+    pub fn trust(&self) -> Result<TokenTrust> {
+        let hexkey = self
+            .trust_ca
+            .as_deref()
+            .ok_or_else(|| anyhow!("the connecting party with --triples token needs --trust-ca HEX"))?;
+        let ca = VerifyingKey::from_bytes(&hex::decode(hexkey.trim()).context("--trust-ca is not hex")?)
+            .map_err(|e| anyhow!("--trust-ca: {e}"))?;
+        let t = TokenTrust::new(ca, crate::util::now_unix());
+        Ok(if self.accept_software_token {
+            t.accepting_software()
+        } else {
+            t
+        })
+    }
+
     /// The source for `party` (a: the listening side).
-    pub async fn source(&self, party: Party) -> Result<Source> {
+    pub async fn source(&self, party: Party, store: Option<&Path>) -> Result<Source> {
         Ok(match (self.triples, party) {
             (TriplesArg::Ot, _) => Source::Ot(OtSource::new(SecureRng::from_os())),
-            (TriplesArg::Token, Party::A) => {
-                let addr = self
-                    .token
-                    .as_deref()
-                    .ok_or_else(|| anyhow!("the listening party with --triples token needs --token ADDR"))?;
-                Source::Holder(Box::new(connect_token(addr, self.pool.as_deref()).await?))
-            }
-            (TriplesArg::Token, Party::B) => {
-                let hexkey = self
-                    .trust_ca
-                    .as_deref()
-                    .ok_or_else(|| anyhow!("the connecting party with --triples token needs --trust-ca HEX"))?;
-                let ca = VerifyingKey::from_bytes(&hex::decode(hexkey.trim()).context("--trust-ca is not hex")?)
-                    .map_err(|e| anyhow!("--trust-ca: {e}"))?;
-                Source::Peer(TokenPeer::new(ca, SecureRng::from_os()))
-            }
+            (TriplesArg::Token, Party::A) => Source::Holder(Box::new(self.holder(store).await?)),
+            (TriplesArg::Token, Party::B) => Source::Peer(TokenPeer::new(self.trust()?, SecureRng::from_os())),
         })
     }
 }

@@ -78,6 +78,10 @@ pub struct DetectionArgs {
 
 const NOW: u64 = 1_800_000_000_000;
 
+fn stop(s: ClientStop) -> anyhow::Error {
+    anyhow::anyhow!("an honest session stopped: {s}")
+}
+
 /// `n` distinct public keys, quickly: `2·(P₀ + i·Q)` by additions and batched
 /// compressions (their generation is not what is measured).
 fn fast_keys(n: u64, rng: &mut ChaCha20Rng) -> Vec<[u8; 32]> {
@@ -105,16 +109,30 @@ fn fast_keys(n: u64, rng: &mut ChaCha20Rng) -> Vec<[u8; 32]> {
 
 struct Built {
     server: TracEdgeServer<LweAnyServer>,
+    /// A view of the log synced to its head (subscribers' views are copies).
+    view: ClientView,
     line: serde_json::Value,
 }
 
 fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backend: &LweBackend) -> Result<Built> {
-    let server =
-        TracEdgeServer::<LweAnyServer>::new(SigningKey::generate(rng), Scalar::random(rng), ServerConfig::default());
+    let mut server = TracEdgeServer::<LweAnyServer>::new(
+        SigningKey::generate(rng),
+        Scalar::random(rng),
+        ServerConfig::default(),
+        n,
+        NOW,
+    )?;
     let mut keys = fast_keys(n, rng);
     for (row, s) in subs {
         keys[*row as usize] = s.public_bytes();
     }
+    // Every row is a subscriber: the table log registers them all (in entries of
+    // at most 65 536 changes), and the directory follows.
+    let changes: Vec<Change> = keys.iter().enumerate().map(|(i, k)| (i as u64, *k)).collect();
+    let t = Instant::now();
+    server.apply_changes_unreceipted(&changes, NOW)?;
+    let log_s = t.elapsed().as_secs_f64();
+    drop(changes);
     let key = TableKey::random(rng);
     // The floor: one variable-base scalar multiplication per row, on all cores.
     let points: Vec<RistrettoPoint> = keys
@@ -144,8 +162,7 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backen
     pb.finish_and_clear();
     let t = Instant::now();
     let table = Table::from_bytes(rows, keytable::ROW_BYTES)?;
-    let mut seed = [0u8; 16];
-    rng.fill_bytes(&mut seed);
+    let seed = lwe_seed(&server.dh_public(), 1, &key);
     let pir = LweAnyServer::setup(&table, LweParams::new(table.shape(), seed)?, backend)?;
     let hint_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
@@ -164,8 +181,18 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backen
         None,
         rng,
     )?;
-    let mut server = server;
-    server.install(live, NOW);
+    server.install(live, NOW)?;
+    // A subscriber's first sync: the whole log into an empty view.
+    let t = Instant::now();
+    let mut view = ClientView::new(server.verifying_key(), n, server.dh_public().compress().to_bytes())?;
+    let head = server.log().head().seq;
+    while view.head_seq() != Some(head) {
+        let from = view.head_seq().map_or(0, |h| h + 1);
+        let seg = server.log_segment(&LogRequest { from, to: head });
+        view.apply(&seg)
+            .map_err(|e| anyhow::anyhow!("the bench's own log does not verify: {e:?}"))?;
+    }
+    let sync_s = t.elapsed().as_secs_f64();
     let total = rows_s + hint_s + dir_s;
     let line = serde_json::json!({
         "rows": n, "table_create_s": total, "rows_s": rows_s, "hint_s": hint_s, "directory_s": dir_s,
@@ -174,8 +201,9 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backen
         "rows_gpu_s": gpu.map(|g| g.gpu_s), "rows_gpu_compile_s": gpu.map(|g| g.compile_s),
         "rows_gpu_regs": gpu.map(|g| g.regs), "rows_gpu_local_bytes": gpu.map(|g| g.local_bytes),
         "hint_bytes": sizes.hint_bytes, "query_bytes": sizes.query_bytes, "answer_bytes": sizes.answer_bytes,
+        "log_entries": head + 1, "log_append_s": log_s, "client_log_sync_s": sync_s,
     });
-    Ok(Built { server, line })
+    Ok(Built { server, view, line })
 }
 
 /// Runs `bench pir auth`.
@@ -238,24 +266,40 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         .iter()
         .map(|(r, s)| TracEdgeClient::new(vk, *r, s.clone(), config))
         .collect();
+    // Each subscriber's copy of the log (sharing the directory) with its receipt.
+    let views: Vec<ClientView> = subs
+        .iter()
+        .map(|(r, s)| {
+            let seq = server
+                .log()
+                .records()
+                .iter()
+                .find(|rec| rec.changes.iter().any(|&(row, _)| row == *r))
+                .map(|rec| rec.entry.seq)
+                .ok_or_else(|| anyhow::anyhow!("row {r} is not in the log"))?;
+            let receipt = server.receipt(*r, s.public_bytes(), seq, NOW);
+            let mut v = b.view.clone();
+            v.set_own_from(receipt, server.log().records())
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            Ok(v)
+        })
+        .collect::<Result<_>>()?;
 
     // Table 7: one authentication at a time, split into its parts.
     let mut parts: Vec<[f64; 5]> = Vec::new();
     let mut t_s = NOW;
-    for c in clients.iter().take(a.samples) {
+    for (c, v) in clients.iter().zip(&views).take(a.samples) {
         t_s += 1;
         let t0 = Instant::now();
-        let (mut cs, hello) = c.start(t_s, &mut rng);
+        let (mut cs, hello) = c.start(t_s, v, &mut rng);
         let (mut ss, commit) = server.hello(&hello, NOW, &mut rng)?;
-        let queries = c.on_commit(&mut cs, commit, hint.clone(), &mut rng)?;
+        let queries = c.on_commit(&mut cs, commit, hint.clone(), v, &mut rng).map_err(stop)?;
         let t_query = t0.elapsed();
         let t1 = Instant::now();
         let resp = server.respond(&mut ss, &queries)?;
         let t_answer = t1.elapsed();
         let t2 = Instant::now();
-        let lookup = c.on_response(&mut cs, resp)?;
-        let entries = server.directory(&ss, &lookup)?;
-        let auth = c.on_directory(&mut cs, entries, &mut rng)?;
+        let auth = c.on_response(&mut cs, resp, &mut rng).map_err(stop)?;
         let (reply, _) = server.finish(&mut ss, &auth)?;
         let out = c.on_server_auth(&mut cs, Ok(reply));
         let t_check = t2.elapsed();
@@ -288,19 +332,19 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         let bsz = bsz.min(clients.len()).max(1);
         let mut started = Vec::new();
         let mut ss_all = Vec::new();
-        for c in clients.iter().take(bsz) {
+        for (c, v) in clients.iter().zip(&views).take(bsz) {
             t_s += 1;
-            let (cs, hello) = c.start(t_s, &mut rng);
+            let (cs, hello) = c.start(t_s, v, &mut rng);
             let (ss, commit) = server.hello(&hello, NOW, &mut rng)?;
-            started.push((c, cs, commit, rng.next_u64()));
+            started.push((c, v, cs, commit, rng.next_u64()));
             ss_all.push(ss);
         }
         // The clients' query generation (other devices in reality) on all cores.
         let prepared: Vec<(_, Queries)> = started
             .into_par_iter()
-            .map(|(c, mut cs, commit, seed)| {
+            .map(|(c, v, mut cs, commit, seed)| {
                 let mut crng = ChaCha20Rng::seed_from_u64(seed);
-                let q = c.on_commit(&mut cs, commit, hint.clone(), &mut crng)?;
+                let q = c.on_commit(&mut cs, commit, hint.clone(), v, &mut crng).map_err(stop)?;
                 Ok((cs, q))
             })
             .collect::<Result<_>>()?;
@@ -325,9 +369,9 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         let mut pass_times = Vec::new();
         for _ in 1..a.passes {
             let mut fresh = Vec::with_capacity(bsz);
-            for c in clients.iter().take(bsz) {
+            for (c, v) in clients.iter().zip(&views).take(bsz) {
                 t_s += 1;
-                let (_, hello) = c.start(t_s, &mut rng);
+                let (_, hello) = c.start(t_s, v, &mut rng);
                 fresh.push(server.hello(&hello, NOW, &mut rng)?.0);
             }
             let t0 = Instant::now();
@@ -345,29 +389,19 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         pass_times.push(t0.elapsed());
         let t_pass = crate::util::median(pass_times);
         let t_pir = crate::util::median(pir_times);
-        // The rest of the server's work per session (directory, MAC), timed on all
-        // cores as a server runs its connections; the clients' steps in between
-        // are not timed.
+        // The rest of the server's work per session (the MAC), timed on all cores as
+        // a server runs its connections; the clients' steps in between are not
+        // timed.
         let srv = &*server;
-        let lookups: Vec<DirLookup> = clients
-            .par_iter()
-            .zip(cs_all.par_iter_mut())
-            .zip(responses.into_par_iter())
-            .map(|((c, cs), r)| Ok(c.on_response(cs, r?)?))
-            .collect::<Result<_>>()?;
-        let t = Instant::now();
-        let entries: Vec<DirEntries> = ss_all
-            .par_iter()
-            .zip(lookups.par_iter())
-            .map(|(ss, l)| srv.directory(ss, l))
-            .collect::<core::result::Result<_, _>>()?;
-        let mut t_rest = t.elapsed();
         let seeds: Vec<u64> = (0..bsz).map(|_| rng.next_u64()).collect();
         let auths: Vec<ClientAuth> = clients
             .par_iter()
             .zip(cs_all.par_iter_mut())
-            .zip(entries.into_par_iter().zip(seeds.into_par_iter()))
-            .map(|((c, cs), (e, seed))| Ok(c.on_directory(cs, e, &mut ChaCha20Rng::seed_from_u64(seed))?))
+            .zip(responses.into_par_iter().zip(seeds.into_par_iter()))
+            .map(|((c, cs), (r, seed))| {
+                c.on_response(cs, r?, &mut ChaCha20Rng::seed_from_u64(seed))
+                    .map_err(stop)
+            })
             .collect::<Result<_>>()?;
         let t = Instant::now();
         let replies: Vec<ServerAuth> = ss_all
@@ -375,7 +409,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
             .zip(auths.par_iter())
             .map(|(ss, au)| srv.finish(ss, au).map(|(reply, _)| reply))
             .collect::<core::result::Result<_, _>>()?;
-        t_rest += t.elapsed();
+        let t_rest = t.elapsed();
         for ((c, cs), reply) in clients.iter().zip(cs_all.iter_mut()).zip(replies) {
             if !matches!(c.on_server_auth(cs, Ok(reply)), ClientOutcome::Authenticated { .. }) {
                 bail!("an authentication under load failed");
@@ -386,7 +420,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         best = best.max(per_s);
         if !a.json {
             eprintln!(
-                "batch {bsz:>3}: {:.1} ms for {} queries in one pass (the PIR backend alone: {:.1} ms) + {:.2} ms directory/MAC → {per_s:.1} authentications/s",
+                "batch {bsz:>3}: {:.1} ms for {} queries in one pass (the PIR backend alone: {:.1} ms) + {:.2} ms MAC → {per_s:.1} authentications/s",
                 millis(t_pass),
                 2 * bsz,
                 millis(t_pir),
@@ -465,7 +499,11 @@ pub fn detection(a: &DetectionArgs) -> Result<()> {
             SigningKey::generate(&mut rng),
             Scalar::random(&mut rng),
             ServerConfig::default(),
-        );
+            n,
+            NOW,
+        )?;
+        let changes: Vec<Change> = keys.iter().enumerate().map(|(i, k)| (i as u64, *k)).collect();
+        let receipts = server.apply_changes(&changes, NOW)?.receipts;
         let mut rows: Vec<u64> = (0..n).collect();
         tacit_crypto::rng::shuffle(&mut rng, &mut rows);
         let mut flagged: Vec<u64> = rows[..m as usize].to_vec();
@@ -487,12 +525,15 @@ pub fn detection(a: &DetectionArgs) -> Result<()> {
         )?;
         table.add_second_key(second);
         let hint = table.hint().clone();
-        server.install(table, NOW);
+        server.install(table, NOW)?;
         let vk = server.verifying_key();
         let config = ClientConfig {
             audits: a.audits,
             accept_paper_commitment: false,
         };
+        // Each subscriber's copy of the log, synced once (the rest of its sessions
+        // find it up to date).
+        let mut views: Vec<Option<ClientView>> = (0..n).map(|_| None).collect();
         let mut undetected = 0u64;
         let mut caught_auths = 0u64;
         let mut tagged = 0u64;
@@ -504,25 +545,23 @@ pub fn detection(a: &DetectionArgs) -> Result<()> {
             let mut detected = false;
             for &row in order.iter().take(a.auths as usize) {
                 let c = TracEdgeClient::new(vk, row, subs[row as usize].clone(), config);
-                t_s += 1;
-                let (mut cs, hello) = c.start(t_s, &mut rng);
-                let (mut ss, commit) = server.hello(&hello, NOW, &mut rng)?;
-                let q = c.on_commit(&mut cs, commit, hint.clone(), &mut rng)?;
-                let resp = server.respond(&mut ss, &q)?;
-                let lookup = c.on_response(&mut cs, resp)?;
-                let entries = server.directory(&ss, &lookup)?;
-                let auth = c.on_directory(&mut cs, entries, &mut rng)?;
-                let (reply, key_index) = match server.finish(&mut ss, &auth) {
-                    Ok((r, o)) => (Ok(r), o.key_index),
-                    Err(e) => (Err(e.to_string()), 0),
+                let view = match &mut views[row as usize] {
+                    Some(v) => v,
+                    slot => slot.insert(ClientView::for_receipt(receipts[row as usize].clone())?),
                 };
-                if key_index > 0 {
+                t_s += 1;
+                let run = authenticate_in_process(&mut server, &c, view, hint.clone(), t_s, &mut rng);
+                if run.key_index.is_some_and(|k| k > 0) {
                     tagged += 1;
                 }
-                if let ClientOutcome::Caught(p) = c.on_server_auth(&mut cs, reply) {
-                    p.verify()?;
-                    detected = true;
-                    caught_auths += 1;
+                match run.client {
+                    Ok(ClientOutcome::Caught(p)) | Err(ClientStop::Caught(p)) => {
+                        p.verify()?;
+                        detected = true;
+                        caught_auths += 1;
+                    }
+                    Ok(_) => {}
+                    Err(s) => bail!("a session stopped: {s}"),
                 }
             }
             if !detected {

@@ -1,7 +1,7 @@
 //! The hotspot scene of `tacit demo`: an operator's authentication server and its
-//! subscribers run TracEdge (Algorithm 1) — an honest authentication, then a server
-//! that gives one subscriber a second key, caught, and the proof checked by a third
-//! party.
+//! subscribers run TracEdge (Algorithm 1 with the signed table log) — an honest
+//! authentication, then a server that gives one subscriber a second key, caught, and
+//! the proof checked by a third party.
 
 use anyhow::{Result, bail};
 use curve25519_dalek::scalar::Scalar;
@@ -11,7 +11,7 @@ use tacit_pir::lwe::{LweHint, LweServer};
 use tacit_pir::tracedge::*;
 use tacit_wire::{Decode, Encode};
 
-const ROWS: usize = 2000;
+const ROWS: u64 = 2000;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -20,41 +20,28 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// One authentication; returns the client's outcome and what the server saw.
-fn authenticate(
-    server: &mut TracEdgeServer<LweServer>,
-    client: &TracEdgeClient,
-    hint: &LweHint,
-    rng: &mut SecureRng,
-) -> Result<(ClientOutcome, String, usize)> {
-    let now = now_ms();
-    let (mut cs, hello) = client.start(now, rng);
-    let (mut ss, commit) = server.hello(&hello, now, rng)?;
-    let queries = client.on_commit(&mut cs, commit, hint.clone(), rng)?;
-    let bytes = queries.to_wire().len();
-    let resp = server.respond(&mut ss, &queries)?;
-    let lookup = client.on_response(&mut cs, resp)?;
-    let entries = server.directory(&ss, &lookup)?;
-    let auth = client.on_directory(&mut cs, entries, rng)?;
-    let (reply, seen) = match server.finish(&mut ss, &auth) {
-        Ok((r, o)) if o.key_index == 0 => (Ok(r), "a subscriber (which one: unknown)".to_string()),
-        Ok((r, o)) => (Ok(r), format!("a subscriber holding second key {}", o.key_index)),
-        Err(e) => (Err(e.to_string()), format!("refused ({e})")),
-    };
-    Ok((client.on_server_auth(&mut cs, reply), seen, bytes))
+struct World {
+    server: TracEdgeServer<LweServer>,
+    subs: Vec<SubscriberSecret>,
+    receipts: Vec<EnrolmentReceipt>,
+    hint: LweHint,
 }
 
-fn world(
-    rng: &mut SecureRng,
-    cheat_row: Option<u64>,
-) -> Result<(TracEdgeServer<LweServer>, Vec<SubscriberSecret>, LweHint)> {
-    let mut server =
-        TracEdgeServer::<LweServer>::new(SigningKey::generate(rng), Scalar::random(rng), ServerConfig::default());
+fn world(rng: &mut SecureRng, cheat_row: Option<u64>) -> Result<World> {
+    let mut server = TracEdgeServer::<LweServer>::new(
+        SigningKey::generate(rng),
+        Scalar::random(rng),
+        ServerConfig::default(),
+        ROWS,
+        now_ms(),
+    )?;
     let subs: Vec<SubscriberSecret> = (0..3).map(|_| SubscriberSecret::random(rng)).collect();
-    let mut keys = vec![server.dh_public().compress().to_bytes(); ROWS];
-    for (i, s) in subs.iter().enumerate() {
-        keys[100 + i * 500] = s.public_bytes();
-    }
+    let changes: Vec<Change> = subs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (100 + i as u64 * 500, s.public_bytes()))
+        .collect();
+    let receipts = server.apply_changes(&changes, now_ms())?.receipts;
     let second = TableKey::random(rng);
     let flagged: Vec<u64> = cheat_row.into_iter().collect();
     let flag = cheat_row.map(|_| Flagged {
@@ -66,7 +53,7 @@ fn world(
         TableKey::random(rng),
         CommitScheme::Binding,
         &server.dh_public(),
-        keys,
+        server.directory().keys().to_vec(),
         flag,
         &|_| {},
         rng,
@@ -75,30 +62,62 @@ fn world(
         table.add_second_key(second.clone());
     }
     let hint = table.hint().clone();
-    server.install(table, now_ms());
-    Ok((server, subs, hint))
+    server.install(table, now_ms())?;
+    Ok(World {
+        server,
+        subs,
+        receipts,
+        hint,
+    })
+}
+
+/// One authentication of subscriber `i`; the client's outcome and what the server saw.
+fn authenticate(w: &mut World, i: usize, rng: &mut SecureRng) -> Result<(ClientOutcome, String)> {
+    let r = w.receipts[i].clone();
+    let client = TracEdgeClient::new(
+        w.server.verifying_key(),
+        r.row,
+        w.subs[i].clone(),
+        ClientConfig::default(),
+    );
+    let mut view = ClientView::for_receipt(r)?;
+    let run = authenticate_in_process(&mut w.server, &client, &mut view, w.hint.clone(), now_ms(), rng);
+    let seen = match run.key_index {
+        Some(0) => "a subscriber (which one: unknown)".to_string(),
+        Some(k) => format!("a subscriber holding second key {k}"),
+        None => "a client whose MAC matched no key (refused)".to_string(),
+    };
+    match run.client {
+        Ok(o) => Ok((o, seen)),
+        Err(ClientStop::Caught(p)) => Ok((ClientOutcome::Caught(p), seen)),
+        Err(s) => bail!("the session stopped: {s}"),
+    }
 }
 
 /// Runs the scene.
 pub fn hotspot_demo() -> Result<()> {
     println!("\n=== hotspot: TracEdge anonymous authentication ({ROWS}-row key table, lwe PIR) ===");
     let mut rng = SecureRng::from_os();
-    let (mut server, subs, hint) = world(&mut rng, None)?;
-    let alice = TracEdgeClient::new(server.verifying_key(), 600, subs[1].clone(), ClientConfig::default());
-    let (out, seen, bytes) = authenticate(&mut server, &alice, &hint, &mut rng)?;
-    println!("alice (row 600) queries the table privately ({bytes} B of queries, 4 rows audited)");
+    let mut w = world(&mut rng, None)?;
+    println!(
+        "operator: 3 subscribers enrolled, each with a signed receipt; table log of {} signed entries",
+        w.server.log().head().seq + 1
+    );
+    let (out, seen) = authenticate(&mut w, 1, &mut rng)?;
+    println!(
+        "alice (row 600) syncs the table log, queries the table privately (4 rows audited against her copy of the directory)"
+    );
     match out {
         ClientOutcome::Authenticated { .. } => {
-            println!("alice: authenticated; the commitment and the audits check out")
+            println!("alice: authenticated; the log, the commitment and the audits check out")
         }
         other => bail!("the honest authentication failed: {other:?}"),
     }
     println!("server: authenticated {seen}");
 
     println!("\n--- the same operator, cheating: alice's row gets a second key to tag her ---");
-    let (mut server, subs, hint) = world(&mut rng, Some(600))?;
-    let alice = TracEdgeClient::new(server.verifying_key(), 600, subs[1].clone(), ClientConfig::default());
-    let (out, seen, _) = authenticate(&mut server, &alice, &hint, &mut rng)?;
+    let mut w = world(&mut rng, Some(600))?;
+    let (out, seen) = authenticate(&mut w, 1, &mut rng)?;
     println!("server: {seen} — alice's random MAC looks like any outsider's");
     let ClientOutcome::Caught(proof) = out else {
         bail!("the cheating server was not caught: {out:?}");
@@ -110,13 +129,13 @@ pub fn hotspot_demo() -> Result<()> {
     );
     let checked = MisbehaviourProof::from_wire(&file)?.verify()?;
     println!("a third party (tacit pir verify-proof): VALID — {}", checked.what);
-    let bob = TracEdgeClient::new(server.verifying_key(), 100, subs[0].clone(), ClientConfig::default());
-    let (out, seen, _) = authenticate(&mut server, &bob, &hint, &mut rng)?;
+    let (out, seen) = authenticate(&mut w, 0, &mut rng)?;
     println!(
         "bob (row 100, not flagged): {}; server saw {seen}",
         match out {
             ClientOutcome::Authenticated { .. } => "authenticated".to_string(),
             ClientOutcome::Caught(_) => "caught the server in an audit".to_string(),
+            ClientOutcome::NotEnrolled { .. } => "not enrolled".to_string(),
             ClientOutcome::Refused(r) => format!("refused ({r})"),
         }
     );

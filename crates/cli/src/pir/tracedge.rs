@@ -1,47 +1,49 @@
 //! `tacit pir server …`, `tacit pir client …`, `tacit pir verify-proof`: TracEdge
-//! (Algorithm 1) over TLS, with table management in the store (§3.5).
+//! (Algorithm 1 with the table log) over TLS. The servers and clients are
+//! `tacit_pir::tracedge::service`; this file parses, calls and prints.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
-use curve25519_dalek::scalar::Scalar;
-use tacit_crypto::rng::SecureRng;
-use tacit_crypto::sign::{SigningKey, VerifyingKey};
-use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_pir::lwe::LweHint;
+use tacit_pir::LweBackend;
+use tacit_pir::tracedge::service::{client, operator, server};
 use tacit_pir::tracedge::*;
-use tacit_pir::{LweAnyServer, LweBackend};
-use tacit_store::Store;
-use tacit_wire::{Decode, Encode, Envelope, ErrorMessage};
-use tokio::sync::{mpsc, oneshot};
+use tacit_wire::{Decode, Encode};
 
-use crate::util::{now_unix, sanitize};
-
-/// The TLS server name (certificates are pinned, not named).
-const TLS_NAME: &str = "tracedge.tacit.invalid";
+use crate::util::sanitize;
 
 /// `tacit pir server …`.
 #[derive(Debug, Subcommand)]
 pub enum ServerCommand {
     /// Create the server's keys (Ed25519 signing key, ristretto255 key for empty rows,
-    /// TLS identity) and fix the number of rows.
+    /// TLS identity), fix the number of rows and start the table log.
     #[command(after_help = "Example:\n  tacit pir server init --store op.sqlite3 --rows 100000")]
     Init(InitArgs),
-    /// Register a subscriber's public key; prints the row it keeps across tables.
-    #[command(after_help = "Example:\n  tacit pir server register --store op.sqlite3 --key 5e3c… --label alice")]
+    /// Register a subscriber's public key (from `tacit pir client keygen`); prints the
+    /// row it keeps across tables and writes the signed enrolment receipt to hand back.
+    #[command(after_help = "\
+With no server running, the command signs the log entry and the receipt itself; with
+`pir server serve` running on the store it waits for the server to do it (--wait).
+Example:
+  tacit pir server register --store op.sqlite3 --key 5e3c… --label alice --receipt-out alice.receipt")]
     Register(RegisterArgs),
-    /// Remove the subscriber of a row (a running server writes an empty row on the fly
-    /// and rekeys).
+    /// Remove the subscriber of a row: a signed log entry empties it and a rekey
+    /// follows (the row is not handed out again before that rekey).
+    #[command(after_help = "Example:\n  tacit pir server remove --store op.sqlite3 --row 17")]
     Remove(RemoveArgs),
     /// Put a new table key in the pool; a running server builds the table while it
     /// keeps serving, then deprecates the old one.
+    #[command(after_help = "Example:\n  tacit pir server rekey --store op.sqlite3")]
     Rekey(StoreArg),
-    /// Subscribers, tables and their status.
+    /// Subscribers, tables, the table log and their status.
+    #[command(after_help = "Example:\n  tacit pir server status --store op.sqlite3 --json")]
     Status(StatusArgs),
-    /// Serve authentications over TLS.
+    /// Write the enrolment receipt of a row (to hand to its subscriber).
+    #[command(after_help = "Example:\n  tacit pir server receipt --store op.sqlite3 --row 3 --out alice.receipt")]
+    Receipt(ReceiptArgs),
+    /// Serve authentications over TLS (one serving process per store).
     #[command(after_help = "\
 Examples:
   tacit pir server serve --store op.sqlite3 --listen 127.0.0.1:7690 --open-enrollment
@@ -52,17 +54,32 @@ Examples:
 /// `tacit pir client …`.
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
-    /// Make a key pair and register it with a server; writes the identity file.
+    /// Make a key pair and register it with an open-enrolment server (with a proof of
+    /// possession); writes the identity file with the signed receipt.
     #[command(
         after_help = "Example:\n  tacit pir client enroll --connect 127.0.0.1:7690 --pin 3f1c… --server-key 9a0b… --out alice.json"
     )]
     Enroll(EnrollArgs),
+    /// Make a key pair for closed enrolment: writes the identity file and prints the
+    /// public key for `tacit pir server register --key`.
+    #[command(
+        after_help = "Example:\n  tacit pir client keygen --connect hotspot.example:7690 --pin 3f1c… --server-key 9a0b… --out alice.json"
+    )]
+    Keygen(EnrollArgs),
+    /// Put the receipt the operator gave you into your identity file.
+    #[command(after_help = "Example:\n  tacit pir client import-receipt --id alice.json --receipt alice.receipt")]
+    ImportReceipt(ImportArgs),
     /// Authenticate anonymously (Algorithm 1 with α audits); on misbehaviour, write
-    /// the proof.
+    /// the proof (exit status 3).
     #[command(after_help = "Example:\n  tacit pir client auth --id alice.json --proof caught.proof")]
     Auth(AuthArgs),
     /// Authenticate with many audits (16 rows by default) to check the table.
+    #[command(after_help = "Example:\n  tacit pir client audit --id alice.json --audits 32")]
     Audit(AuthArgs),
+    /// Compare two subscribers' copies of the server's table log (identity or .view
+    /// files): a server that showed them different tables is proven (exit status 3).
+    #[command(after_help = "Example:\n  tacit pir client compare alice.json bob.json --proof equivocation.proof")]
+    Compare(CompareArgs),
 }
 
 /// `--store`.
@@ -98,9 +115,15 @@ pub struct RegisterArgs {
     /// The subscriber's public key (hex, 32 bytes).
     #[arg(long)]
     key: String,
-    /// A label.
+    /// A label (at most 64 bytes).
     #[arg(long, default_value = "")]
     label: String,
+    /// Write the receipt (hex) to this file (default: print it).
+    #[arg(long)]
+    receipt_out: Option<PathBuf>,
+    /// With a server running: seconds to wait for it to sign the receipt.
+    #[arg(long, default_value_t = 30)]
+    wait: u64,
 }
 
 /// Options of `server remove`.
@@ -123,6 +146,19 @@ pub struct StatusArgs {
     json: bool,
 }
 
+/// Options of `server receipt`.
+#[derive(Debug, Args)]
+pub struct ReceiptArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// The row.
+    #[arg(long)]
+    row: u64,
+    /// Write it (hex) to this file (default: print it).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
 /// Options of `server serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -131,15 +167,22 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:7690")]
     listen: String,
-    /// Accept enrolment requests from anyone who connects.
+    /// Accept enrolment requests (with a proof of possession) from anyone who
+    /// connects, at most one per second per address.
     #[arg(long)]
     open_enrollment: bool,
     /// Most queries answered in one pass over the table.
     #[arg(long, default_value_t = 32)]
     batch: usize,
-    /// Stop after this many authentications (0: never).
+    /// Stop after this many sessions (0: never).
     #[arg(long, default_value_t = 0)]
     sessions: u64,
+    /// Connections at once, in all.
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
+    /// Connections at once from one address.
+    #[arg(long, default_value_t = 32)]
+    max_per_address: usize,
     /// Where the PIR server runs: lwe (all CPU cores) or lwe-gpu (NVIDIA GPUs, which
     /// also build the table's rows; the same answers and rows; without a GPU it stops
     /// with a one-line reason).
@@ -157,7 +200,7 @@ pub struct ServeArgs {
     cheat_equivocate: bool,
 }
 
-/// Options of `client enroll`.
+/// Options of `client enroll` and `client keygen`.
 #[derive(Debug, Args)]
 pub struct EnrollArgs {
     /// The server.
@@ -169,21 +212,34 @@ pub struct EnrollArgs {
     /// The server's Ed25519 signature key (hex), from `server init`.
     #[arg(long)]
     server_key: String,
-    /// Where to write the identity (secret key, row, server keys).
+    /// Where to write the identity (secret key, row, receipt, server keys).
     #[arg(long)]
     out: PathBuf,
-    /// A label for the operator.
+    /// A label for the operator (at most 64 bytes).
     #[arg(long, default_value = "")]
     label: String,
+}
+
+/// Options of `client import-receipt`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The identity file from `client keygen`.
+    #[arg(long)]
+    id: PathBuf,
+    /// The receipt file from `server register --receipt-out` (hex).
+    #[arg(long)]
+    receipt: PathBuf,
 }
 
 /// Options of `client auth` / `client audit`.
 #[derive(Debug, Args)]
 pub struct AuthArgs {
-    /// The identity file from `client enroll`.
+    /// The identity file from `client enroll` (its copy of the table log is kept
+    /// beside it, in ID.view).
     #[arg(long)]
     id: PathBuf,
-    /// Rows audited in one weighted query (auth: 4, audit: 16).
+    /// Rows audited in one weighted query (auth: 4, audit: 16); at most the rows of
+    /// one slot of the table (the command says how many when asked for more).
     #[arg(long)]
     audits: Option<usize>,
     /// Where to write a proof of misbehaviour if the server is caught.
@@ -200,6 +256,25 @@ pub struct AuthArgs {
     /// Download the hint every time and keep nothing.
     #[arg(long, conflicts_with = "hint_cache")]
     no_hint_cache: bool,
+    /// New sessions after the server's typed "table changed" or "busy" refusal (no
+    /// other refusal is retried).
+    #[arg(long, default_value_t = 1)]
+    retries: u32,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of `client compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// One subscriber's identity (or .view) file.
+    a: PathBuf,
+    /// The other's.
+    b: PathBuf,
+    /// Where to write the proof if the views differ.
+    #[arg(long, default_value = "equivocation.proof")]
+    proof: PathBuf,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -218,9 +293,8 @@ pub struct VerifyArgs {
     json: bool,
 }
 
-fn open_store(a: &StoreArg) -> Result<Store> {
-    let p = crate::util::store_path(a.store.as_deref())?;
-    Ok(Store::open(&p)?)
+fn store_of(a: &StoreArg) -> Result<PathBuf> {
+    crate::util::store_path(a.store.as_deref())
 }
 
 fn hex32(s: &str, what: &str) -> Result<[u8; 32]> {
@@ -229,138 +303,96 @@ fn hex32(s: &str, what: &str) -> Result<[u8; 32]> {
         .map_err(|_| anyhow!("{what} must be 32 bytes (64 hex digits)"))
 }
 
-/// The server's settings from the store.
-struct ServerKeys {
-    signing: SigningKey,
-    dh: Scalar,
-    rows: u64,
-    scheme: CommitScheme,
-    grace_secs: u64,
-    tls: tacit_net::tls::SelfSigned,
-}
-
-fn get(store: &Store, name: &str) -> Result<zeroize::Zeroizing<Vec<u8>>> {
-    store
-        .pir_config_get(name)?
-        .ok_or_else(|| anyhow!("the store has no TracEdge server; run `tacit pir server init` first"))
-}
-
-fn u64_of(b: &[u8]) -> Result<u64> {
-    Ok(u64::from_be_bytes(
-        b.try_into().map_err(|_| anyhow!("damaged setting"))?,
-    ))
-}
-
-fn load_keys(store: &Store) -> Result<ServerKeys> {
-    let seed: [u8; 32] = get(store, "signing_seed")?[..]
-        .try_into()
-        .map_err(|_| anyhow!("damaged key"))?;
-    let dh: [u8; 32] = get(store, "dh_secret")?[..]
-        .try_into()
-        .map_err(|_| anyhow!("damaged key"))?;
-    let dh: Scalar = Option::from(Scalar::from_canonical_bytes(dh)).ok_or_else(|| anyhow!("damaged key"))?;
-    let scheme = CommitScheme::from_code(get(store, "scheme")?[0]).ok_or_else(|| anyhow!("damaged setting"))?;
-    Ok(ServerKeys {
-        signing: SigningKey::from_seed(&seed),
-        dh,
-        rows: u64_of(&get(store, "rows")?)?,
-        scheme,
-        grace_secs: u64_of(&get(store, "grace_secs")?)?,
-        tls: tacit_net::tls::SelfSigned::from_parts(&get(store, "tls_cert")?, &get(store, "tls_key")?)?,
-    })
+fn write_receipt(r: &EnrolmentReceipt, out: Option<&PathBuf>) -> Result<()> {
+    let text = format!("{}\n", hex::encode(r.to_wire()));
+    match out {
+        Some(p) => {
+            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?;
+            println!("receipt   {}", p.display());
+        }
+        None => print!("receipt   {text}"),
+    }
+    Ok(())
 }
 
 /// Runs `tacit pir server …`.
 pub fn run_server(cmd: ServerCommand) -> Result<()> {
     match cmd {
         ServerCommand::Init(a) => {
-            let mut store = open_store(&a.store)?;
-            if store.pir_config_get("signing_seed")?.is_some() {
-                bail!("this store already holds a TracEdge server");
-            }
-            tacit_pir::TableShape::new(a.rows, 16)?;
-            let mut rng = SecureRng::from_os();
-            let signing = SigningKey::generate(&mut rng);
-            let dh = Scalar::random(&mut rng);
-            let tls = tacit_net::tls::SelfSigned::generate(TLS_NAME)?;
-            store.pir_config_put("signing_seed", &signing.to_seed()[..])?;
-            store.pir_config_put("dh_secret", dh.as_bytes())?;
-            store.pir_config_put("rows", &a.rows.to_be_bytes())?;
-            store.pir_config_put("scheme", &[a.commitment.code()])?;
-            store.pir_config_put("grace_secs", &a.grace_secs.to_be_bytes())?;
-            store.pir_config_put("tls_cert", tls.cert_der())?;
-            store.pir_config_put("tls_key", tls.key_pkcs8_der())?;
+            let r = operator::init(&store_of(&a.store)?, a.rows, a.commitment, a.grace_secs)?;
             if a.commitment == CommitScheme::PaperEquivocable {
                 eprintln!(
                     "warning: the paper-equivocable commitment lets this server open it to any key; clients refuse it unless --accept-paper-commitment"
                 );
             }
-            println!("rows        {}", a.rows);
-            println!("commitment  {}", a.commitment.name());
-            println!("server-key  {}", hex::encode(signing.verifying_key().to_bytes()));
-            println!("pin         {}", hex::encode(tls.fingerprint()?));
+            println!("rows        {}", r.rows);
+            println!("commitment  {}", r.scheme.name());
+            println!("server-key  {}", hex::encode(r.server_key));
+            println!("pin         {}", hex::encode(r.pin));
             Ok(())
         }
         ServerCommand::Register(a) => {
-            let mut store = open_store(&a.store)?;
-            let k = load_keys(&store)?;
             let key = hex32(&a.key, "--key")?;
-            tacit_pir::tracedge::keytable::decode_public(&key)?;
-            match store.pir_register(&key, &a.label, k.rows, now_unix())? {
-                Some(row) => println!("{row}"),
-                None => match store.pir_row_of(&key)? {
-                    Some(row) => bail!("this key is already registered at row {row}"),
-                    None => bail!("the table is full ({} rows)", k.rows),
-                },
+            let r = operator::register(&store_of(&a.store)?, &key, &a.label, Duration::from_secs(a.wait))?;
+            println!("row       {}", r.row);
+            match &r.receipt {
+                Some(rc) => write_receipt(rc, a.receipt_out.as_ref())?,
+                None => eprintln!(
+                    "the running server has not signed the receipt yet; get it later with `tacit pir server receipt --row {}`",
+                    r.row
+                ),
             }
             Ok(())
         }
         ServerCommand::Remove(a) => {
-            let mut store = open_store(&a.store)?;
-            if !store.pir_remove(a.row)? {
-                bail!("row {} has no subscriber", a.row);
-            }
+            operator::remove(&store_of(&a.store)?, a.row)?;
             eprintln!(
-                "row {} removed; a running server writes an empty row now and rekeys",
+                "row {} removed: a signed log entry empties it, a rekey follows, and the row is not handed out again before that rekey",
                 a.row
             );
             Ok(())
         }
         ServerCommand::Rekey(a) => {
-            let mut store = open_store(&a)?;
-            load_keys(&store)?;
-            let epoch = store.pir_tables()?.iter().map(|t| t.epoch).max().unwrap_or(0) + 1;
-            let mut rng = SecureRng::from_os();
-            store.pir_put_table(epoch, TableKey::random(&mut rng).as_bytes(), "pool", now_unix())?;
+            let epoch = operator::rekey(&store_of(&a)?)?;
             eprintln!("table {epoch} is in the pool; a running server builds it and deprecates the current one");
             Ok(())
         }
+        ServerCommand::Receipt(a) => {
+            let store = operator::open_existing(&store_of(&a.store)?)?;
+            let r = operator::receipt(&store, a.row)?.ok_or_else(|| {
+                anyhow!(
+                    "row {} has no receipt (not registered, or not yet applied to the log)",
+                    a.row
+                )
+            })?;
+            write_receipt(&r, a.out.as_ref())
+        }
         ServerCommand::Status(a) => {
-            let store = open_store(&a.store)?;
-            let k = load_keys(&store)?;
-            let subs = store.pir_subscribers()?;
-            let tables = store.pir_tables()?;
+            let s = operator::status(&store_of(&a.store)?)?;
             if a.json {
-                let t: Vec<_> = tables
+                let t: Vec<_> = s
+                    .tables
                     .iter()
                     .map(|t| serde_json::json!({"epoch": t.epoch, "status": t.status, "created_unix": t.created_unix, "expires_unix": t.expires_unix}))
                     .collect();
                 println!(
                     "{}",
-                    serde_json::json!({"rows": k.rows, "subscribers": subs.len(), "commitment": k.scheme.name(),
-                        "server_key": hex::encode(k.signing.verifying_key().to_bytes()),
-                        "pin": hex::encode(k.tls.fingerprint()?), "tables": t})
+                    serde_json::json!({"rows": s.rows, "subscribers": s.subscribers, "freed_rows": s.freed_rows,
+                        "commitment": s.scheme.name(), "server_key": hex::encode(s.server_key), "pin": hex::encode(s.pin),
+                        "log_entries": s.log_entries, "log_head": hex::encode(s.log_head), "tables": t})
                 );
             } else {
                 println!(
-                    "rows {} · subscribers {} · commitment {}",
-                    k.rows,
-                    subs.len(),
-                    k.scheme.name()
+                    "rows {} · subscribers {} · rows waiting for a rekey {} · commitment {}",
+                    s.rows,
+                    s.subscribers,
+                    s.freed_rows,
+                    s.scheme.name()
                 );
-                println!("server-key {}", hex::encode(k.signing.verifying_key().to_bytes()));
-                println!("pin        {}", hex::encode(k.tls.fingerprint()?));
-                for t in tables {
+                println!("server-key {}", hex::encode(s.server_key));
+                println!("pin        {}", hex::encode(s.pin));
+                println!("log        {} entries, head {}", s.log_entries, hex::encode(s.log_head));
+                for t in s.tables {
                     println!(
                         "table {:>4}  {:<10}  created {}{}",
                         t.epoch,
@@ -376,746 +408,188 @@ pub fn run_server(cmd: ServerCommand) -> Result<()> {
     }
 }
 
-fn directory_keys(store: &Store, rows: u64, server_key: [u8; 32]) -> Result<Vec<[u8; 32]>> {
-    let mut keys = vec![server_key; rows as usize];
-    for s in store.pir_subscribers()? {
-        if s.row < rows {
-            keys[s.row as usize] = s.public_key;
-        }
-    }
-    Ok(keys)
-}
-
-type Shared = Arc<RwLock<TracEdgeServer<LweAnyServer>>>;
-
-#[allow(clippy::too_many_arguments)]
-fn build_table(
-    k: &ServerKeys,
-    epoch: u64,
-    key: TableKey,
-    keys: Vec<[u8; 32]>,
-    cheat: &[u64],
-    equivocate: bool,
-    dh_public: &curve25519_dalek::ristretto::RistrettoPoint,
-    backend: &LweBackend,
-) -> Result<LiveTable<LweAnyServer>> {
-    let mut rng = SecureRng::from_os();
-    let pb = crate::util::progress(keys.len() as u64, "table rows");
-    let t0 = Instant::now();
-    let second = TableKey::random(&mut rng);
-    let flagged = (!cheat.is_empty()).then_some(Flagged {
-        key: &second,
-        rows: cheat,
-    });
-    let mut table = build_lwe_table_on(
-        epoch,
-        key.clone(),
-        k.scheme,
-        dh_public,
-        keys,
-        flagged,
-        &|n| pb.set_position(n),
-        backend,
-        &mut rng,
-    )?;
-    pb.finish_and_clear();
-    if !cheat.is_empty() {
-        table.add_second_key(second.clone());
-        if equivocate {
-            if k.scheme != CommitScheme::PaperEquivocable {
-                bail!(
-                    "--cheat-equivocate needs a paper-equivocable table: the binding commitment cannot be equivocated"
-                );
-            }
-            table.set_commitment(commit::equivocate(&k.dh, &key, &second)?);
-        }
-    }
-    eprintln!(
-        "tacit pir serve: table {epoch} built in {:.2} s ({} rows)",
-        t0.elapsed().as_secs_f64(),
-        table.directory().rows()
-    );
-    Ok(table)
-}
-
 fn serve(a: ServeArgs) -> Result<()> {
-    let store_path = crate::util::store_path(a.store.store.as_deref())?;
-    let mut store = Store::open(&store_path)?;
-    let k = load_keys(&store)?;
-    let mut cheat = a.cheat_rows.clone();
-    cheat.sort_unstable();
-    cheat.dedup();
-    if !cheat.is_empty() {
-        eprintln!(
-            "tacit pir serve: SIMULATION — this server cheats: rows {:?} get a second key",
-            cheat
-        );
-    }
+    let store = store_of(&a.store)?;
     let backend = LweBackend::from_names(&a.backend, &a.gpus)?;
     if a.backend == "lwe-gpu" {
         tacit_pir::gpu::available()?;
     }
-    let server = TracEdgeServer::<LweAnyServer>::new(
-        SigningKey::from_seed(&k.signing.to_seed()),
-        k.dh,
-        ServerConfig {
-            skew_ms: 120_000,
-            grace_ms: k.grace_secs * 1000,
-        },
-    );
-    let dh_public = server.dh_public();
-    let server_key = dh_public.compress().to_bytes();
-    // Tables of an earlier run are not served after a restart.
-    let mut epoch = 0;
-    let mut pool = None;
-    for t in store.pir_tables()? {
-        epoch = epoch.max(t.epoch);
-        if t.status == "pool" && pool.is_none() {
-            pool = Some(t);
-        } else if t.status != "expired" {
-            store.pir_set_table_status(t.epoch, "expired", t.expires_unix)?;
-        }
+    let mut cheat = a.cheat_rows.clone();
+    cheat.sort_unstable();
+    cheat.dedup();
+    if !cheat.is_empty() {
+        eprintln!("tacit pir serve: SIMULATION — this server cheats: rows {cheat:?} get a second key");
     }
-    let (epoch, key) = match pool {
-        Some(t) => (
-            t.epoch,
-            TableKey::from_bytes(t.key[..].try_into().map_err(|_| anyhow!("damaged table key"))?),
-        ),
-        None => {
-            let key = TableKey::random(&mut SecureRng::from_os());
-            store.pir_put_table(epoch + 1, key.as_bytes(), "pool", now_unix())?;
-            (epoch + 1, key)
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let bars: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+    let events = move |e: server::ServerEvent| {
+        use server::ServerEvent as E;
+        match e {
+            E::Listening { addr, pin, server_key } => eprintln!(
+                "tacit pir serve: listening on {addr} (TLS 1.3, pin {}); server key {}",
+                hex::encode(pin),
+                hex::encode(server_key)
+            ),
+            E::BuildProgress { epoch, done, total } => {
+                if tty {
+                    if let Ok(mut b) = bars.lock() {
+                        let pb = b.get_or_insert_with(|| crate::util::progress(total, "table rows"));
+                        pb.set_position(done);
+                        if done >= total {
+                            pb.finish_and_clear();
+                            *b = None;
+                        }
+                    }
+                } else if done == total || (done * 10 / total.max(1)) != ((done.saturating_sub(1)) * 10 / total.max(1))
+                {
+                    // Not a terminal: a line every tenth of the rows.
+                    eprintln!("tacit pir serve: table {epoch}: {done}/{total} rows");
+                }
+            }
+            E::TableBuilt { epoch, secs, rows } => {
+                eprintln!("tacit pir serve: table {epoch} built in {secs:.2} s ({rows} rows)")
+            }
+            E::TableCurrent { epoch } => eprintln!("tacit pir serve: table {epoch} is current"),
+            E::RowsApplied { rows, seq } => {
+                eprintln!("tacit pir serve: rows {rows:?} written on the fly (table log entry {seq})")
+            }
+            E::Rekeying { epoch } => eprintln!("tacit pir serve: a registered row changed: rekeying to table {epoch}"),
+            E::KeysExpired { epoch } => eprintln!("tacit pir serve: the keys of table {epoch} expired"),
+            E::Session { peer, what } => eprintln!("tacit pir serve: {peer}: {}", sanitize(&what)),
+            E::Management(m) => eprintln!("tacit pir serve: table management: {}", sanitize(&m)),
         }
     };
-    let keys = directory_keys(&store, k.rows, server_key)?;
-    let version = store.pir_subscribers_version()?;
-    let table = build_table(&k, epoch, key, keys, &cheat, a.cheat_equivocate, &dh_public, &backend)?;
-    store.pir_set_table_status(epoch, "current", None)?;
-    let hint_bytes = table.hint().to_wire().len();
-    let shared: Shared = Arc::new(RwLock::new(server));
-    shared
-        .write()
-        .map_err(|_| anyhow!("lock poisoned"))?
-        .install(table, now_ms());
-    let store = Arc::new(Mutex::new(store));
-
-    // Table management in the background: on-the-fly rows, rekeying, expiry.
-    {
-        let shared = shared.clone();
-        let store = store.clone();
-        let k2 = load_keys(&*store.lock().map_err(|_| anyhow!("lock poisoned"))?)?;
-        let cheat = cheat.clone();
-        let equiv = a.cheat_equivocate;
-        let backend = backend.clone();
-        std::thread::spawn(move || manage(shared, store, k2, version, cheat, equiv, server_key, dh_public, backend));
-    }
-
-    let net = NetConfig::default()
-        .with_max_frame_at_least(hint_bytes + (1 << 20))
-        .with_deadline(Duration::from_secs(120));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let listener = FramedListener::bind(&a.listen, &net).await?;
-        let tls = k.tls.server_config()?;
-        eprintln!(
-            "tacit pir serve: listening on {} (TLS 1.3, pin {}); server key {}",
-            listener.local_addr()?,
-            hex::encode(k.tls.fingerprint()?),
-            hex::encode(k.signing.verifying_key().to_bytes())
-        );
-        let (tx, rx) = mpsc::channel::<BatchItem>(1024);
-        tokio::spawn(batcher(shared.clone(), rx, a.batch.max(1)));
-        let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
-        loop {
-            let conn = tokio::select! {
-                c = listener.accept() => c,
-                _ = stop_rx.recv() => break,
-            };
-            let conn = match conn {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("tacit pir serve: accept: {e}");
-                    continue;
-                }
-            };
-            let (tls, shared, tx, store, done, stop_tx) = (
-                tls.clone(),
-                shared.clone(),
-                tx.clone(),
-                store.clone(),
-                done.clone(),
-                stop_tx.clone(),
-            );
-            let (open, limit, rows) = (a.open_enrollment, a.sessions, k.rows);
-            tokio::spawn(async move {
-                let peer = conn.peer_addr().map(|p| p.to_string()).unwrap_or_default();
-                let mut conn = match conn.accept_tls(tls).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        eprintln!("tacit pir serve: {peer}: TLS: {e}");
-                        return;
-                    }
-                };
-                match handle(&mut conn, shared, tx, store, open, rows).await {
-                    Ok(Some(outcome)) => {
-                        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                        eprintln!("tacit pir serve: {outcome}");
-                        if limit > 0 && n >= limit {
-                            let _ = stop_tx.send(()).await;
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                        eprintln!("tacit pir serve: {peer}: {}", sanitize(&crate::util::one_line(&e)));
-                        if limit > 0 && n >= limit {
-                            let _ = stop_tx.send(()).await;
-                        }
-                    }
-                }
-                let _ = conn.shutdown().await;
-            });
-        }
+        let running = server::Server::builder(&store)
+            .listen(a.listen)
+            .open_enrollment(a.open_enrollment)
+            .batch(a.batch)
+            .sessions(a.sessions)
+            .backend(backend)
+            .cheat_rows(cheat)
+            .cheat_equivocate(a.cheat_equivocate)
+            .max_connections(a.max_connections, a.max_per_address)
+            .events(events)
+            .bind()
+            .await?;
+        running.serve().await?;
         anyhow::Ok(())
     })
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn manage(
-    shared: Shared,
-    store: Arc<Mutex<Store>>,
-    k: ServerKeys,
-    mut version: u64,
-    cheat: Vec<u64>,
-    equiv: bool,
-    server_key: [u8; 32],
-    dh_public: curve25519_dalek::ristretto::RistrettoPoint,
-    backend: LweBackend,
-) {
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let mut step = || -> Result<()> {
-            let (v, keys, pool) = {
-                let st = store.lock().map_err(|_| anyhow!("lock poisoned"))?;
-                let v = st.pir_subscribers_version()?;
-                let pool = st.pir_tables()?.into_iter().find(|t| t.status == "pool");
-                (v, directory_keys(&st, k.rows, server_key)?, pool)
-            };
-            let mut rekey = false;
-            if v != version {
-                // Write the changed rows into every served table, on the fly.
-                let mut srv = shared.write().map_err(|_| anyhow!("lock poisoned"))?;
-                let epochs: Vec<u64> = srv.tables().map(|t| t.header().epoch).collect();
-                for e in epochs {
-                    let Some(t) = srv.table_mut(e) else { continue };
-                    let changed: Vec<u64> = (0..k.rows)
-                        .filter(|&r| t.directory().key(r).ok() != Some(keys[r as usize]))
-                        .collect();
-                    for r in changed {
-                        if keys[r as usize] == server_key {
-                            rekey = true;
-                        }
-                        t.set_row(r, &keys[r as usize])?;
-                        eprintln!("tacit pir serve: table {e}: row {r} rewritten on the fly");
-                    }
-                }
-                version = v;
-            }
-            let pool = match (pool, rekey) {
-                (Some(p), _) => Some((
-                    p.epoch,
-                    TableKey::from_bytes(p.key[..].try_into().map_err(|_| anyhow!("damaged key"))?),
-                )),
-                (None, true) => {
-                    let mut st = store.lock().map_err(|_| anyhow!("lock poisoned"))?;
-                    let e = st.pir_tables()?.iter().map(|t| t.epoch).max().unwrap_or(0) + 1;
-                    let key = TableKey::random(&mut SecureRng::from_os());
-                    st.pir_put_table(e, key.as_bytes(), "pool", now_unix())?;
-                    eprintln!("tacit pir serve: a subscriber left: rekeying to table {e}");
-                    Some((e, key))
-                }
-                _ => None,
-            };
-            if let Some((e, key)) = pool {
-                // Built without holding the lock: the server keeps answering.
-                let table = build_table(&k, e, key, keys, &cheat, equiv, &dh_public, &backend)?;
-                let now = now_ms();
-                let old = {
-                    let mut srv = shared.write().map_err(|_| anyhow!("lock poisoned"))?;
-                    let old = srv.current().map(|t| t.header().epoch);
-                    srv.install(table, now);
-                    old
-                };
-                let mut st = store.lock().map_err(|_| anyhow!("lock poisoned"))?;
-                st.pir_set_table_status(e, "current", None)?;
-                if let Some(o) = old {
-                    st.pir_set_table_status(o, "deprecated", Some(now_unix() + k.grace_secs))?;
-                }
-                eprintln!("tacit pir serve: table {e} is current; the previous one is deprecated");
-            }
-            let now = now_ms();
-            let mut srv = shared.write().map_err(|_| anyhow!("lock poisoned"))?;
-            let before: Vec<u64> = srv.tables().map(|t| t.header().epoch).collect();
-            srv.expire(now);
-            let after: Vec<u64> = srv.tables().map(|t| t.header().epoch).collect();
-            drop(srv);
-            for e in before.into_iter().filter(|e| !after.contains(e)) {
-                let mut st = store.lock().map_err(|_| anyhow!("lock poisoned"))?;
-                st.pir_set_table_status(e, "expired", None)?;
-                eprintln!("tacit pir serve: the keys of table {e} expired");
-            }
-            Ok(())
-        };
-        if let Err(e) = step() {
-            eprintln!("tacit pir serve: table management: {}", crate::util::one_line(&e));
-        }
-    }
-}
-
-struct BatchItem {
-    session: ServerSession,
-    queries: Queries,
-    reply: oneshot::Sender<(ServerSession, tacit_pir::Result<Response>)>,
-}
-
-/// Collects the queries of concurrent sessions and answers them in one pass.
-async fn batcher(shared: Shared, mut rx: mpsc::Receiver<BatchItem>, max: usize) {
-    while let Some(first) = rx.recv().await {
-        let mut items = vec![first];
-        // Whatever arrived meanwhile joins the pass.
-        while items.len() < max {
-            match rx.try_recv() {
-                Ok(i) => items.push(i),
-                Err(_) => break,
-            }
-        }
-        let shared = shared.clone();
-        let done = tokio::task::spawn_blocking(move || {
-            let srv = match shared.read() {
-                Ok(s) => s,
-                Err(_) => return,
-            };
-            let mut sessions: Vec<ServerSession> = Vec::with_capacity(items.len());
-            let mut rest = Vec::with_capacity(items.len());
-            for i in items {
-                sessions.push(i.session);
-                rest.push((i.queries, i.reply));
-            }
-            let results = {
-                let mut refs: Vec<(&mut ServerSession, &Queries)> =
-                    sessions.iter_mut().zip(rest.iter().map(|(q, _)| q)).collect();
-                srv.respond_batch(&mut refs)
-            };
-            for ((s, (_, reply)), r) in sessions.into_iter().zip(rest).zip(results) {
-                let _ = reply.send((s, r));
-            }
-        })
-        .await;
-        if done.is_err() {
-            eprintln!("tacit pir serve: a batch failed");
-        }
-    }
-}
-
-async fn refuse(conn: &mut FramedConn, why: &str) -> Result<()> {
-    conn.send(&ErrorMessage::new(why).to_wire()).await?;
-    bail!("refused: {why}")
-}
-
-async fn handle(
-    conn: &mut FramedConn,
-    shared: Shared,
-    tx: mpsc::Sender<BatchItem>,
-    store: Arc<Mutex<Store>>,
-    open_enrollment: bool,
-    rows: u64,
-) -> Result<Option<String>> {
-    let mut session: Option<ServerSession> = None;
-    loop {
-        let msg = match conn.recv().await {
-            Ok(m) => m,
-            Err(tacit_net::Error::Closed) if session.is_none() => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let tag = Envelope::peek(&msg)?.tag;
-        match tag {
-            TAG_HINT_REQUEST => {
-                let req = HintRequest::from_wire(&msg)?;
-                let hint = shared.read().map_err(|_| anyhow!("lock poisoned"))?.hint(&req);
-                match hint {
-                    Ok(h) => conn.send(&h.to_wire()).await?,
-                    Err(e) => return refuse(conn, &e.to_string()).await.map(|_| None),
-                }
-            }
-            TAG_ENROLL_REQUEST => {
-                let req = EnrollRequest::from_wire(&msg)?;
-                if !open_enrollment {
-                    return refuse(
-                        conn,
-                        "enrolment is closed on this server; ask the operator to register your key",
-                    )
-                    .await
-                    .map(|_| None);
-                }
-                if let Err(e) = tacit_pir::tracedge::keytable::decode_public(&req.public_key) {
-                    return refuse(conn, &e.to_string()).await.map(|_| None);
-                }
-                let row = store.lock().map_err(|_| anyhow!("lock poisoned"))?.pir_register(
-                    &req.public_key,
-                    &req.label,
-                    rows,
-                    now_unix(),
-                )?;
-                match row {
-                    Some(row) => {
-                        // Written into the served tables at once (§3.5 client ID assignment).
-                        {
-                            let mut srv = shared.write().map_err(|_| anyhow!("lock poisoned"))?;
-                            let epochs: Vec<u64> = srv.tables().map(|t| t.header().epoch).collect();
-                            for e in epochs {
-                                if let Some(t) = srv.table_mut(e) {
-                                    t.set_row(row, &req.public_key)?;
-                                }
-                            }
-                        }
-                        conn.send(&EnrollReply { row, rows }.to_wire()).await?;
-                        return Ok(Some(format!("enrolled a subscriber at row {row}")));
-                    }
-                    None => {
-                        return refuse(conn, "the key is already registered or the table is full")
-                            .await
-                            .map(|_| None);
-                    }
-                }
-            }
-            TAG_HELLO => {
-                let hello = Hello::from_wire(&msg)?;
-                let r = shared.write().map_err(|_| anyhow!("lock poisoned"))?.hello(
-                    &hello,
-                    now_ms(),
-                    &mut SecureRng::from_os(),
-                );
-                match r {
-                    Ok((s, commit)) => {
-                        session = Some(s);
-                        conn.send(&commit.to_wire()).await?;
-                    }
-                    Err(e) => return refuse(conn, &e.to_string()).await.map(|_| None),
-                }
-            }
-            TAG_QUERIES => {
-                let q = Queries::from_wire(&msg)?;
-                let Some(s) = session.take() else {
-                    return refuse(conn, "queries before hello").await.map(|_| None);
-                };
-                let (rtx, rrx) = oneshot::channel();
-                tx.send(BatchItem {
-                    session: s,
-                    queries: q,
-                    reply: rtx,
-                })
-                .await
-                .map_err(|_| anyhow!("the server is stopping"))?;
-                let (s, r) = rrx.await.map_err(|_| anyhow!("the batch was dropped"))?;
-                session = Some(s);
-                match r {
-                    Ok(resp) => conn.send(&resp.to_wire()).await?,
-                    Err(e) => return refuse(conn, &e.to_string()).await.map(|_| None),
-                }
-            }
-            TAG_DIR_LOOKUP => {
-                let l = DirLookup::from_wire(&msg)?;
-                let Some(s) = &session else {
-                    return refuse(conn, "lookup before hello").await.map(|_| None);
-                };
-                let r = shared.read().map_err(|_| anyhow!("lock poisoned"))?.directory(s, &l);
-                match r {
-                    Ok(e) => conn.send(&e.to_wire()).await?,
-                    Err(e) => return refuse(conn, &e.to_string()).await.map(|_| None),
-                }
-            }
-            TAG_CLIENT_AUTH => {
-                let auth = ClientAuth::from_wire(&msg)?;
-                let Some(mut s) = session.take() else {
-                    return refuse(conn, "authentication before hello").await.map(|_| None);
-                };
-                let r = shared
-                    .read()
-                    .map_err(|_| anyhow!("lock poisoned"))?
-                    .finish(&mut s, &auth);
-                return match r {
-                    Ok((reply, out)) => {
-                        conn.send(&reply.to_wire()).await?;
-                        Ok(Some(if out.key_index == 0 {
-                            format!("authenticated a subscriber (table {})", out.epoch)
-                        } else {
-                            format!(
-                                "authenticated a subscriber with SECOND KEY {} (table {}): tagged (simulation)",
-                                out.key_index, out.epoch
-                            )
-                        }))
-                    }
-                    Err(e) => {
-                        conn.send(&ErrorMessage::new(e.to_string()).to_wire()).await?;
-                        Ok(Some(format!("refused a client: {e}")))
-                    }
-                };
-            }
-            other => {
-                return refuse(conn, &format!("unexpected message 0x{other:04x}"))
-                    .await
-                    .map(|_| None);
-            }
-        }
-    }
-}
-
-/// The identity file of a subscriber.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Identity {
-    connect: String,
-    pin: String,
-    server_key: String,
-    row: u64,
-    secret: String,
-}
-
-fn read_identity(path: &Path) -> Result<(Identity, SubscriberSecret, VerifyingKey, [u8; 32])> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let id: Identity =
-        serde_json::from_str(&text).with_context(|| format!("{} is not an identity file", path.display()))?;
-    let secret = SubscriberSecret::from_bytes(&hex32(&id.secret, "the secret key")?)?;
-    let server = VerifyingKey::from_bytes(&hex32(&id.server_key, "the server key")?)?;
-    let pin = hex32(&id.pin, "the pin")?;
-    Ok((id, secret, server, pin))
-}
-
-async fn recv_expect<T: Decode>(conn: &mut FramedConn, tag: u16) -> Result<T> {
-    let msg = conn.recv().await?;
-    let t = Envelope::peek(&msg)?.tag;
-    if t == tacit_wire::tags::ERROR {
-        let e = ErrorMessage::from_wire(&msg)?;
-        bail!("the server refused: {}", sanitize(&e.reason));
-    }
-    if t != tag {
-        bail!("unexpected message 0x{t:04x} from the server");
-    }
-    Ok(T::from_wire(&msg)?)
-}
-
-async fn connect(addr: &str, pin: [u8; 32]) -> Result<FramedConn> {
-    let net = NetConfig::default()
-        .with_max_frame_at_least(1 << 29)
-        .with_deadline(Duration::from_secs(120));
-    let tls = tacit_net::tls::checked_server_client(tacit_net::tls::pinned(pin))?;
-    FramedConn::connect_tls(addr, &net, tls, TLS_NAME)
-        .await
-        .with_context(|| format!("cannot reach {addr}"))
-}
-
 /// Runs `tacit pir client …`.
 pub fn run_client(cmd: ClientCommand) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     match cmd {
-        ClientCommand::Enroll(a) => rt.block_on(enroll(a)),
-        ClientCommand::Auth(a) => rt.block_on(auth(a, 4)),
-        ClientCommand::Audit(a) => rt.block_on(auth(a, 16)),
+        ClientCommand::Keygen(a) => {
+            let key = client::keygen(
+                &a.connect,
+                hex32(&a.pin, "--pin")?,
+                hex32(&a.server_key, "--server-key")?,
+                &a.out,
+            )?;
+            println!("public-key  {}", hex::encode(key));
+            eprintln!(
+                "identity written to {}; give the public key to the operator (`tacit pir server register --key …`) and import the receipt you get back (`tacit pir client import-receipt`)",
+                a.out.display()
+            );
+            Ok(())
+        }
+        ClientCommand::ImportReceipt(a) => {
+            let text = std::fs::read(&a.receipt).with_context(|| format!("cannot read {}", a.receipt.display()))?;
+            if text.len() > 4096 {
+                bail!("{} is not a receipt (too long)", a.receipt.display());
+            }
+            let bytes = match std::str::from_utf8(&text).ok().and_then(|t| hex::decode(t.trim()).ok()) {
+                Some(b) => b,
+                None => text,
+            };
+            let r = client::import_receipt(&a.id, &bytes)?;
+            println!("row {} of {}; receipt stored in {}", r.row, r.rows, a.id.display());
+            Ok(())
+        }
+        ClientCommand::Compare(a) => {
+            let proof = client::compare(&a.a, &a.b)?;
+            match proof {
+                None => {
+                    if a.json {
+                        println!("{}", serde_json::json!({"consistent": true}));
+                    } else {
+                        println!("consistent: every table log entry both views hold is the same");
+                    }
+                    Ok(())
+                }
+                Some(p) => {
+                    let f = p.verify()?;
+                    std::fs::write(&a.proof, p.to_wire())
+                        .with_context(|| format!("cannot write {}", a.proof.display()))?;
+                    if a.json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"consistent": false, "finding": f.what, "proof": a.proof.display().to_string()})
+                        );
+                    } else {
+                        println!("SERVER CAUGHT: {}", f.what);
+                        println!(
+                            "proof written to {} (check it: tacit pir verify-proof {})",
+                            a.proof.display(),
+                            a.proof.display()
+                        );
+                    }
+                    std::process::exit(3);
+                }
+            }
+        }
+        other => {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            match other {
+                ClientCommand::Enroll(a) => rt.block_on(enroll(a)),
+                ClientCommand::Auth(a) => rt.block_on(auth(a, 4)),
+                ClientCommand::Audit(a) => rt.block_on(auth(a, 16)),
+                _ => Ok(()),
+            }
+        }
     }
 }
 
 async fn enroll(a: EnrollArgs) -> Result<()> {
-    if a.out.exists() {
-        bail!("{} exists; choose another --out", a.out.display());
-    }
-    let pin = hex32(&a.pin, "--pin")?;
-    VerifyingKey::from_bytes(&hex32(&a.server_key, "--server-key")?)?;
-    let secret = SubscriberSecret::random(&mut SecureRng::from_os());
-    let mut conn = connect(&a.connect, pin).await?;
-    conn.send(
-        &EnrollRequest {
-            public_key: secret.public_bytes(),
-            label: a.label.clone(),
-        }
-        .to_wire(),
+    let r = client::enroll(
+        &a.connect,
+        hex32(&a.pin, "--pin")?,
+        hex32(&a.server_key, "--server-key")?,
+        &a.label,
+        &a.out,
     )
     .await?;
-    let reply: EnrollReply = recv_expect(&mut conn, TAG_ENROLL_REPLY).await?;
-    let id = Identity {
-        connect: a.connect.clone(),
-        pin: a.pin.clone(),
-        server_key: a.server_key.clone(),
-        row: reply.row,
-        secret: hex::encode(&secret.to_bytes()[..]),
-    };
-    let text = serde_json::to_string_pretty(&id)?;
-    write_private(&a.out, text.as_bytes())?;
     println!(
-        "enrolled at row {} of {}; identity written to {}",
-        reply.row,
-        reply.rows,
+        "enrolled at row {} of {}; identity (with the signed receipt) written to {}",
+        r.row,
+        r.rows,
         a.out.display()
     );
     Ok(())
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    let mut f = o
-        .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    f.write_all(bytes)?;
-    Ok(())
-}
-
-fn cached_hint_path(dir: &Path, table_id: &[u8; 32]) -> PathBuf {
-    dir.join(format!("{}.hint", hex::encode(table_id)))
-}
-
-/// The cached hint of `table_id`, if a readable one is there (its id is checked by
-/// `on_commit`).
-fn read_cached_hint(dir: &Path, table_id: &[u8; 32]) -> Option<LweHint> {
-    let bytes = std::fs::read(cached_hint_path(dir, table_id)).ok()?;
-    LweHint::from_wire(&bytes).ok()
-}
-
-/// Writes the hint of `table_id` (through a temporary file and a rename, so a
-/// reader never sees half a file) and removes the hints of older tables.
-fn write_cached_hint(dir: &Path, table_id: &[u8; 32], hint: &LweHint) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = cached_hint_path(dir, table_id);
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, hint.to_wire()).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
-    for e in std::fs::read_dir(dir)?.flatten() {
-        let p = e.path();
-        if p != path && p.extension().is_some_and(|x| x == "hint") {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-    Ok(())
-}
-
 async fn auth(a: AuthArgs, default_audits: usize) -> Result<()> {
-    // A row written on the fly changes the table id; a session caught in between is
-    // refused by the server and run again.
-    let mut tries = 0;
-    loop {
-        match auth_once(&a, default_audits).await {
-            Err(e) if tries < 2 && e.to_string().contains("the message is for table") => {
-                tries += 1;
-                eprintln!("the table changed during the session; again");
-            }
-            r => return r,
-        }
-    }
-}
-
-async fn auth_once(a: &AuthArgs, default_audits: usize) -> Result<()> {
-    let (id, secret, server, pin) = read_identity(&a.id)?;
-    let config = ClientConfig {
+    let opts = client::AuthOptions {
         audits: a.audits.unwrap_or(default_audits),
         accept_paper_commitment: a.accept_paper_commitment,
+        hint_cache: a.hint_cache.clone(),
+        default_hint_cache: !a.no_hint_cache,
+        retries: a.retries,
+        ..Default::default()
     };
-    let client = TracEdgeClient::new(server, id.row, secret, config);
-    let mut rng = SecureRng::from_os();
-    let t0 = Instant::now();
-    let mut conn = connect(&id.connect, pin).await?;
-    let t_connect = t0.elapsed();
-    let (mut cs, hello) = client.start(now_ms(), &mut rng);
-    conn.send(&hello.to_wire()).await?;
-    let commit: Commit = recv_expect(&mut conn, TAG_COMMIT).await?;
-    let header = client.check_commit(&cs, &commit)?;
-    // The hint: from the cache when its table id is the one the server just signed
-    // (`on_commit` recomputes the id from the hint and refuses another), else
-    // downloaded and cached.
-    let cache = (!a.no_hint_cache).then(|| {
-        a.hint_cache.clone().unwrap_or_else(|| {
-            let mut p = a.id.clone().into_os_string();
-            p.push(".hints");
-            PathBuf::from(p)
-        })
-    });
-    let t1 = Instant::now();
-    let cached = cache.as_deref().and_then(|d| read_cached_hint(d, &header.table_id));
-    let mut t_hint = t1.elapsed();
-    let t2 = Instant::now();
-    let mut hint_cached = false;
-    let mut queries = None;
-    if let Some(hint) = cached {
-        match client.on_commit(&mut cs, commit.clone(), hint, &mut rng) {
-            Ok(q) => {
-                queries = Some(q);
-                hint_cached = true;
-            }
-            Err(tacit_pir::Error::WrongTable { .. }) => {
-                // A damaged or stale file: drop it and download.
-                if let Some(d) = cache.as_deref() {
-                    let _ = std::fs::remove_file(cached_hint_path(d, &header.table_id));
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let mut t_query = t2.elapsed();
-    let queries = match queries {
-        Some(q) => q,
-        None => {
-            let t1 = Instant::now();
-            conn.send(&HintRequest { epoch: header.epoch }.to_wire()).await?;
-            let hint: LweHint = recv_expect(&mut conn, tacit_pir::lwe::TAG_HINT).await?;
-            t_hint = t1.elapsed();
-            let t2 = Instant::now();
-            let q = client.on_commit(&mut cs, commit, hint.clone(), &mut rng)?;
-            t_query = t2.elapsed();
-            if let Some(d) = cache.as_deref()
-                && let Err(e) = write_cached_hint(d, &header.table_id, &hint)
-            {
-                eprintln!("tacit: warning: the hint was not cached: {e:#}");
-            }
-            q
-        }
-    };
-    let t3 = Instant::now();
-    conn.send(&queries.to_wire()).await?;
-    let resp: Response = recv_expect(&mut conn, TAG_RESPONSE).await?;
-    let t_answer = t3.elapsed();
-    let t4 = Instant::now();
-    let lookup = client.on_response(&mut cs, resp)?;
-    conn.send(&lookup.to_wire()).await?;
-    let entries: DirEntries = recv_expect(&mut conn, TAG_DIR_ENTRIES).await?;
-    let auth = client.on_directory(&mut cs, entries, &mut rng)?;
-    conn.send(&auth.to_wire()).await?;
-    let reply = match recv_expect::<ServerAuth>(&mut conn, TAG_SERVER_AUTH).await {
-        Ok(r) => Ok(r),
-        Err(e) => Err(e.to_string()),
-    };
-    let outcome = client.on_server_auth(&mut cs, reply);
-    let t_check = t4.elapsed();
-    let _ = conn.shutdown().await;
+    let r = client::authenticate(&a.id, &opts).await?;
+    let t = &r.times;
     let times = serde_json::json!({
-        "connect_ms": crate::util::millis(t_connect), "hint_ms": crate::util::millis(t_hint), "hint_cached": hint_cached,
-        "query_ms": crate::util::millis(t_query), "answer_ms": crate::util::millis(t_answer),
-        "check_and_auth_ms": crate::util::millis(t_check), "total_ms": crate::util::millis(t0.elapsed())});
-    match outcome {
-        ClientOutcome::Authenticated {
+        "connect_ms": t.connect_ms, "log_ms": t.log_ms, "hint_ms": t.hint_ms, "hint_cached": r.hint_cached,
+        "query_ms": t.query_ms, "answer_ms": t.answer_ms, "check_and_auth_ms": t.check_and_auth_ms, "total_ms": t.total_ms});
+    let audited = r.audited_rows.len();
+    match r.outcome {
+        client::AuthOutcome::Authenticated {
             session_key,
             epoch,
             expires_ms,
@@ -1125,26 +599,36 @@ async fn auth_once(a: &AuthArgs, default_audits: usize) -> Result<()> {
                 println!(
                     "{}",
                     serde_json::json!({"outcome": "authenticated", "epoch": epoch, "expires_ms": expires_ms,
-                    "audits": config.audits, "session_key_fingerprint": fp, "times": times})
+                    "audits": audited, "audited_rows": r.audited_rows, "session_key_fingerprint": fp,
+                    "log_entries_fetched": r.log_entries_fetched, "sessions": r.sessions, "times": times})
                 );
             } else {
-                println!(
-                    "authenticated anonymously (table {epoch}, {} rows audited); session key {fp}…",
-                    config.audits
-                );
+                println!("authenticated anonymously (table {epoch}, {audited} rows audited); session key {fp}…");
             }
             Ok(())
         }
-        ClientOutcome::Refused(why) => {
+        client::AuthOutcome::NotEnrolled { row, since } => {
+            let why =
+                format!("the server's signed table log removed this subscriber's key from row {row} (entry {since})");
             if a.json {
                 println!(
                     "{}",
-                    serde_json::json!({"outcome": "refused", "reason": why, "times": times})
+                    serde_json::json!({"outcome": "not_enrolled", "row": row, "log_entry": since, "reason": why})
                 );
             }
-            bail!("refused: {why}")
+            bail!("not enrolled: {why}")
         }
-        ClientOutcome::Caught(proof) => {
+        client::AuthOutcome::Refused { code, reason } => {
+            let reason = sanitize(&reason);
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"outcome": "refused", "code": format!("{code:?}"), "reason": reason, "sessions": r.sessions, "times": times})
+                );
+            }
+            bail!("refused: {reason}")
+        }
+        client::AuthOutcome::Caught(proof) => {
             let finding = proof.verify()?;
             std::fs::write(&a.proof, proof.to_wire()).with_context(|| format!("cannot write {}", a.proof.display()))?;
             if a.json {
@@ -1166,8 +650,20 @@ async fn auth_once(a: &AuthArgs, default_audits: usize) -> Result<()> {
     }
 }
 
+/// The largest proof file read (the hint of the largest table, and then some).
+const MAX_PROOF_FILE: u64 = 1 << 31;
+
 /// Runs `tacit pir verify-proof`.
 pub fn verify_proof(a: VerifyArgs) -> Result<()> {
+    let len = std::fs::metadata(&a.file)
+        .with_context(|| format!("cannot read {}", a.file.display()))?
+        .len();
+    if len > MAX_PROOF_FILE {
+        bail!(
+            "{} is {len} bytes; a proof has at most {MAX_PROOF_FILE}",
+            a.file.display()
+        );
+    }
     let bytes = std::fs::read(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
     let proof = MisbehaviourProof::from_wire(&bytes)
         .with_context(|| format!("{} is not a TracEdge proof", a.file.display()))?;
@@ -1179,7 +675,10 @@ pub fn verify_proof(a: VerifyArgs) -> Result<()> {
             hex::encode(proof.server_key)
         );
     }
-    let finding = proof.verify().map_err(|e| anyhow!("the proof does not hold: {e}"))?;
+    let finding = proof.verify().map_err(|e| match e {
+        tacit_pir::Error::InvalidProof(why) => anyhow!("the proof does not hold: {why}"),
+        e => anyhow!("the proof does not hold: {e}"),
+    })?;
     if a.json {
         println!(
             "{}",

@@ -294,10 +294,18 @@ fn report(a: &Agreed, p: &Prepared, o: &ScheduleArgs) -> Result<()> {
 pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
     match &cmd {
         ScheduleCommand::Serve {
-            listen, sessions, opts, ..
-        } if opts.engine == EngineArg::Gmw => return crate::mpc::schedule::serve(listen, *sessions, opts, &opts.gmw),
-        ScheduleCommand::Connect { connect, opts, .. } if opts.engine == EngineArg::Gmw => {
-            return crate::mpc::schedule::connect(connect, opts, &opts.gmw);
+            listen,
+            sessions,
+            opts,
+            channel,
+            ..
+        } if opts.engine == EngineArg::Gmw => {
+            return crate::mpc::schedule::serve(listen, *sessions, opts, &opts.gmw, store, channel);
+        }
+        ScheduleCommand::Connect {
+            connect, opts, channel, ..
+        } if opts.engine == EngineArg::Gmw => {
+            return crate::mpc::schedule::connect(connect, opts, &opts.gmw, store, channel);
         }
         _ => {}
     }

@@ -106,9 +106,14 @@ over TLS 1.3 with this server's key, which clients pin (--pin) or record on firs
         /// Key and precomputation policy.
         #[arg(long, value_enum, default_value = "fresh")]
         reuse: ReuseArg,
-        /// Most sessions in progress at once; further clients are refused at once.
+        /// Most sessions in progress at once; further clients are refused at once
+        /// (a client from a less busy address takes the slot of the busiest
+        /// address's oldest connection instead).
         #[arg(long, default_value_t = 64, value_name = "K")]
         max_clients: usize,
+        /// Most sessions one address (IPv4 address or IPv6 /64) holds at once.
+        #[arg(long, default_value_t = tacit_psi::service::DEFAULT_MAX_PER_ADDRESS, value_name = "K")]
+        max_per_address: usize,
         /// Seconds a whole session may take.
         #[arg(long, default_value_t = 30.0, value_name = "SECS")]
         deadline: f64,
@@ -178,6 +183,7 @@ struct ServeOpts {
     sessions: Option<u64>,
     reuse: ReuseArg,
     max_clients: usize,
+    max_per_address: usize,
     net: NetConfig,
     ahead: usize,
     tls: Option<tacit_net::tls::SelfSigned>,
@@ -200,6 +206,7 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
             sessions,
             reuse,
             max_clients,
+            max_per_address,
             deadline,
             timeout,
             ahead,
@@ -209,6 +216,7 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
         } => {
             let params = proto.params()?;
             anyhow::ensure!(max_clients >= 1, "--max-clients must be at least 1");
+            anyhow::ensure!(max_per_address >= 1, "--max-per-address must be at least 1");
             let net = NetConfig::default()
                 .with_max_frame_at_least(params.max_message_len())
                 .with_deadline(secs("--deadline", deadline)?)
@@ -249,6 +257,7 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
                 sessions,
                 reuse,
                 max_clients,
+                max_per_address,
                 net,
                 ahead,
                 tls,
@@ -453,12 +462,14 @@ async fn serve<G: PrimeGroup>(params: PsiParams, set: Vec<String>, store: Option
         }
         Event::Failed { peer, why } => eprintln!("tacit psi serve: session from {peer}: {}", sanitize(&why)),
         Event::Busy { peer } => eprintln!(
-            "tacit psi serve: refused {peer}: {} sessions in progress",
-            o.max_clients
+            "tacit psi serve: refused {peer}: {} sessions in progress, or {} from its address",
+            o.max_clients, o.max_per_address
         ),
+        Event::Admission(what) => eprintln!("tacit psi serve: {what}"),
     });
     let cfg = ServiceConfig {
         max_clients: o.max_clients,
+        max_per_address: o.max_per_address,
         net: o.net,
         tls,
     };

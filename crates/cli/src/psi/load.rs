@@ -123,6 +123,8 @@ fn start_server(
         .arg(set)
         .args(["--threads", &threads.to_string()])
         .args(["--max-clients", &(clients + 2).to_string()])
+        // Every client comes from loopback: one address.
+        .args(["--max-per-address", &(clients + 2).to_string()])
         .args(["--group", p.group.name()])
         .args(["--max-receiver", &p.max_receiver.to_string()])
         .args(["--max-sender", &p.max_sender.to_string()])

@@ -101,6 +101,61 @@ pub fn store_path(arg: Option<&Path>) -> Result<PathBuf> {
     }
 }
 
+/// The memory (bytes) this process may still use: the least of the memory the
+/// system has available (`MemAvailable`), what is left under its cgroup's limit, what
+/// is left under its address-space limit (`ulimit -v`), and `TACIT_MEMORY_LIMIT` when
+/// set (bytes, or with a K/M/G suffix). `None` where none of these is known.
+pub fn memory_budget() -> Option<u64> {
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let mut budget: Option<u64> = None;
+    let mut cap = |v: Option<u64>| {
+        if let Some(v) = v {
+            budget = Some(budget.map_or(v, |b| b.min(v)));
+        }
+    };
+    let kib_field = |text: &str, key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|k| k * 1024)
+    };
+    if let Some(m) = read("/proc/meminfo") {
+        cap(kib_field(&m, "MemAvailable:"));
+    }
+    if let (Some(max), Some(cur)) = (read("/sys/fs/cgroup/memory.max"), read("/sys/fs/cgroup/memory.current"))
+        && let (Ok(max), Ok(cur)) = (max.trim().parse::<u64>(), cur.trim().parse::<u64>())
+    {
+        cap(Some(max.saturating_sub(cur)));
+    }
+    if let (Some(limits), Some(status)) = (read("/proc/self/limits"), read("/proc/self/status")) {
+        let soft = limits
+            .lines()
+            .find(|l| l.starts_with("Max address space"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|v| v.parse::<u64>().ok());
+        if let (Some(soft), Some(used)) = (soft, kib_field(&status, "VmSize:")) {
+            cap(Some(soft.saturating_sub(used)));
+        }
+    }
+    if let Ok(v) = std::env::var("TACIT_MEMORY_LIMIT") {
+        cap(parse_bytes(&v));
+    }
+    budget
+}
+
+/// `123`, `64K`, `512M`, `2G` as bytes.
+fn parse_bytes(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mul) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
+        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mul)
+}
+
 /// A progress bar on stderr for `len` items (hidden when stderr is not a terminal or
 /// the work is small).
 pub fn progress(len: u64, msg: &'static str) -> ProgressBar {
@@ -152,6 +207,37 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 /// Milliseconds with two decimals.
 pub fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e5).round() / 100.0
+}
+
+/// A serving command's admission limits (issue 32, `tacit_net::guard`), the same
+/// flags on every server.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ServeLimitArgs {
+    /// Most connections served at once (default: the server's own; always fitted
+    /// below the process's file-descriptor limit).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Most connections one address (an IPv4 address, or an IPv6 /64) may hold at
+    /// once; when the server is full, a less busy address takes the slot of the
+    /// busiest address's oldest connection.
+    #[arg(long, value_name = "N")]
+    pub max_per_address: Option<usize>,
+}
+
+impl ServeLimitArgs {
+    /// `defaults` with the flags given applied.
+    pub fn apply(&self, defaults: tacit_net::guard::ServeLimits) -> Result<tacit_net::guard::ServeLimits> {
+        let mut l = defaults;
+        if let Some(n) = self.max_connections {
+            anyhow::ensure!(n >= 1, "--max-connections must be at least 1");
+            l.max_connections = n;
+        }
+        if let Some(n) = self.max_per_address {
+            anyhow::ensure!(n >= 1, "--max-per-address must be at least 1");
+            l.max_per_address = n;
+        }
+        Ok(l)
+    }
 }
 
 /// Where mDNS runs.

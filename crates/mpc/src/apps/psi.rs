@@ -28,6 +28,12 @@
 //! Both learn `n_A`, `n_B` and `σ` (they size the circuit); B learns `|S_A ∩ S_B|`,
 //! which the intersection itself shows.
 //!
+//! **Only against a querier that follows the protocol.** GMW is semi-honest: a B that
+//! flips its shares of `f_i` on the ANDs `f_i ∧ m_{2i+1}` gets `(¬f_i) ∧ m_{2i+1}`,
+//! the merged list's elements, and two such queries give it A's whole set (the test
+//! `a_deviating_querier_reads_the_servers_set`). `tacit mpc psi serve` serves only
+//! with `--semi-honest-peers`.
+//!
 //! Sizes per element bit for `n = n_A = n_B` a power of two: `2n(log₂ n + 1)` (merge)
 //! `+ (2n − 1)(1 − 1/σ)` (compare) `+ n` (select) `+ (n log₂ n − n + 1)(1 + 1/σ)`
 //! (shuffle), about `3n log₂ n + 4n`, against the `5n log₂ n + 6n` per bit of the
@@ -577,6 +583,129 @@ mod tests {
                 assert!(ours.and_gates <= paper, "σ={sigma} n={n}: {} > {paper}", ours.and_gates);
             }
         }
+    }
+
+    /// The AND gates `f_i ∧ m_{2i+1}` of the select step, as (layer, index in the
+    /// layer) of [`LayeredCircuit`]'s cut. `f_i = eq_{2i} ⊕ eq_{2i+1}` is an XOR of two
+    /// AND outputs (the roots of the two equality trees), or one root where the pair
+    /// has a single comparison, and it feeds exactly σ ANDs. (The merge's swap bits,
+    /// the other wires feeding σ ANDs, are carries `c ⊕ (… ∧ …)` whose `c` is an XOR
+    /// for σ ≥ 3; the shuffle's control bits are circuit inputs.)
+    fn select_gates(c: &Circuit, sigma: usize) -> Vec<(usize, usize)> {
+        use crate::circuit::Gate;
+        let mut uses = vec![0usize; c.num_wires()];
+        let mut and_out = vec![false; c.num_wires()];
+        let mut flag = vec![false; c.num_wires()];
+        for g in c.gates() {
+            if let Gate::And { a, b, out } = *g {
+                uses[a as usize] += 1;
+                uses[b as usize] += 1;
+                and_out[out as usize] = true;
+            }
+        }
+        for g in c.gates() {
+            match *g {
+                Gate::Xor { a, b, out } if and_out[a as usize] && and_out[b as usize] => flag[out as usize] = true,
+                Gate::And { out, .. } => flag[out as usize] = true,
+                _ => {}
+            }
+        }
+        let mut level = vec![0u32; c.num_wires()];
+        let mut count: std::collections::HashMap<u32, usize> = Default::default();
+        let mut found = Vec::new();
+        for g in c.gates() {
+            let (ins, n) = g.inputs();
+            let mut l = ins[..n].iter().map(|&w| level[w as usize]).max().unwrap_or(0);
+            if let Gate::And { a, .. } = *g {
+                l += 1;
+                let k = count.entry(l).or_default();
+                if uses[a as usize] == sigma && flag[a as usize] {
+                    found.push((l as usize, *k));
+                }
+                *k += 1;
+            }
+            level[g.output() as usize] = l;
+        }
+        found
+    }
+
+    /// Runs one session in memory; B flips its shares of the first inputs of the
+    /// select ANDs when `deviate`. Returns B's raw outputs (σ value bits and the
+    /// flag per result).
+    fn session(a: &PreparedSet, b: &PreparedSet, deviate: bool, seed: u64) -> Vec<Vec<bool>> {
+        use crate::circuit::LayeredCircuit;
+        use crate::gmw::{Online, OutputTo, Step};
+        use crate::prg::Seed;
+        let p = PsiParams {
+            sigma: a.sigma,
+            n_a: a.values.len(),
+            n_b: b.values.len(),
+        };
+        let c = circuit(&p).unwrap();
+        let gates = select_gates(&c, p.sigma);
+        assert_eq!(gates.len(), p.sigma * p.results(), "one AND per value bit and result");
+        let lc = LayeredCircuit::new(c);
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let (ta, tb) = crate::triples::deal(lc.and_gates(), &mut rng);
+        let (sa, sb) = (Seed::random(&mut rng), Seed::random(&mut rng));
+        let ia = inputs_a(&p, a, &mut rng).unwrap();
+        let ib = inputs_b(&p, b).unwrap();
+        let mut sta = Online::start_to(&lc, Party::A, &owners(), 1, &ia, &sa, &sb, ta, OutputTo::B).unwrap();
+        let mut stb = Online::start_to(&lc, Party::B, &owners(), 1, &ib, &sb, &sa, tb, OutputTo::B).unwrap();
+        loop {
+            match (sta, stb) {
+                (Step::Layer(x, ma), Step::Layer(mut y, mut mb)) => {
+                    // d bits of this layer's select ANDs (one instance: bit k for AND k).
+                    let here: Vec<usize> = gates.iter().filter(|g| g.0 == y.layer()).map(|g| g.1).collect();
+                    if deviate && !here.is_empty() {
+                        y.deviate(&mut mb, &here);
+                    }
+                    sta = x.on_layer(&mb).unwrap();
+                    stb = y.on_layer(&ma).unwrap();
+                }
+                (Step::Reveal(x, ma), Step::Reveal(y, mb)) => {
+                    assert!(x.on_outputs(&mb).unwrap().values.is_empty());
+                    return y.on_outputs(&ma).unwrap().values.remove(0);
+                }
+                _ => panic!("out of step"),
+            }
+        }
+    }
+
+    /// Item 4 of issue 27, the hostile querier, kept as the test that documents the
+    /// leak (GMW here is semi-honest; `tacit mpc psi serve` serves only with
+    /// `--semi-honest-peers`). B flips its shares of `f_i` on the ANDs
+    /// `f_i ∧ m_{2i+1}`, so each result carries `(¬f_i) ∧ m_{2i+1}`: the odd
+    /// elements of the merged list. With the query {max} those are A's elements at
+    /// odd positions of its sorted list; with {0, max}, at even positions. Two
+    /// queries — whose honest answers are empty — give B all of A's set.
+    #[test]
+    fn a_deviating_querier_reads_the_servers_set() {
+        let sigma = 8;
+        let server: Vec<String> = [5u32, 9, 12, 20, 33, 77, 130, 201]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        let a = PreparedSet::new(&server, sigma).unwrap();
+        let mut read = std::collections::BTreeSet::new();
+        for q in [&["255"][..], &["0", "255"][..]] {
+            let b = PreparedSet::new(&q.iter().map(|s| s.to_string()).collect::<Vec<_>>(), sigma).unwrap();
+            let p = PsiParams {
+                sigma,
+                n_a: a.values.len(),
+                n_b: b.values.len(),
+            };
+            // Honestly, nothing is common.
+            assert!(decode(&p, &session(&a, &b, false, 1)).unwrap().is_empty());
+            for r in session(&a, &b, true, 2) {
+                let v: u32 = (0..sigma).map(|k| (r[k] as u32) << k).sum();
+                if v != 0 && v != 255 {
+                    read.insert(v.to_string());
+                }
+            }
+        }
+        let want: std::collections::BTreeSet<String> = server.into_iter().collect();
+        assert_eq!(read, want, "the deviating querier read the server's whole set");
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub struct ParseLimits {
     pub max_gates: u32,
     /// Most input or output values.
     pub max_values: u32,
+    /// The memory (bytes) the circuit may take to hold and evaluate, checked against
+    /// [`memory_estimate`] of the header's counts before anything is allocated
+    /// (`None`: no bound beyond the counts).
+    pub max_bytes: Option<u64>,
 }
 
 impl Default for ParseLimits {
@@ -37,8 +41,26 @@ impl Default for ParseLimits {
             max_wires: 1 << 26,
             max_gates: 1 << 26,
             max_values: 1 << 16,
+            max_bytes: None,
         }
     }
+}
+
+/// About how many bytes a circuit of `gates` gates and `wires` wires takes to hold
+/// and to run under GMW (one instance): the parsed gates (16 bytes each), their AND
+/// layers (16), a copy the caller keeps (16); per wire the checks, levels and slots
+/// of the layering (16). A circuit of 2^26 gates and wires takes about 4 GB.
+pub fn memory_estimate(gates: u64, wires: u64) -> u64 {
+    gates.saturating_mul(48).saturating_add(wires.saturating_mul(16))
+}
+
+/// One line for a circuit that does not fit in `budget` bytes.
+pub fn too_big(gates: u64, wires: u64, budget: u64) -> String {
+    format!(
+        "{gates} gates and {wires} wires need about {} MiB to hold and evaluate; this process may use {} MiB",
+        memory_estimate(gates, wires).div_ceil(1 << 20),
+        budget >> 20
+    )
 }
 
 fn err(line: usize, why: impl Into<String>) -> Error {
@@ -84,6 +106,11 @@ pub fn parse_with(text: &str, limits: &ParseLimits) -> Result<Circuit, Error> {
     }
     if ngates > limits.max_gates {
         return Err(err(ln, format!("{ngates} gates; the limit is {}", limits.max_gates)));
+    }
+    if let Some(budget) = limits.max_bytes
+        && memory_estimate(ngates as u64, nwires as u64) > budget
+    {
+        return Err(err(ln, too_big(ngates as u64, nwires as u64, budget)));
     }
     let mut values = |what: &str| -> Result<Vec<u32>, Error> {
         let (ln, l) = lines
@@ -353,6 +380,25 @@ pub fn write(c: &Circuit) -> String {
 mod tests {
     use super::*;
 
+    /// Item 8 of issue 27: a header that announces more than the memory the process
+    /// may use is refused on line 1, before the gates are read or anything is sized
+    /// by the counts.
+    #[test]
+    fn a_circuit_larger_than_the_memory_budget_is_refused_at_its_header() {
+        let text = "67108864 67108864\n1 64\n1 64\n\n2 1 0 1 128 XOR\n";
+        let limits = ParseLimits {
+            max_bytes: Some(1 << 30),
+            ..ParseLimits::default()
+        };
+        let e = parse_with(text, &limits).unwrap_err().to_string();
+        assert!(e.starts_with("circuit line 1:") && e.contains("MiB"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+        // The same circuit within the budget gets as far as its gates.
+        let e = parse_with(text, &ParseLimits::default()).unwrap_err().to_string();
+        assert!(!e.contains("MiB"), "{e}");
+        assert_eq!(memory_estimate(1 << 26, 1 << 26), 4 << 30);
+    }
+
     const TINY: &str = "3 6\n2 1 1\n1 1\n\n2 1 0 1 2 AND\n1 1 2 3 INV\n2 1 3 0 5 XOR\n";
 
     #[test]
@@ -411,6 +457,7 @@ mod tests {
             max_wires: 10,
             max_gates: 10,
             max_values: 2,
+            max_bytes: None,
         };
         assert!(parse_with("1 11\n", &limits).is_err());
         assert!(parse_with("11 5\n", &limits).is_err());

@@ -501,6 +501,57 @@ impl Directory {
         Ok(())
     }
 
+    /// Replaces many keys at once (each `(row, key)` in order; a row may repeat, the
+    /// last one wins) and recomputes each touched bucket and node once: a table's
+    /// worth of changes costs one tree build, a single change O(log n).
+    pub fn set_many(&mut self, changes: &[(u64, [u8; 32])]) -> Result<()> {
+        if let Some(&(row, _)) = changes.iter().find(|(r, _)| *r >= self.rows) {
+            return Err(Error::RowOutOfRange { row, rows: self.rows });
+        }
+        if changes.len() <= 4 {
+            for &(r, k) in changes {
+                self.set(r, k)?;
+            }
+            return Ok(());
+        }
+        let mut touched: Vec<usize> = Vec::with_capacity(changes.len());
+        for &(r, k) in changes {
+            self.keys[r as usize] = k;
+            touched.push((r / BUCKET_ROWS) as usize);
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        let keys = &self.keys;
+        let leaves: Vec<(usize, [u8; 32])> = touched
+            .par_iter()
+            .map(|&b| {
+                let first = b * BUCKET_ROWS as usize;
+                let last = (first + BUCKET_ROWS as usize).min(keys.len());
+                (b, bucket_hash(b as u64, &keys[first..last]))
+            })
+            .collect();
+        for (b, h) in leaves {
+            self.levels[0][b] = h;
+        }
+        for l in 1..self.levels.len() {
+            for t in touched.iter_mut() {
+                *t /= 2;
+            }
+            touched.dedup();
+            let (below, above) = self.levels.split_at_mut(l);
+            let below = &below[l - 1];
+            for &parent in &touched {
+                let (lo, hi) = (parent * 2, parent * 2 + 1);
+                above[0][parent] = if hi < below.len() {
+                    node_hash(&below[lo], &below[hi])
+                } else {
+                    below[lo]
+                };
+            }
+        }
+        Ok(())
+    }
+
     /// The bucket holding row `i` with its Merkle path.
     pub fn entry(&self, bucket: u64) -> Result<DirEntry> {
         let first = bucket
@@ -540,17 +591,34 @@ pub struct DirEntry {
 impl DirEntry {
     /// Checks the entry against a directory of `rows` rows with root `root`.
     pub fn verify(&self, rows: u64, root: &[u8; 32]) -> Result<()> {
-        let bad = |why: &str| Error::Refused(format!("directory bucket {}: {why}", self.bucket));
+        let got = self.root_with(rows, &self.keys).map_err(|e| match e {
+            Error::InvalidProof(m) => Error::Refused(m),
+            e => e,
+        })?;
+        if got != *root {
+            return Err(Error::Refused(format!(
+                "directory bucket {}: does not match the signed directory root",
+                self.bucket
+            )));
+        }
+        Ok(())
+    }
+
+    /// The root of the directory of `rows` rows that this bucket's path leads to when
+    /// the bucket holds `keys` (the path is not checked against anything: compare the
+    /// result with a signed root). A proof replays log changes with it.
+    pub fn root_with(&self, rows: u64, keys: &[[u8; 32]]) -> Result<[u8; 32]> {
+        let bad = |why: &str| Error::InvalidProof(format!("directory bucket {}: {why}", self.bucket));
         let first = self
             .bucket
             .checked_mul(BUCKET_ROWS)
             .filter(|&f| f < rows)
             .ok_or_else(|| bad("outside the directory"))?;
         let expected = ((first + BUCKET_ROWS).min(rows) - first) as usize;
-        if self.keys.len() != expected {
+        if keys.len() != expected {
             return Err(bad("wrong number of keys"));
         }
-        let mut node = bucket_hash(self.bucket, &self.keys);
+        let mut node = bucket_hash(self.bucket, keys);
         let mut idx = self.bucket;
         let mut width = rows.div_ceil(BUCKET_ROWS);
         let mut path = self.path.iter();
@@ -570,10 +638,7 @@ impl DirEntry {
         if path.next().is_some() {
             return Err(bad("path too long"));
         }
-        if root_hash(rows, &node) != *root {
-            return Err(bad("does not match the signed directory root"));
-        }
-        Ok(())
+        Ok(root_hash(rows, &node))
     }
 
     /// The key of row `i` if this bucket holds it.

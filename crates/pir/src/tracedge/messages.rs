@@ -1,25 +1,28 @@
-//! Wire encodings of the TracEdge messages (tags `0x0620`–`0x062b`, `docs/wire.md`).
+//! Wire encodings of the TracEdge messages (tags `0x0620`–`0x062f`, `docs/wire.md`).
 //!
 //! ```text
 //! Header     = u64 epoch || u8 scheme || u64 rows || table_id (32) || dir_root (32)
 //!              || R (32) || Γ (32) || c (32) || server_dh_key (32) || u64 expires_ms (0: current)
-//! Hello      = 01 0620 || u64 t_s || nonce (32)
-//! Commit     = 01 0621 || Header || u64 t_s || server_nonce (32) || sig (64)
+//! Hello      = 01 0620 || u64 t_s (the client's clock, rounded down to the minute) || nonce (32)
+//! Commit     = 01 0621 || Header || u64 t_s || server_nonce (32) || u64 log_seq || log_hash (32) || sig (64)
 //! Queries    = 01 0622 || u64 epoch || LweQuery || u32 n (≤ 16) || n × LweQuery
 //! Response   = 01 0623 || u64 epoch || u32 n (≤ 17) || n × LweAnswer || sig (64)
-//! DirLookup  = 01 0624 || u32 n (≤ 64) || n × u64 bucket
-//! DirEntries = 01 0625 || u32 n (≤ 64) || n × (u64 bucket || u32 k (≤ 64) || k × key (32)
-//!              || u32 p (≤ 64) || p × hash (32))
 //! ClientAuth = 01 0626 || mac (32)
 //! ServerAuth = 01 0627 || mac (32)
 //! HintReq    = 01 0628 || u64 epoch
-//! EnrollReq  = 01 062a || key (32) || str label (≤ 64)
-//! EnrollRep  = 01 062b || u64 row || u64 rows
+//! EnrollReq  = 01 062a || key (32) || str label (≤ 64) || u64 time_ms || pop (64)
+//! EnrollRep  = 01 062b || Receipt
+//! LogReq     = 01 062c || u64 from || u64 to
+//! LogSeg     = 01 062d || u32 n (≤ 256) || n × (LogEntry || u32 c || c × (u64 row || key (32)))
+//! Refusal    = 01 062e || u8 code || str reason (≤ 512)
+//! Receipt    = 01 062f || server_key (32) || u64 row || key (32) || u64 rows || u64 seq || u64 time_ms || sig (64)
 //! ```
 //!
-//! Signatures are Ed25519 by the server over a domain-separated string
-//! ([`commit_signed_bytes`], [`response_signed_bytes`]). Decoders bound every count
-//! before allocating and reject trailing bytes.
+//! (`0x0624`/`0x0625`, the directory lookup of v2, are retired: clients hold the
+//! directory, see [`super::log`].) Signatures are Ed25519 by the server over a
+//! domain-separated string ([`commit_signed_bytes`], [`response_signed_bytes`],
+//! [`super::LogEntry::signed_bytes`], [`super::EnrolmentReceipt::signed_bytes`]).
+//! Decoders bound every count before allocating and reject trailing bytes.
 
 use sha2::{Digest, Sha256};
 use tacit_wire::{Decode, Encode, Reader, Writer};
@@ -36,10 +39,6 @@ pub const TAG_COMMIT: u16 = 0x0621;
 pub const TAG_QUERIES: u16 = 0x0622;
 /// Tag of [`Response`].
 pub const TAG_RESPONSE: u16 = 0x0623;
-/// Tag of [`DirLookup`].
-pub const TAG_DIR_LOOKUP: u16 = 0x0624;
-/// Tag of [`DirEntries`].
-pub const TAG_DIR_ENTRIES: u16 = 0x0625;
 /// Tag of [`ClientAuth`].
 pub const TAG_CLIENT_AUTH: u16 = 0x0626;
 /// Tag of [`ServerAuth`].
@@ -53,24 +52,102 @@ pub const TAG_PROOF: u16 = 0x0629;
 pub const TAG_ENROLL_REQUEST: u16 = 0x062a;
 /// Tag of [`EnrollReply`].
 pub const TAG_ENROLL_REPLY: u16 = 0x062b;
+/// Tag of [`super::LogRequest`].
+pub const TAG_LOG_REQUEST: u16 = 0x062c;
+/// Tag of [`super::LogSegment`].
+pub const TAG_LOG_SEGMENT: u16 = 0x062d;
+/// Tag of [`Refusal`].
+pub const TAG_REFUSAL: u16 = 0x062e;
+/// Tag of [`super::EnrolmentReceipt`].
+pub const TAG_RECEIPT: u16 = 0x062f;
+
+/// Why the server refused, as a code a client may act on (it never acts on the
+/// server's words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalCode {
+    /// The table changed during the session (a row written on the fly): a new
+    /// session may succeed.
+    TableChanged,
+    /// The server sheds load (too many sessions, from this address or in all): a
+    /// later session may succeed.
+    Busy,
+    /// Anything else: the session is over.
+    Other,
+}
+
+impl RefusalCode {
+    fn code(self) -> u8 {
+        match self {
+            RefusalCode::TableChanged => 1,
+            RefusalCode::Busy => 2,
+            RefusalCode::Other => 3,
+        }
+    }
+
+    fn from_code(c: u8) -> Self {
+        match c {
+            1 => RefusalCode::TableChanged,
+            2 => RefusalCode::Busy,
+            _ => RefusalCode::Other,
+        }
+    }
+}
+
+/// A typed refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// What the client may do about it.
+    pub code: RefusalCode,
+    /// The server's words (shown to the user, never interpreted).
+    pub reason: String,
+}
+
+impl Encode for Refusal {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(TAG_REFUSAL);
+        w.put_u8(self.code.code());
+        let mut r = self.reason.as_str();
+        while r.len() > 512 {
+            let mut end = 512;
+            while !r.is_char_boundary(end) {
+                end -= 1;
+            }
+            r = &r[..end];
+        }
+        w.put_str(r);
+    }
+}
+impl Decode for Refusal {
+    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        r.envelope(TAG_REFUSAL, "tracedge refusal")?;
+        Ok(Refusal {
+            code: RefusalCode::from_code(r.u8()?),
+            reason: r.str("reason", 512)?.to_owned(),
+        })
+    }
+}
 
 /// A subscriber asks to be registered with its public key (the server decides
-/// whether it accepts enrolment on this channel).
+/// whether it accepts enrolment on this channel), proving that it holds the key's
+/// secret ([`super::proof_of_possession`], bound to the server's key and the time).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnrollRequest {
     /// The subscriber's ristretto255 public key.
     pub public_key: [u8; 32],
     /// A label for the operator (at most 64 bytes).
     pub label: String,
+    /// The client's clock (unix ms); the server refuses one far from its own.
+    pub time_ms: u64,
+    /// The proof of possession.
+    pub pop: [u8; 64],
 }
 
-/// The row assigned at registration (kept across tables, §3.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The server's answer to an enrolment: the signed receipt (row kept across tables,
+/// §3.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnrollReply {
-    /// The row.
-    pub row: u64,
-    /// Rows of the table.
-    pub rows: u64,
+    /// The receipt.
+    pub receipt: super::EnrolmentReceipt,
 }
 
 impl Encode for EnrollRequest {
@@ -78,6 +155,8 @@ impl Encode for EnrollRequest {
         w.put_envelope(TAG_ENROLL_REQUEST);
         w.put_fixed(&self.public_key);
         w.put_str(&self.label);
+        w.put_u64(self.time_ms);
+        w.put_fixed(&self.pop);
     }
 }
 impl Decode for EnrollRequest {
@@ -86,30 +165,30 @@ impl Decode for EnrollRequest {
         Ok(EnrollRequest {
             public_key: r.array("public key")?,
             label: r.str("label", 64)?.to_owned(),
+            time_ms: r.u64()?,
+            pop: r.array("proof of possession")?,
         })
     }
 }
 impl Encode for EnrollReply {
     fn encode(&self, w: &mut Writer) {
         w.put_envelope(TAG_ENROLL_REPLY);
-        w.put_u64(self.row);
-        w.put_u64(self.rows);
+        self.receipt.put(w);
     }
 }
 impl Decode for EnrollReply {
     fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
         r.envelope(TAG_ENROLL_REPLY, "tracedge enrol reply")?;
         Ok(EnrollReply {
-            row: r.u64()?,
-            rows: r.u64()?,
+            receipt: super::EnrolmentReceipt::read(r)?,
         })
     }
 }
 
 /// The most audit queries one authentication may carry.
 pub const MAX_AUDIT_QUERIES: usize = 16;
-/// The most directory buckets one lookup may ask for.
-pub const MAX_LOOKUP_BUCKETS: usize = 64;
+/// The most directory buckets a proof carries.
+pub const MAX_PROOF_BUCKETS: usize = super::log::MAX_CHANGES_PER_ENTRY;
 const MAX_PATH: usize = 64;
 
 /// What the server signs about a table, in every [`Commit`].
@@ -137,7 +216,7 @@ pub struct TableHeader {
 }
 
 impl TableHeader {
-    fn put(&self, w: &mut Writer) {
+    pub(crate) fn put(&self, w: &mut Writer) {
         w.put_u64(self.epoch);
         w.put_u8(self.scheme.code());
         w.put_u64(self.rows);
@@ -150,7 +229,7 @@ impl TableHeader {
         w.put_u64(self.expires_ms);
     }
 
-    fn read(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+    pub(crate) fn read(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
         let epoch = r.u64()?;
         let scheme = CommitScheme::from_code(r.u8()?)
             .ok_or_else(|| tacit_wire::Error::invalid("table header", "unknown commitment scheme"))?;
@@ -178,7 +257,9 @@ impl TableHeader {
 /// `C → S: t_s` (with a nonce, the client's challenge for the mutual authentication).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hello {
-    /// The client's timestamp (unix ms).
+    /// The client's timestamp (unix ms), rounded down to the minute so that the
+    /// offset of the client's clock does not link its sessions (see
+    /// [`super::coarse_time`]).
     pub t_s: u64,
     /// A fresh random nonce.
     pub nonce: [u8; 32],
@@ -193,6 +274,10 @@ pub struct Commit {
     pub t_s: u64,
     /// The server's nonce (its challenge).
     pub server_nonce: [u8; 32],
+    /// The newest entry of the server's table log when it signed (its position) …
+    pub log_seq: u64,
+    /// … and its hash: the header must be one of the tables that entry lists.
+    pub log_hash: [u8; 32],
     /// Ed25519 signature over [`commit_signed_bytes`].
     pub sig: [u8; 64],
 }
@@ -226,20 +311,6 @@ pub struct Response {
     pub sig: [u8; 64],
 }
 
-/// A request for directory buckets (the public keys of audited rows).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirLookup {
-    /// Bucket numbers.
-    pub buckets: Vec<u64>,
-}
-
-/// The buckets asked for, with Merkle paths to the signed root.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntries {
-    /// One per bucket asked for.
-    pub entries: Vec<DirEntry>,
-}
-
 /// The client's half of the challenge–response: `MAC(k_client, transcript)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientAuth {
@@ -267,13 +338,17 @@ pub fn commit_signed_bytes(
     t_s: u64,
     client_nonce: &[u8; 32],
     server_nonce: &[u8; 32],
+    log_seq: u64,
+    log_hash: &[u8; 32],
 ) -> Vec<u8> {
     let mut w = Writer::new();
-    w.put_fixed(b"tacit/tracedge/v1/commit\0");
+    w.put_fixed(b"tacit/tracedge/v3/commit\0");
     header.put(&mut w);
     w.put_u64(t_s);
     w.put_fixed(client_nonce);
     w.put_fixed(server_nonce);
+    w.put_u64(log_seq);
+    w.put_fixed(log_hash);
     w.into_bytes()
 }
 
@@ -359,6 +434,8 @@ impl Encode for Commit {
         self.header.put(w);
         w.put_u64(self.t_s);
         w.put_fixed(&self.server_nonce);
+        w.put_u64(self.log_seq);
+        w.put_fixed(&self.log_hash);
         w.put_fixed(&self.sig);
     }
 }
@@ -369,6 +446,8 @@ impl Decode for Commit {
             header: TableHeader::read(r)?,
             t_s: r.u64()?,
             server_nonce: r.array("server nonce")?,
+            log_seq: r.u64()?,
+            log_hash: r.array("log hash")?,
             sig: r.array("signature")?,
         })
     }
@@ -425,24 +504,6 @@ impl Decode for Response {
     }
 }
 
-impl Encode for DirLookup {
-    fn encode(&self, w: &mut Writer) {
-        w.put_envelope(TAG_DIR_LOOKUP);
-        w.put_count(self.buckets.len());
-        for b in &self.buckets {
-            w.put_u64(*b);
-        }
-    }
-}
-impl Decode for DirLookup {
-    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
-        r.envelope(TAG_DIR_LOOKUP, "tracedge directory lookup")?;
-        let n = r.count("buckets", MAX_LOOKUP_BUCKETS, 8)?;
-        let buckets = (0..n).map(|_| r.u64()).collect::<tacit_wire::Result<Vec<_>>>()?;
-        Ok(DirLookup { buckets })
-    }
-}
-
 pub(crate) fn put_dir_entry(w: &mut Writer, e: &DirEntry) {
     w.put_u64(e.bucket);
     w.put_count(e.keys.len());
@@ -466,26 +527,6 @@ pub(crate) fn read_dir_entry(r: &mut Reader<'_>) -> tacit_wire::Result<DirEntry>
         .map(|_| r.array("hash"))
         .collect::<tacit_wire::Result<Vec<[u8; 32]>>>()?;
     Ok(DirEntry { bucket, keys, path })
-}
-
-impl Encode for DirEntries {
-    fn encode(&self, w: &mut Writer) {
-        w.put_envelope(TAG_DIR_ENTRIES);
-        w.put_count(self.entries.len());
-        for e in &self.entries {
-            put_dir_entry(w, e);
-        }
-    }
-}
-impl Decode for DirEntries {
-    fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
-        r.envelope(TAG_DIR_ENTRIES, "tracedge directory entries")?;
-        let n = r.count("directory entries", MAX_LOOKUP_BUCKETS, 16)?;
-        let entries = (0..n)
-            .map(|_| read_dir_entry(r))
-            .collect::<tacit_wire::Result<Vec<_>>>()?;
-        Ok(DirEntries { entries })
-    }
 }
 
 impl Encode for ClientAuth {

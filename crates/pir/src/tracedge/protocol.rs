@@ -1,15 +1,22 @@
 //! The sans-I/O server and client of Algorithm 1.
 //!
 //! ```text
-//! C → S  Hello{t_s, nonce}
-//! C ← S  Commit{header(epoch, Γ, c, R, dir_root, table_id), t_s, nonce_S, Sig}
+//! C → S  Hello{t_s (to the minute), nonce}
+//! C ← S  Commit{header(epoch, Γ, c, R, dir_root, table_id), t_s, nonce_S,
+//!               log head (seq, hash), Sig}
+//! C → S  LogRequest{from, to}     C ← S  LogSegment     (until the client's copy of
+//!                                                        the log reaches the head)
 //! C → S  Queries{own row, audit = one weighted query over α other rows}
 //! C ← S  Response{answers, Sig(t_s ‖ nonces ‖ epoch ‖ H(queries) ‖ H(answers))}
-//! C → S  DirLookup{buckets of the audited rows}      (optional)
-//! C ← S  DirEntries{keys + Merkle paths to dir_root}
 //! C → S  ClientAuth{MAC(k_client, transcript)}       (random MAC if a check failed)
 //! C ← S  ServerAuth{MAC(k_server, transcript)}  or a refusal
 //! ```
+//!
+//! The client checks the header against the log entry the `Commit` names (its
+//! [`ClientView`]), its own row against its enrolment receipt and the log, and the
+//! audited rows against its copy of the directory: it never asks the server for a
+//! public key, so the server neither learns which rows are audited nor can it
+//! withhold one (v2 asked for directory buckets after the response).
 //!
 //! `k_label = SHA-256("tacit/tracedge/v1/session" ‖ label ‖ K ‖ transcript)` where the
 //! transcript is SHA-256 over Hello, Commit, H(Queries) and the response's epoch,
@@ -17,7 +24,7 @@
 //! `"server"`/`"client"`). The two large messages enter as their hashes, so the
 //! per-session hashing is one pass over each.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
@@ -29,9 +36,10 @@ use tacit_wire::Encode;
 use zeroize::Zeroizing;
 
 use super::commit::{self, CommitScheme};
-use super::keytable::{self, BUCKET_ROWS, Directory, Flagged, SubscriberSecret, TableKey, decode_public};
+use super::keytable::{self, BUCKET_ROWS, DirEntry, Directory, Flagged, SubscriberSecret, TableKey, decode_public};
+use super::log::{Change, ClientView, EnrolmentReceipt, LogRecord, LogRequest, LogSegment, TableLog};
 use super::messages::*;
-use super::proof::{MisbehaviourProof, ProofKind, QueryOpening};
+use super::proof::{Evidence, MisbehaviourProof, ProofKind, QueryOpening, ROLLBACK_MARGIN_MS, Transcript};
 use rayon::prelude::*;
 
 use crate::lwe::{LweClient, LweHint, LweParams, LweQuery, LweServer};
@@ -132,15 +140,20 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> LiveTable<S
 }
 
 impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource> LiveTable<S> {
-    /// Writes row `row` on the fly for public key `public` (registration into an
-    /// empty row, or removal: the server's own key), updating the PIR table, the
-    /// hint, the directory and the header.
-    pub fn set_row(&mut self, row: u64, public: &[u8; 32]) -> Result<()> {
-        let y = decode_public(public)?;
-        let bytes = keytable::encrypt_row(&self.key, &self.key, self.header.epoch, row, &y);
-        self.pir.update_row(row, &bytes)?;
+    /// Writes rows on the fly for their new public keys (registrations into empty
+    /// rows, or removals: the server's own key), updating the PIR table, the hint,
+    /// the directory and the header.
+    pub fn set_rows(&mut self, changes: &[Change]) -> Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        for &(row, public) in changes {
+            let y = decode_public(&public)?;
+            let bytes = keytable::encrypt_row(&self.key, &self.key, self.header.epoch, row, &y);
+            self.pir.update_row(row, &bytes)?;
+        }
+        self.dir.set_many(changes)?;
         self.hint = self.pir.current_hint();
-        self.dir.set(row, *public)?;
         self.header.dir_root = self.dir.root();
         self.header.table_id = LweClient::new(self.hint.clone())?.table_id();
         Ok(())
@@ -182,13 +195,37 @@ pub fn build_lwe_table_on<R: RngCore + CryptoRng>(
 ) -> Result<LiveTable<crate::LweAnyServer>> {
     let rows = keytable::build_rows_on(backend, &key, epoch, &keys, flagged, progress)?;
     let table = Table::from_bytes(rows, keytable::ROW_BYTES)?;
-    let mut seed = [0u8; 16];
-    rng.fill_bytes(&mut seed);
+    let seed = lwe_seed(server_dh, epoch, &key);
     let pir = crate::LweAnyServer::setup(&table, LweParams::new(table.shape(), seed)?, backend)?;
     drop(table);
     let hint = pir.hint();
     let dir = Directory::build(keys)?;
     LiveTable::new(epoch, key, scheme, server_dh, pir, hint, dir, None, rng)
+}
+
+/// The seed of the `lwe` matrix `A` of table `epoch` of the server with ElGamal key
+/// `server_dh` and table key `key`: `SHA-256("tacit/tracedge/v3/lwe-seed" ‖ server key
+/// ‖ epoch ‖ R)[..16]`. Derived, not drawn, so that one epoch has one `A`: a server
+/// cannot mint tables that differ only in `A` (and so in their table id) to tell
+/// which client has which hint cached. Clients check it ([`TracEdgeClient::on_commit`]).
+pub fn lwe_seed(server_dh: &RistrettoPoint, epoch: u64, key: &TableKey) -> [u8; 16] {
+    lwe_seed_of(
+        &server_dh.compress().to_bytes(),
+        epoch,
+        &key.ephemeral_point().compress().to_bytes(),
+    )
+}
+
+fn lwe_seed_of(server_dh: &[u8; 32], epoch: u64, ephemeral: &[u8; 32]) -> [u8; 16] {
+    let mut h = Sha256::new();
+    h.update(b"tacit/tracedge/v3/lwe-seed\0");
+    h.update(server_dh);
+    h.update(epoch.to_be_bytes());
+    h.update(ephemeral);
+    let d = h.finalize();
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&d[..16]);
+    out
 }
 
 /// Builds an `lwe` key table for `epoch`: the rows (one variable-base scalar
@@ -207,21 +244,39 @@ pub fn build_lwe_table<R: RngCore + CryptoRng>(
 ) -> Result<LiveTable<LweServer>> {
     let rows = keytable::build_rows(&key, epoch, &keys, flagged, progress)?;
     let table = Table::from_bytes(rows, keytable::ROW_BYTES)?;
-    let mut seed = [0u8; 16];
-    rng.fill_bytes(&mut seed);
+    let seed = lwe_seed(server_dh, epoch, &key);
     let pir = LweServer::setup(&table, LweParams::new(table.shape(), seed)?)?;
     let hint = pir.hint();
     let dir = Directory::build(keys)?;
     LiveTable::new(epoch, key, scheme, server_dh, pir, hint, dir, None, rng)
 }
 
+/// The most a server's clock may differ from a client's `t_s` ([`ServerConfig::skew_ms`]
+/// is capped at this; [`ROLLBACK_MARGIN_MS`] relies on it).
+pub const MAX_SKEW_MS: u64 = 300_000;
+
+/// The resolution of the client's clock in a [`Hello`]: `t_s` is rounded down to it,
+/// so that the offset of a client's clock (which is stable and differs between
+/// devices) does not link its sessions.
+pub const CLOCK_RESOLUTION_MS: u64 = 60_000;
+
+/// `now_ms` rounded down to [`CLOCK_RESOLUTION_MS`].
+pub fn coarse_time(now_ms: u64) -> u64 {
+    now_ms - now_ms % CLOCK_RESOLUTION_MS
+}
+
 /// Server settings.
 #[derive(Debug, Clone, Copy)]
 pub struct ServerConfig {
-    /// Largest accepted distance between the client's `t_s` and the server's clock.
+    /// Largest accepted distance between the client's `t_s` and the server's clock
+    /// (at most [`MAX_SKEW_MS`]; `t_s` is rounded down to the minute, so keep it
+    /// above [`CLOCK_RESOLUTION_MS`]).
     pub skew_ms: u64,
     /// How long keys of a deprecated table stay valid (§3.5).
     pub grace_ms: u64,
+    /// The most `(t_s, nonce)` pairs remembered against replay; beyond it the server
+    /// refuses new sessions as busy until old pairs leave the skew window.
+    pub max_replay_entries: usize,
 }
 
 impl Default for ServerConfig {
@@ -229,6 +284,7 @@ impl Default for ServerConfig {
         ServerConfig {
             skew_ms: 120_000,
             grace_ms: 3_600_000,
+            max_replay_entries: 1 << 20,
         }
     }
 }
@@ -271,8 +327,9 @@ pub struct ServerOutcome {
     pub key_index: usize,
 }
 
-/// The TracEdge server: signing key, its own ElGamal key, the current table and the
-/// deprecated ones still served (§3.5), and the replay cache.
+/// The TracEdge server: signing key, its own ElGamal key, the table log (and the
+/// directory it defines), the current table and the deprecated ones still served
+/// (§3.5), and the replay cache.
 pub struct TracEdgeServer<S> {
     signing: SigningKey,
     dh_secret: Scalar,
@@ -280,7 +337,9 @@ pub struct TracEdgeServer<S> {
     tables: BTreeMap<u64, LiveTable<S>>,
     current: Option<u64>,
     seen: HashSet<(u64, [u8; 32])>,
+    seen_order: VecDeque<(u64, [u8; 32])>,
     config: ServerConfig,
+    log: TableLog,
 }
 
 impl<S> Drop for TracEdgeServer<S> {
@@ -295,22 +354,49 @@ impl<S> core::fmt::Debug for TracEdgeServer<S> {
         f.debug_struct("TracEdgeServer")
             .field("current", &self.current)
             .field("tables", &self.tables.keys().collect::<Vec<_>>())
+            .field("log", &self.log)
             .finish_non_exhaustive()
     }
 }
 
-impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeServer<S> {
-    /// A server with no table yet.
-    pub fn new(signing: SigningKey, dh_secret: Scalar, config: ServerConfig) -> Self {
-        TracEdgeServer {
+/// A registration the server applied: its log records and the receipts of the keys
+/// it registered.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The new log records (to store and to publish).
+    pub records: Vec<LogRecord>,
+    /// One receipt per registered key (changes to the empty-row key have none).
+    pub receipts: Vec<EnrolmentReceipt>,
+}
+
+impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource> TracEdgeServer<S> {
+    /// A server with tables of `rows` rows, no subscriber and no table yet: its log
+    /// starts with the genesis entry.
+    pub fn new(signing: SigningKey, dh_secret: Scalar, config: ServerConfig, rows: u64, now_ms: u64) -> Result<Self> {
+        let dh_public = curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE * &dh_secret;
+        let log = TableLog::genesis(&signing, rows, dh_public.compress().to_bytes(), now_ms)?;
+        Self::with_log(signing, dh_secret, config, log)
+    }
+
+    /// A server that continues `log` (read back from its store).
+    pub fn with_log(signing: SigningKey, dh_secret: Scalar, mut config: ServerConfig, log: TableLog) -> Result<Self> {
+        let dh_public = curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE * &dh_secret;
+        if log.genesis_entry().empty_key != dh_public.compress().to_bytes() {
+            return Err(Error::InvalidParams("the table log is for another server key".into()));
+        }
+        log.genesis_entry().verify(&signing.verifying_key())?;
+        config.skew_ms = config.skew_ms.min(MAX_SKEW_MS);
+        Ok(TracEdgeServer {
             signing,
-            dh_public: curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE * &dh_secret,
+            dh_public,
             dh_secret,
             tables: BTreeMap::new(),
             current: None,
             seen: HashSet::new(),
+            seen_order: VecDeque::new(),
             config,
-        }
+            log,
+        })
     }
 
     /// The server's signature key.
@@ -328,9 +414,104 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
         &self.dh_secret
     }
 
-    /// Makes `table` current; the previous current table is deprecated and its keys
-    /// expire `grace_ms` after `now_ms` (§3.5 rekeying).
-    pub fn install(&mut self, table: LiveTable<S>, now_ms: u64) {
+    /// The table log.
+    pub fn log(&self) -> &TableLog {
+        &self.log
+    }
+
+    /// The directory (after the log's newest entry).
+    pub fn directory(&self) -> &Directory {
+        self.log.directory()
+    }
+
+    /// Rows `n`.
+    pub fn rows(&self) -> u64 {
+        self.log.head().rows
+    }
+
+    /// Answers a [`LogRequest`].
+    pub fn log_segment(&self, req: &LogRequest) -> LogSegment {
+        self.log.segment(req)
+    }
+
+    fn headers(&self) -> Vec<TableHeader> {
+        self.tables.values().map(|t| t.header).collect()
+    }
+
+    /// Sets directory rows (registrations, and removals: the server's own key) in
+    /// the log and in every served table at once (§3.5), and returns the log records
+    /// and one receipt per registered key.
+    pub fn apply_changes(&mut self, changes: &[Change], now_ms: u64) -> Result<Applied> {
+        let records = self.apply_changes_unreceipted(changes, now_ms)?;
+        let receipts = self.receipts_for(&records, now_ms);
+        Ok(Applied { records, receipts })
+    }
+
+    /// [`TracEdgeServer::apply_changes`] without receipts (a bulk load whose
+    /// subscribers get theirs later, [`TracEdgeServer::receipts_for`]).
+    pub fn apply_changes_unreceipted(&mut self, changes: &[Change], now_ms: u64) -> Result<Vec<LogRecord>> {
+        if let Some(&(r, _)) = changes.iter().find(|(r, _)| *r >= self.rows()) {
+            return Err(Error::RowOutOfRange {
+                row: r,
+                rows: self.rows(),
+            });
+        }
+        let epochs: Vec<u64> = self.tables.keys().copied().collect();
+        for e in epochs {
+            if let Some(t) = self.tables.get_mut(&e) {
+                t.set_rows(changes)?;
+            }
+        }
+        self.log.append(&self.signing, changes, self.headers(), now_ms)
+    }
+
+    /// The receipts of the keys `records` register (not of emptied rows).
+    pub fn receipts_for(&self, records: &[LogRecord], now_ms: u64) -> Vec<EnrolmentReceipt> {
+        let empty = self.dh_public.compress().to_bytes();
+        records
+            .iter()
+            .flat_map(|rec| {
+                rec.changes
+                    .iter()
+                    .filter(move |&&(_, key)| key != empty)
+                    .map(move |&(row, key)| (row, key, rec.entry.seq))
+            })
+            .map(|(row, key, seq)| self.receipt(row, key, seq, now_ms))
+            .collect()
+    }
+
+    /// The receipt that `row` holds `key` from log entry `seq` on.
+    pub fn receipt(&self, row: u64, key: [u8; 32], seq: u64, now_ms: u64) -> EnrolmentReceipt {
+        EnrolmentReceipt::issue(
+            &self.signing,
+            row,
+            key,
+            self.rows(),
+            self.dh_public.compress().to_bytes(),
+            seq,
+            now_ms,
+        )
+    }
+
+    /// Makes `table` current (brought up to the log's directory first, if it was
+    /// built from an older one); the previous current table is deprecated and its
+    /// keys expire `grace_ms` after `now_ms` (§3.5 rekeying). Returns the log record.
+    pub fn install(&mut self, mut table: LiveTable<S>, now_ms: u64) -> Result<Vec<LogRecord>> {
+        if table.header.rows != self.rows() {
+            return Err(Error::InvalidParams(format!(
+                "the table has {} rows; the log's tables have {}",
+                table.header.rows,
+                self.rows()
+            )));
+        }
+        if table.dir.root() != self.log.directory().root() {
+            let dir = self.log.directory();
+            let behind: Vec<Change> = (0..dir.rows())
+                .filter(|&r| table.dir.keys()[r as usize] != dir.keys()[r as usize])
+                .map(|r| (r, dir.keys()[r as usize]))
+                .collect();
+            table.set_rows(&behind)?;
+        }
         if let Some(cur) = self.current
             && let Some(t) = self.tables.get_mut(&cur)
         {
@@ -339,14 +520,27 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
         let e = table.header.epoch;
         self.tables.insert(e, table);
         self.current = Some(e);
+        self.log.append(&self.signing, &[], self.headers(), now_ms)
     }
 
-    /// Drops deprecated tables whose keys have expired.
-    pub fn expire(&mut self, now_ms: u64) {
+    /// Drops deprecated tables whose keys have expired (a log record when any did)
+    /// and forgets replay entries outside the skew window.
+    pub fn expire(&mut self, now_ms: u64) -> Result<Vec<LogRecord>> {
+        let before = self.tables.len();
         self.tables
             .retain(|_, t| t.header.expires_ms == 0 || t.header.expires_ms > now_ms);
-        let horizon = now_ms.saturating_sub(self.config.skew_ms);
-        self.seen.retain(|(t, _)| *t + self.config.skew_ms >= horizon);
+        let horizon = now_ms.saturating_sub(2 * self.config.skew_ms + CLOCK_RESOLUTION_MS);
+        while let Some(&(t, n)) = self.seen_order.front() {
+            if t >= horizon {
+                break;
+            }
+            self.seen_order.pop_front();
+            self.seen.remove(&(t, n));
+        }
+        if self.tables.len() != before {
+            return self.log.append(&self.signing, &[], self.headers(), now_ms);
+        }
+        Ok(Vec::new())
     }
 
     /// The current table.
@@ -359,11 +553,6 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
         self.tables.values()
     }
 
-    /// A table by epoch, for on-the-fly row updates.
-    pub fn table_mut(&mut self, epoch: u64) -> Option<&mut LiveTable<S>> {
-        self.tables.get_mut(&epoch)
-    }
-
     /// The hint of an epoch's table.
     pub fn hint(&self, req: &HintRequest) -> Result<LweHint> {
         self.tables
@@ -372,38 +561,58 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
             .ok_or_else(|| Error::Refused(format!("no table of epoch {} is served", req.epoch)))
     }
 
-    /// Step 1: answers `t_s` with the signed commitment of the current table. Refuses
-    /// a timestamp outside the allowed skew and a replayed `(t_s, nonce)`.
+    /// The size of the largest hint served (frame limits are sized from it).
+    pub fn hint_bytes(&self) -> usize {
+        self.tables.values().map(|t| t.hint.to_wire().len()).max().unwrap_or(0)
+    }
+
+    /// Step 1: answers `t_s` with the signed commitment of the current table and the
+    /// log head. Refuses a timestamp outside the allowed skew and a replayed
+    /// `(t_s, nonce)`; refuses as busy when the replay set is full.
     pub fn hello<R: RngCore + CryptoRng>(
         &mut self,
         hello: &Hello,
         now_ms: u64,
         rng: &mut R,
     ) -> Result<(ServerSession, Commit)> {
-        if hello.t_s.abs_diff(now_ms) > self.config.skew_ms {
+        let allowed = self.config.skew_ms + CLOCK_RESOLUTION_MS;
+        if hello.t_s.abs_diff(now_ms) > allowed {
             return Err(Error::Refused(format!(
-                "timestamp {} is {} ms from the server's clock; at most {} ms is accepted",
+                "timestamp {} is {} ms from the server's clock; at most {allowed} ms is accepted",
                 hello.t_s,
                 hello.t_s.abs_diff(now_ms),
-                self.config.skew_ms
             )));
         }
-        if !self.seen.insert((hello.t_s, hello.nonce)) {
+        if self.seen.contains(&(hello.t_s, hello.nonce)) {
             return Err(Error::Refused("replayed timestamp and nonce".into()));
+        }
+        if self.seen.len() >= self.config.max_replay_entries {
+            return Err(Error::Busy("too many sessions in the replay window".into()));
         }
         let table = self
             .current()
             .ok_or_else(|| Error::Refused("the server has no table yet".into()))?;
+        let header = table.header;
+        self.seen.insert((hello.t_s, hello.nonce));
+        self.seen_order.push_back((hello.t_s, hello.nonce));
         let mut server_nonce = [0u8; 32];
         rng.fill_bytes(&mut server_nonce);
-        let header = table.header;
-        let sig = self
-            .signing
-            .sign(&commit_signed_bytes(&header, hello.t_s, &hello.nonce, &server_nonce));
+        let head = self.log.head();
+        let (log_seq, log_hash) = (head.seq, head.hash());
+        let sig = self.signing.sign(&commit_signed_bytes(
+            &header,
+            hello.t_s,
+            &hello.nonce,
+            &server_nonce,
+            log_seq,
+            &log_hash,
+        ));
         let commit = Commit {
             header,
             t_s: hello.t_s,
             server_nonce,
+            log_seq,
+            log_hash,
             sig,
         };
         let mut transcript = Sha256::new();
@@ -422,7 +631,10 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
         ))
     }
 
-    fn check_queries(&self, sess: &ServerSession, q: &Queries) -> Result<()> {
+    /// Checks one session's queries on their own: order, epoch, and each query's
+    /// table id and length against the table (so that one bad session never fails a
+    /// batch it would have joined).
+    pub fn check_queries(&self, sess: &ServerSession, q: &Queries) -> Result<()> {
         if sess.step != ServerStep::AwaitQueries {
             return Err(Error::Refused("queries out of order".into()));
         }
@@ -432,8 +644,25 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
                 q.epoch, sess.epoch
             )));
         }
-        if !self.tables.contains_key(&q.epoch) {
-            return Err(Error::Refused(format!("the table of epoch {} has expired", q.epoch)));
+        let t = self
+            .tables
+            .get(&q.epoch)
+            .ok_or_else(|| Error::Refused(format!("the table of epoch {} has expired", q.epoch)))?;
+        let cols = t.hint.params.cols();
+        for query in q.all() {
+            if query.table_id != t.header.table_id {
+                return Err(Error::WrongTable {
+                    ours: keytable::hex(&t.header.table_id[..8]),
+                    theirs: keytable::hex(&query.table_id[..8]),
+                });
+            }
+            if query.values.len() != cols {
+                return Err(Error::WrongLength {
+                    what: "a query",
+                    got: query.values.len(),
+                    expected: cols,
+                });
+            }
         }
         Ok(())
     }
@@ -444,8 +673,10 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
         out.pop().unwrap_or(Err(Error::Unsupported("an empty batch")))
     }
 
-    /// Step 2 for many sessions at once: all their queries (own and audits) that are
-    /// for one table go through the PIR backend in **one pass** over that table.
+    /// Step 2 for many sessions at once: every session is checked on its own
+    /// ([`TracEdgeServer::check_queries`]; a bad one fails alone), then all queries
+    /// (own and audits) that are for one table go through the PIR backend in **one
+    /// pass** over that table.
     pub fn respond_batch(&self, items: &mut [(&mut ServerSession, &Queries)]) -> Vec<Result<Response>> {
         let mut results: Vec<Option<Result<Response>>> = (0..items.len()).map(|_| None).collect();
         let mut by_epoch: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
@@ -505,23 +736,6 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
             .collect()
     }
 
-    /// Directory buckets with Merkle paths (allowed after the response).
-    pub fn directory(&self, sess: &ServerSession, lookup: &DirLookup) -> Result<DirEntries> {
-        if sess.step != ServerStep::AwaitAuth {
-            return Err(Error::Refused("directory lookup out of order".into()));
-        }
-        let t = self
-            .tables
-            .get(&sess.epoch)
-            .ok_or_else(|| Error::Refused(format!("the table of epoch {} has expired", sess.epoch)))?;
-        let entries = lookup
-            .buckets
-            .iter()
-            .map(|&b| t.dir.entry(b))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(DirEntries { entries })
-    }
-
     /// Step 3: checks the client's MAC under `K`; on success answers with the server's
     /// MAC. A client that does not know `K` gets a refusal.
     pub fn finish(&self, sess: &mut ServerSession, auth: &ClientAuth) -> Result<(ServerAuth, ServerOutcome)> {
@@ -551,12 +765,20 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer>> TracEdgeSer
         }
         Err(Error::Refused("not a subscriber".into()))
     }
+
+    /// **For deviating-server tests and the cheating simulation only**: the server's
+    /// signing key, to re-sign messages of its choosing.
+    pub fn signing_key(&self) -> &SigningKey {
+        &self.signing
+    }
 }
 
 /// Client settings.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientConfig {
-    /// Rows audited per authentication (α, §3.3), in one weighted query.
+    /// Rows audited per authentication (α, §3.3), in one weighted query. The rows of
+    /// one weighted query share a slot of the `lwe` layout, so a table allows at most
+    /// [`max_audits`] of them; more is an error, never a silent cut.
     pub audits: usize,
     /// Whether to accept tables committed with the paper's equivocable commitment.
     pub accept_paper_commitment: bool,
@@ -569,6 +791,15 @@ impl Default for ClientConfig {
             accept_paper_commitment: false,
         }
     }
+}
+
+/// The most rows one audit query can cover in a table of these parameters (the rows
+/// of one slot, less the client's own).
+pub fn max_audits(params: &LweParams) -> usize {
+    let rows = params.shape().rows;
+    let slots = params.slots() as u64;
+    // The fullest slot holds ⌈rows/slots⌉ rows; a client's own may be one of them.
+    (rows.div_ceil(slots) as usize).saturating_sub(1).max(1)
 }
 
 /// A subscriber: its row, its key pair, the server's signature key.
@@ -584,7 +815,6 @@ pub struct TracEdgeClient {
 enum ClientStep {
     AwaitCommit,
     AwaitResponse,
-    AwaitDirectory,
     AwaitServerAuth,
     Done,
 }
@@ -592,19 +822,20 @@ enum ClientStep {
 /// The client's view of one authentication (holds the per-query seeds: secret).
 pub struct ClientSession {
     hello: Hello,
+    /// The client's log head when the session started (for rollback evidence).
+    head_at_start: Option<super::log::LogEntry>,
     commit: Option<Commit>,
     queries: Option<Queries>,
     /// `wire_hash` of `queries`, taken once when they were sent.
     queries_hash: [u8; 32],
-    response: Option<Response>,
     hint: Option<LweHint>,
     lwe: Option<LweClient>,
     own: Option<QueryOpening>,
     audit: Option<QueryOpening>,
+    own_entry: Option<DirEntry>,
+    audit_entries: Vec<DirEntry>,
     key: Option<TableKey>,
-    verdict: Option<Verdict>,
     proof: Option<Box<MisbehaviourProof>>,
-    not_enrolled: bool,
     transcript: Sha256,
     step: ClientStep,
 }
@@ -615,13 +846,6 @@ impl core::fmt::Debug for ClientSession {
             .field("step", &self.step)
             .finish_non_exhaustive()
     }
-}
-
-/// What went wrong, found by the client.
-#[derive(Debug, Clone)]
-enum Verdict {
-    OwnRow { shared: [u8; 32], dleq: [u8; 64] },
-    Audit,
 }
 
 /// The end of an authentication, on the client.
@@ -638,8 +862,69 @@ pub enum ClientOutcome {
     },
     /// The server was caught: here is the proof anyone can check.
     Caught(Box<MisbehaviourProof>),
+    /// The server's signed log removed this subscriber's key from its row.
+    NotEnrolled {
+        /// The row.
+        row: u64,
+        /// The log entry that changed it.
+        since: u64,
+    },
     /// The server refused (or answered with a wrong MAC) and no misbehaviour was seen.
     Refused(String),
+}
+
+/// Why a client step stopped the session before the end.
+#[derive(Debug)]
+pub enum ClientStop {
+    /// The server was caught: the proof.
+    Caught(Box<MisbehaviourProof>),
+    /// The signed log removed this subscriber's key from its row (at `since`).
+    NotEnrolled {
+        /// The row.
+        row: u64,
+        /// The log entry.
+        since: u64,
+    },
+    /// A message is malformed, out of place or refused (not provable misbehaviour).
+    Error(Error),
+}
+
+impl From<Error> for ClientStop {
+    fn from(e: Error) -> Self {
+        ClientStop::Error(e)
+    }
+}
+
+impl From<super::log::ViewError> for ClientStop {
+    fn from(e: super::log::ViewError) -> Self {
+        match e {
+            super::log::ViewError::Caught(p) => ClientStop::Caught(p),
+            super::log::ViewError::Invalid(e) => ClientStop::Error(e),
+        }
+    }
+}
+
+impl core::fmt::Display for ClientStop {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ClientStop::Caught(_) => f.write_str("the server was caught misbehaving"),
+            ClientStop::NotEnrolled { row, since } => write!(
+                f,
+                "the server's signed log removed this subscriber's key from row {row} (log entry {since})"
+            ),
+            ClientStop::Error(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// What the client needs before it can answer a `Commit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitNeeds {
+    /// The log up to the `Commit`'s head: apply the segments to the view
+    /// ([`ClientView::apply`]) and ask again from where they end.
+    Log(LogRequest),
+    /// Nothing: call [`TracEdgeClient::on_commit`].
+    Ready,
 }
 
 impl TracEdgeClient {
@@ -658,28 +943,37 @@ impl TracEdgeClient {
         self.row
     }
 
-    /// Step 1: `t_s` and a nonce.
-    pub fn start<R: RngCore + CryptoRng>(&self, now_ms: u64, rng: &mut R) -> (ClientSession, Hello) {
+    /// The subscriber's key pair.
+    pub fn secret(&self) -> &SubscriberSecret {
+        &self.secret
+    }
+
+    /// Step 1: `t_s` (the clock to the minute) and a nonce. `view` is the client's
+    /// copy of the log (its head is kept as rollback evidence).
+    pub fn start<R: RngCore + CryptoRng>(&self, now_ms: u64, view: &ClientView, rng: &mut R) -> (ClientSession, Hello) {
         let mut nonce = [0u8; 32];
         rng.fill_bytes(&mut nonce);
-        let hello = Hello { t_s: now_ms, nonce };
+        let hello = Hello {
+            t_s: coarse_time(now_ms),
+            nonce,
+        };
         let mut transcript = Sha256::new();
         transcript.update(hello.to_wire());
         (
             ClientSession {
                 hello,
+                head_at_start: view.head().cloned(),
                 commit: None,
                 queries: None,
                 queries_hash: [0; 32],
-                response: None,
                 hint: None,
                 lwe: None,
                 own: None,
                 audit: None,
+                own_entry: None,
+                audit_entries: Vec::new(),
                 key: None,
-                verdict: None,
                 proof: None,
-                not_enrolled: false,
                 transcript,
                 step: ClientStep::AwaitCommit,
             },
@@ -687,55 +981,178 @@ impl TracEdgeClient {
         )
     }
 
-    /// Checks the commit's signature and freshness; returns its header so that the
-    /// caller can fetch the hint of `header.table_id` if it has not got it.
-    pub fn check_commit(&self, sess: &ClientSession, commit: &Commit) -> Result<TableHeader> {
+    fn caught(&self, kind: ProofKind) -> ClientStop {
+        ClientStop::Caught(Box::new(MisbehaviourProof {
+            server_key: self.server.to_bytes(),
+            kind,
+        }))
+    }
+
+    /// Checks the commit's signature and freshness, and that it does not name an
+    /// older log head than the client already holds (a rollback: with a proof when
+    /// the held entry, or the receipt, is older than the commit by
+    /// [`ROLLBACK_MARGIN_MS`]). Then says whether the client's view must first be
+    /// brought up to the commit's log head.
+    pub fn commit_needs(
+        &self,
+        sess: &ClientSession,
+        commit: &Commit,
+        view: &ClientView,
+    ) -> core::result::Result<CommitNeeds, ClientStop> {
         if !matches!(sess.step, ClientStep::AwaitCommit) {
-            return Err(Error::Refused("commit out of order".into()));
+            return Err(Error::Refused("commit out of order".into()).into());
         }
         verify_commit(&self.server, &sess.hello, commit)?;
-        if commit.header.scheme == CommitScheme::PaperEquivocable && !self.config.accept_paper_commitment {
+        if view.server().to_bytes() != self.server.to_bytes() {
+            return Err(Error::Refused("the view is of another server's log".into()).into());
+        }
+        let mut evidence: Option<Evidence> = None;
+        if let Some(h) = &sess.head_at_start
+            && h.seq > commit.log_seq
+        {
+            evidence = Some(Evidence::Entry(h.clone()));
+        }
+        if let Some(o) = view.own()
+            && o.receipt.seq > commit.log_seq
+            && evidence.is_none()
+        {
+            evidence = Some(Evidence::Receipt(o.receipt.clone()));
+        }
+        if let Some(ev) = evidence {
+            let (seq, time) = match &ev {
+                Evidence::Entry(e) => (e.seq, e.time_ms),
+                Evidence::Receipt(r) => (r.seq, r.time_ms),
+            };
+            if time.saturating_add(ROLLBACK_MARGIN_MS) < commit.t_s {
+                return Err(self.caught(ProofKind::Rollback {
+                    hello: sess.hello,
+                    commit: commit.clone(),
+                    evidence: ev,
+                }));
+            }
+            return Err(Error::Refused(format!(
+                "the server names log entry {} as its newest; this client already holds entry {seq}",
+                commit.log_seq
+            ))
+            .into());
+        }
+        match view.head_seq() {
+            Some(h) if h >= commit.log_seq => Ok(CommitNeeds::Ready),
+            _ => Ok(CommitNeeds::Log(LogRequest {
+                from: view.sync_from(),
+                to: commit.log_seq,
+            })),
+        }
+    }
+
+    /// Checks the commit against the client's view (which must hold exactly the log
+    /// up to the commit's head): the header is a table of that entry, the client's
+    /// own row holds its key there, the commitment scheme is acceptable. Returns the
+    /// header.
+    pub fn check_commit(
+        &self,
+        sess: &ClientSession,
+        commit: &Commit,
+        view: &ClientView,
+    ) -> core::result::Result<TableHeader, ClientStop> {
+        if let CommitNeeds::Log(_) = self.commit_needs(sess, commit, view)? {
+            return Err(Error::Refused("the client's log does not reach the commit's log head".into()).into());
+        }
+        if view.head_seq() != Some(commit.log_seq) {
+            return Err(Error::Refused("the client's log is past the commit's log head".into()).into());
+        }
+        let entry = view
+            .entry(commit.log_seq)
+            .ok_or_else(|| Error::Refused("the client's log does not reach the commit's log head".into()))?;
+        if entry.hash() != commit.log_hash || !entry.tables.contains(&commit.header) {
+            return Err(self.caught(ProofKind::CommitNotInLog {
+                hello: sess.hello,
+                commit: commit.clone(),
+                entry: entry.clone(),
+            }));
+        }
+        let header = commit.header;
+        if header.scheme == CommitScheme::PaperEquivocable && !self.config.accept_paper_commitment {
             return Err(Error::Refused(
                 "the server uses the paper's equivocable commitment; refusing (binding required)".into(),
-            ));
+            )
+            .into());
         }
-        if self.row >= commit.header.rows {
-            return Err(Error::RowOutOfRange {
-                row: self.row,
-                rows: commit.header.rows,
-            });
+        let own = view
+            .own()
+            .ok_or_else(|| Error::Refused("the view has no enrolment receipt: own-row checks need one".into()))?;
+        if own.row != self.row || own.key != self.secret.public_bytes() {
+            return Err(Error::Refused("the view's receipt is for another subscriber".into()).into());
         }
-        Ok(commit.header)
+        if let Some(since) = own.removed_at {
+            return Err(ClientStop::NotEnrolled { row: self.row, since });
+        }
+        // The log registered our key at the receipt's entry (checked when it was
+        // applied) and has not changed the row since.
+        if view.directory().key(self.row)? != own.key {
+            return Err(Error::Refused("the view's directory disagrees with its receipt".into()).into());
+        }
+        Ok(header)
     }
 
     /// Step 2: the query for the client's row and one weighted audit query over
     /// `audits` other rows of a random slot. `hint` must be the hint of
-    /// `commit.header.table_id`.
+    /// `commit.header.table_id`, with the derived `A` ([`lwe_seed`]).
     pub fn on_commit<R: RngCore + CryptoRng>(
         &self,
         sess: &mut ClientSession,
         commit: Commit,
         hint: LweHint,
+        view: &ClientView,
         rng: &mut R,
-    ) -> Result<Queries> {
-        let header = self.check_commit(sess, &commit)?;
+    ) -> core::result::Result<Queries, ClientStop> {
+        let header = self.check_commit(sess, &commit, view)?;
         let lwe = LweClient::new(hint.clone())?;
         if lwe.table_id() != header.table_id {
             return Err(Error::WrongTable {
                 ours: keytable::hex(&lwe.table_id()[..8]),
                 theirs: keytable::hex(&header.table_id[..8]),
-            });
+            }
+            .into());
+        }
+        if lwe.params().seed() != lwe_seed_of(&header.server_dh_key, header.epoch, &header.ephemeral) {
+            return Err(Error::Refused("the table's LWE matrix is not the one its epoch derives".into()).into());
         }
         let params = *lwe.params();
+        if params.shape().rows != header.rows {
+            return Err(Error::Refused("the hint is for another table size".into()).into());
+        }
+        let cap = max_audits(&params);
+        if self.config.audits > cap {
+            return Err(Error::InvalidSelection(format!(
+                "{} audited rows asked for; one audit query of this table ({} rows, {} slots) covers at most {cap}",
+                self.config.audits,
+                header.rows,
+                params.slots()
+            ))
+            .into());
+        }
         let mut own = QueryOpening::new(Selection::row(self.row), rng);
         let own_q = own.query(&lwe)?;
         let mut audits = Vec::new();
         let mut audit = None;
+        let mut audit_entries = Vec::new();
         if self.config.audits > 0
             && let Some(sel) = audit_selection(&params, self.row, self.config.audits, rng)
         {
             let mut opening = QueryOpening::new(sel, rng);
             audits.push(opening.query(&lwe)?);
+            let mut buckets: Vec<u64> = opening
+                .selection()
+                .entries()
+                .iter()
+                .map(|&(r, _)| r / BUCKET_ROWS)
+                .collect();
+            buckets.sort_unstable();
+            buckets.dedup();
+            for b in buckets {
+                audit_entries.push(view.directory().entry(b)?);
+            }
             audit = Some(opening);
         }
         let queries = Queries {
@@ -746,6 +1163,8 @@ impl TracEdgeClient {
         sess.transcript.update(commit.to_wire());
         sess.queries_hash = wire_hash(&queries);
         sess.transcript.update(sess.queries_hash);
+        sess.own_entry = Some(view.bucket_of(self.row)?);
+        sess.audit_entries = audit_entries;
         sess.commit = Some(commit);
         sess.queries = Some(queries.clone());
         sess.hint = Some(hint);
@@ -757,15 +1176,24 @@ impl TracEdgeClient {
     }
 
     /// Step 3: checks the signed response, decodes `K'` from the client's row and
-    /// checks it against the commitment (and, for a binding table, against `R`).
-    /// Returns the directory lookup for the audited rows (empty if none).
-    pub fn on_response(&self, sess: &mut ClientSession, resp: Response) -> Result<DirLookup> {
+    /// checks it against the commitment (and, for a binding table, against `R`), and
+    /// checks the audit against the rows the client computes from `K` and its copy
+    /// of the directory. Returns the client's MAC — a random one if any check failed,
+    /// so that the exchange looks like an unauthorised client's (the proof is then in
+    /// the session, and [`TracEdgeClient::on_server_auth`] returns it).
+    pub fn on_response<R: RngCore + CryptoRng>(
+        &self,
+        sess: &mut ClientSession,
+        resp: Response,
+        rng: &mut R,
+    ) -> core::result::Result<ClientAuth, ClientStop> {
         if !matches!(sess.step, ClientStep::AwaitResponse) {
-            return Err(Error::Refused("response out of order".into()));
+            return Err(Error::Refused("response out of order".into()).into());
         }
-        let (Some(commit), Some(queries), Some(lwe), Some(own)) = (&sess.commit, &sess.queries, &sess.lwe, &sess.own)
+        let (Some(commit), Some(queries), Some(lwe), Some(own), Some(hint)) =
+            (&sess.commit, &sess.queries, &sess.lwe, &sess.own, &sess.hint)
         else {
-            return Err(Error::Refused("response out of order".into()));
+            return Err(Error::Refused("response out of order".into()).into());
         };
         let ahash = verify_response_hashed(
             &self.server,
@@ -780,95 +1208,62 @@ impl TracEdgeClient {
         let ephemeral = decode_public(&header.ephemeral)?;
         let server_dh = decode_public(&header.server_dh_key)?;
         let (k, shared) = self.secret.decrypt_row(&ephemeral, header.epoch, self.row, &row)?;
-        let ok = key_matches(&header, &server_dh, &k);
         sess.transcript
             .update(response_transcript_bytes(resp.epoch, &ahash, &resp.sig));
-        sess.response = Some(resp);
-        if ok {
-            sess.key = Some(k);
-        } else {
+        let session = |resp: &Response| {
+            Box::new(Transcript {
+                hello: sess.hello,
+                commit: commit.clone(),
+                queries: queries.clone(),
+                response: resp.clone(),
+                hint: hint.clone(),
+            })
+        };
+        let mut proof = None;
+        if !key_matches(&header, &server_dh, &k) {
             let dleq = super::proof::dleq_prove(self.secret.scalar(), &ephemeral, &shared, &header, self.row);
-            sess.verdict = Some(Verdict::OwnRow {
+            let entry = sess
+                .own_entry
+                .clone()
+                .ok_or_else(|| Error::Refused("no own bucket".into()))?;
+            proof = Some(ProofKind::OwnRow {
+                session: session(&resp),
+                row: self.row,
+                opening: own.clone(),
+                subscriber_key: self.secret.public_bytes(),
                 shared: shared.to_bytes(),
                 dleq,
+                entry,
             });
-        }
-        let mut buckets: Vec<u64> = Vec::new();
-        if sess.key.is_some() {
-            if let Some(a) = &sess.audit {
-                for &(r, _) in a.selection().entries() {
-                    let b = r / BUCKET_ROWS;
-                    if !buckets.contains(&b) {
-                        buckets.push(b);
-                    }
-                }
-            }
-        } else {
-            buckets.push(self.row / BUCKET_ROWS);
-        }
-        sess.step = ClientStep::AwaitDirectory;
-        Ok(DirLookup { buckets })
-    }
-
-    /// Step 4: checks the directory entries and the audits; returns the client's MAC
-    /// — a random one if any check failed, so that the exchange looks like an
-    /// unauthorised client's.
-    pub fn on_directory<R: RngCore + CryptoRng>(
-        &self,
-        sess: &mut ClientSession,
-        entries: DirEntries,
-        rng: &mut R,
-    ) -> Result<ClientAuth> {
-        if !matches!(sess.step, ClientStep::AwaitDirectory) {
-            return Err(Error::Refused("directory entries out of order".into()));
-        }
-        let header = sess
-            .commit
-            .as_ref()
-            .map(|c| c.header)
-            .ok_or_else(|| Error::Refused("no commit".into()))?;
-        for e in &entries.entries {
-            e.verify(header.rows, &header.dir_root)?;
-        }
-        if matches!(sess.verdict, Some(Verdict::OwnRow { .. })) {
-            let mine = entries.entries.iter().find_map(|e| e.key(self.row));
-            if mine != Some(self.secret.public_bytes()) {
-                // Not misbehaviour: the signed directory does not list this key at
-                // this row (not enrolled, or removed). Finish like any outsider.
-                sess.verdict = None;
-                sess.not_enrolled = true;
-            }
-        }
-        if let (Some(k), Some(a), Some(resp), Some(lwe)) = (&sess.key, &sess.audit, &sess.response, &sess.lwe) {
+        } else if let Some(a) = &sess.audit {
             let decoded = a.decode(lwe, &resp.answers[1])?;
-            let expected = expected_audit(k, &header, a.selection(), &entries.entries, lwe.symbols())?;
+            let expected = expected_audit(&k, &header, a.selection(), &sess.audit_entries, lwe.symbols())?;
             if decoded.symbols != expected {
-                sess.verdict = Some(Verdict::Audit);
+                proof = Some(ProofKind::Audit {
+                    session: session(&resp),
+                    opening: a.clone(),
+                    key: *k.as_bytes(),
+                    entries: sess.audit_entries.clone(),
+                });
             }
         }
         sess.step = ClientStep::AwaitServerAuth;
-        if let Some(v) = sess.verdict.clone() {
-            let proof = self.make_proof(sess, v, entries)?;
-            sess.proof = Some(Box::new(proof));
-            sess.key = None;
+        if let Some(kind) = proof {
+            sess.proof = Some(Box::new(MisbehaviourProof {
+                server_key: self.server.to_bytes(),
+                kind,
+            }));
             let mut mac = [0u8; 32];
             rng.fill_bytes(&mut mac);
             return Ok(ClientAuth { mac });
         }
         let transcript: [u8; 32] = sess.transcript.clone().finalize().into();
-        match &sess.key {
-            Some(k) => Ok(ClientAuth {
-                mac: k.session_mac_key("client", &transcript),
-            }),
-            None => {
-                let mut mac = [0u8; 32];
-                rng.fill_bytes(&mut mac);
-                Ok(ClientAuth { mac })
-            }
-        }
+        let mac = k.session_mac_key("client", &transcript);
+        sess.key = Some(k);
+        Ok(ClientAuth { mac })
     }
 
-    /// Step 5: the server's answer to the MAC (`Ok(ServerAuth)`, or `Err(reason)` for a
+    /// Step 4: the server's answer to the MAC (`Ok(ServerAuth)`, or `Err(reason)` for a
     /// refusal), and the outcome.
     pub fn on_server_auth(
         &self,
@@ -878,12 +1273,6 @@ impl TracEdgeClient {
         sess.step = ClientStep::Done;
         if let Some(p) = sess.proof.take() {
             return ClientOutcome::Caught(p);
-        }
-        if sess.not_enrolled {
-            return ClientOutcome::Refused(format!(
-                "the signed directory does not hold this subscriber's key at row {}",
-                self.row
-            ));
         }
         let reply = match reply {
             Ok(r) => r,
@@ -903,49 +1292,27 @@ impl TracEdgeClient {
             expires_ms: commit.header.expires_ms,
         }
     }
+}
 
-    fn make_proof(&self, sess: &ClientSession, v: Verdict, entries: DirEntries) -> Result<MisbehaviourProof> {
-        let (Some(commit), Some(queries), Some(resp), Some(hint), Some(own)) =
-            (&sess.commit, &sess.queries, &sess.response, &sess.hint, &sess.own)
-        else {
-            return Err(Error::Refused("nothing to prove".into()));
-        };
-        let kind = match v {
-            Verdict::OwnRow { shared, dleq } => {
-                let entry = entries
-                    .entries
-                    .into_iter()
-                    .find(|e| e.key(self.row).is_some())
-                    .ok_or_else(|| Error::Refused("the directory did not return the client's bucket".into()))?;
-                ProofKind::OwnRow {
-                    row: self.row,
-                    opening: own.clone(),
-                    subscriber_key: self.secret.public_bytes(),
-                    shared,
-                    dleq,
-                    entry,
-                }
-            }
-            Verdict::Audit => {
-                let opening = sess.audit.clone().ok_or_else(|| Error::Refused("no audit".into()))?;
-                // The key opened Γ, so it is the committed one: a proof reveals it.
-                let key = sess.key.as_ref().ok_or_else(|| Error::Refused("no key".into()))?;
-                ProofKind::Audit {
-                    opening,
-                    key: *key.as_bytes(),
-                    entries: entries.entries,
-                }
-            }
-        };
-        Ok(MisbehaviourProof {
-            server_key: self.server.to_bytes(),
-            hello: sess.hello,
-            commit: commit.clone(),
-            queries: queries.clone(),
-            response: resp.clone(),
-            hint: hint.clone(),
-            kind,
-        })
+impl ClientSession {
+    /// The proof of misbehaviour, if the server was caught (also returned by
+    /// [`TracEdgeClient::on_server_auth`]).
+    pub fn proof(&self) -> Option<&MisbehaviourProof> {
+        self.proof.as_deref()
+    }
+
+    /// The rows the audit query of this session covers (empty before `on_commit`, or
+    /// with no audit).
+    pub fn audited_rows(&self) -> Vec<u64> {
+        self.audit
+            .as_ref()
+            .map(|a| a.selection().entries().iter().map(|&(r, _)| r).collect())
+            .unwrap_or_default()
+    }
+
+    /// The hello of this session.
+    pub fn hello(&self) -> &Hello {
+        &self.hello
     }
 }
 
@@ -968,7 +1335,14 @@ pub fn verify_commit(server: &VerifyingKey, hello: &Hello, commit: &Commit) -> R
     }
     server
         .verify(
-            &commit_signed_bytes(&commit.header, commit.t_s, &hello.nonce, &commit.server_nonce),
+            &commit_signed_bytes(
+                &commit.header,
+                commit.t_s,
+                &hello.nonce,
+                &commit.server_nonce,
+                commit.log_seq,
+                &commit.log_hash,
+            ),
             &commit.sig,
         )
         .map_err(|_| Error::Signature("the commitment"))
@@ -1069,7 +1443,7 @@ pub fn expected_audit(
         let key = entries
             .iter()
             .find_map(|e| e.key(r))
-            .ok_or_else(|| Error::Refused(format!("the directory did not return the key of row {r}")))?;
+            .ok_or_else(|| Error::Refused(format!("no directory bucket for row {r}")))?;
         let y = decode_public(&key)?;
         let row = keytable::encrypt_row(k, k, header.epoch, r, &y);
         for (a, s) in acc.iter_mut().zip(layout.split(&row)) {
@@ -1079,10 +1453,97 @@ pub fn expected_audit(
     Ok(acc.into_iter().map(|v| v as u32).collect())
 }
 
-impl ClientSession {
-    /// The proof of misbehaviour, if the server was caught (also returned by
-    /// [`TracEdgeClient::on_server_auth`]).
-    pub fn proof(&self) -> Option<&MisbehaviourProof> {
-        self.proof.as_deref()
+/// How an in-process run ended ([`authenticate_in_process`]).
+#[derive(Debug)]
+pub struct InProcess {
+    /// The client's outcome, or why it stopped before the end.
+    pub client: core::result::Result<ClientOutcome, ClientStop>,
+    /// Which key the server saw (`Some(0)`: the committed one; `Some(i > 0)`: a
+    /// cheating server's i-th second key; `None`: no MAC matched, or the run
+    /// stopped before).
+    pub key_index: Option<usize>,
+    /// Log records the client's view took.
+    pub log_records: u64,
+}
+
+/// One authentication between a server and a client in one process (demos,
+/// benches, tests): hello, the log up to the commit's head into `view`, queries,
+/// response, MACs.
+pub fn authenticate_in_process<S, R>(
+    server: &mut TracEdgeServer<S>,
+    client: &TracEdgeClient,
+    view: &mut ClientView,
+    hint: LweHint,
+    now_ms: u64,
+    rng: &mut R,
+) -> InProcess
+where
+    S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource,
+    R: RngCore + CryptoRng,
+{
+    let mut out = InProcess {
+        client: Err(ClientStop::Error(Error::Refused("not started".into()))),
+        key_index: None,
+        log_records: 0,
+    };
+    let (mut cs, hello) = client.start(now_ms, view, rng);
+    let (mut ss, commit) = match server.hello(&hello, now_ms, rng) {
+        Ok(x) => x,
+        Err(e) => {
+            out.client = Err(e.into());
+            return out;
+        }
+    };
+    loop {
+        match client.commit_needs(&cs, &commit, view) {
+            Err(s) => {
+                out.client = Err(s);
+                return out;
+            }
+            Ok(CommitNeeds::Ready) => break,
+            Ok(CommitNeeds::Log(req)) => {
+                let seg = server.log_segment(&req);
+                let before = view.head_seq();
+                if let Err(e) = view.apply(&seg) {
+                    out.client = Err(e.into());
+                    return out;
+                }
+                out.log_records += seg.records.len() as u64;
+                if view.head_seq() == before {
+                    out.client = Err(Error::Refused("the server sent no further log entries".into()).into());
+                    return out;
+                }
+            }
+        }
     }
+    let q = match client.on_commit(&mut cs, commit, hint, view, rng) {
+        Ok(q) => q,
+        Err(s) => {
+            out.client = Err(s);
+            return out;
+        }
+    };
+    let resp = match server.respond(&mut ss, &q) {
+        Ok(r) => r,
+        Err(e) => {
+            out.client = Err(e.into());
+            return out;
+        }
+    };
+    let auth = match client.on_response(&mut cs, resp, rng) {
+        Ok(a) => a,
+        Err(s) => {
+            out.client = Err(s);
+            return out;
+        }
+    };
+    let reply = match server.finish(&mut ss, &auth) {
+        Ok((r, o)) => {
+            out.key_index = Some(o.key_index);
+            Ok(r)
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    out.client = Ok(client.on_server_auth(&mut cs, reply));
+    out
 }

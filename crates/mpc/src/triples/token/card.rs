@@ -1,23 +1,40 @@
 //! The token itself, sans-I/O: command APDUs in, response APDUs out, its persistent
 //! state written through an [`Eeprom`] before any answer that depends on it.
 //!
-//! | command | CLA INS P1 P2 | data | response |
-//! |---|---|---|---|
-//! | GET CERTIFICATE | `80 10 00 00` | — | the certificate |
-//! | GENERATE | `80 20 log 00` | — | `d` (8 bytes) ‖ `log`, SW `6100`: `c_A` follows |
-//! | GET RESPONSE | `00 C0 00 00` | — | the next `≤ Ne` bytes of `c_A`; SW `6100` while more |
-//! | RELEASE A | `80 30 00 00` | `d` | `s_A` (16 bytes) |
-//! | RELEASE B | `80 32 00 00` | seed request | the sealed `s_B` seeds |
+//! | command | CLA INS P1 P2 | data | response | who may send it |
+//! |---|---|---|---|---|
+//! | GET CERTIFICATE | `80 10 00 00` | — | the certificate | any session |
+//! | GENERATE | `80 20 log 00` | — | `d` (8 bytes) ‖ `log`, SW `6100`: `c_A` follows | any session |
+//! | GET RESPONSE | `00 C0 00 00` | — | the next `≤ Ne` bytes of `c_A`; SW `6100` while more | the session that generates |
+//! | RELEASE A | `80 30 00 00` | `d` | `s_A` (16 bytes) | the paired host |
+//! | RELEASE B | `80 32 00 00` | seed request | the sealed `s_B` seeds | the paired host |
+//! | DELETE | `80 34 00 00` | `d` | — | the paired host |
 //!
 //! The rules the paper sets (§4.1, §4.4): a sequence's `s_A` only once it is fully
 //! generated, its `s_B` only after `s_A` and only once — the sequence is erased from
 //! the persistent state, and that state is committed, before the sealed seeds leave.
+//!
+//! What the paper's card gets from its hardware and a process must do itself:
+//! * **Its host.** A card answers only the phone it sits in. The token answers RELEASE
+//!   A, RELEASE B and DELETE only in a [`Session`] of the *paired host* — the one
+//!   whose key was fixed when the token was made ([`TokenState::host`]); the network
+//!   shell ([`super::holder::TokenServer`]) admits no other key to its TLS link.
+//! * **Its memory.** A card's EEPROM cannot be read or copied. [`FileEeprom`] seals the
+//!   state with a key the host provides (so a copy of the file alone is useless) and
+//!   keeps the last committed generation in a *rollback guard* beside that key (so an
+//!   older copy of the file put back is refused). Whoever holds the key, the guard and
+//!   the file can still read and rewind the token: a software token is only as
+//!   trustworthy as its host.
+//! * **Its space.** A sequence whose stream is abandoned (another command, or the
+//!   session's end, before its last chunk) is erased at once; at most
+//!   [`MAX_LIVE_SEQUENCES`] live, and when full the oldest generated, unreleased one
+//!   makes room.
 
 use super::apdu::{self, Command, Response, sw};
 use super::{
-    CLA, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_RELEASE_A, INS_RELEASE_B, MAX_LOG, MIN_LOG,
-    SeedRelease, SeedRequest, TokenCertificate, TokenKey, compute_c_a_le, decode_point, derive_seed, seal_aad,
-    seal_key,
+    CLA, CertificateFields, INS_DELETE, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_RELEASE_A,
+    INS_RELEASE_B, MAX_CERTIFICATE, MAX_LOG, MIN_LOG, SeedRelease, SeedRequest, TokenCertificate, TokenKey, TokenKind,
+    compute_c_a_le, decode_point, derive_seed, seal_aad, seal_key,
 };
 use crate::messages::tags;
 use crate::prg::Seed;
@@ -27,9 +44,10 @@ use rand_core::CryptoRngCore;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use tacit_crypto::aead::AeadKey;
 use tacit_crypto::sign::SigningKey;
 use tacit_wire::{Decode, Encode, Reader, Writer};
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 /// Where a sequence stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +60,42 @@ pub enum SequenceState {
     AReleased,
 }
 
-/// The token's persistent memory: master keys, static key, certificate, counter and
-/// the live sequences (a sequence whose `s_B` was released is erased).
+/// What a token is made with ([`TokenState::manufacture`]).
+#[derive(Debug, Clone)]
+pub struct TokenSpec {
+    /// Manufacturer name written in the certificate.
+    pub manufacturer: String,
+    /// Software or hardware (what the certificate says).
+    pub kind: TokenKind,
+    /// Certificate validity, Unix seconds.
+    pub not_before: u64,
+    /// Certificate validity, Unix seconds.
+    pub not_after: u64,
+    /// The issuer's policy written in the certificate.
+    pub policy: String,
+    /// The paired host: SHA-256 of the key (SubjectPublicKeyInfo) its TLS link
+    /// presents. Only that host is answered RELEASE A, RELEASE B and DELETE.
+    pub host: [u8; 32],
+}
+
+impl TokenSpec {
+    /// A software token paired with `host`, valid for ever, with the default policy
+    /// (tests and benchmarks).
+    pub fn software(manufacturer: &str, host: [u8; 32]) -> Self {
+        TokenSpec {
+            manufacturer: manufacturer.to_string(),
+            kind: TokenKind::Software,
+            not_before: 0,
+            not_after: u64::MAX,
+            policy: super::SOFTWARE_POLICY.to_string(),
+            host,
+        }
+    }
+}
+
+/// The token's persistent memory: master keys, static key, certificate, the key of
+/// its TLS link and its paired host, the counter and the live sequences (a sequence
+/// whose `s_B` was released is erased).
 #[derive(Clone, PartialEq, Eq)]
 pub struct TokenState {
     /// The certificate (holds the token id and public key).
@@ -51,6 +103,10 @@ pub struct TokenState {
     k_a: [u8; 16],
     k_b: [u8; 16],
     secret: [u8; 32],
+    /// The link's self-signed certificate (DER) and PKCS#8 key.
+    link_cert: Vec<u8>,
+    link_key: Zeroizing<Vec<u8>>,
+    host: [u8; 32],
     next_d: u64,
     sequences: BTreeMap<u64, (u8, SequenceState)>,
 }
@@ -77,9 +133,13 @@ impl Drop for TokenState {
     }
 }
 
+/// The TLS server name of the token's link (its certificate is pinned, not named).
+pub const LINK_NAME: &str = "tacit-token.invalid";
+
 impl TokenState {
-    /// Manufactures a token: fresh master keys and static key, certified by `ca`.
-    pub fn manufacture(ca: &SigningKey, manufacturer: &str, rng: &mut impl CryptoRngCore) -> Self {
+    /// Manufactures a token: fresh master keys, static key and link key, certified by
+    /// `ca` as `spec` says, paired with `spec.host`.
+    pub fn manufacture(ca: &SigningKey, spec: &TokenSpec, rng: &mut impl CryptoRngCore) -> Result<Self, crate::Error> {
         let mut k_a = [0u8; 16];
         let mut k_b = [0u8; 16];
         let mut token_id = [0u8; 16];
@@ -88,15 +148,42 @@ impl TokenState {
         rng.fill_bytes(&mut token_id);
         let t = Scalar::random(rng);
         let public = RistrettoPoint::mul_base(&t).compress().to_bytes();
-        let certificate = TokenCertificate::issue(ca, token_id, public, manufacturer);
-        TokenState {
+        if spec.policy.len() > super::MAX_POLICY || spec.manufacturer.len() > 128 {
+            return Err(crate::Error::Params(format!(
+                "the policy may have {} bytes and the manufacturer's name 128",
+                super::MAX_POLICY
+            )));
+        }
+        if spec.not_after < spec.not_before {
+            return Err(crate::Error::Params(
+                "the certificate would expire before it is valid".into(),
+            ));
+        }
+        let certificate = TokenCertificate::issue(
+            ca,
+            CertificateFields {
+                token_id,
+                public,
+                manufacturer: spec.manufacturer.clone(),
+                kind: spec.kind,
+                not_before: spec.not_before,
+                not_after: spec.not_after,
+                policy: spec.policy.clone(),
+            },
+        );
+        let link = tacit_net::tls::SelfSigned::generate(LINK_NAME)
+            .map_err(|e| crate::Error::Params(format!("making the token's link key: {e}")))?;
+        Ok(TokenState {
             certificate,
             k_a,
             k_b,
             secret: t.to_bytes(),
+            link_cert: link.cert_der().to_vec(),
+            link_key: Zeroizing::new(link.key_pkcs8_der().to_vec()),
+            host: spec.host,
             next_d: 0,
             sequences: BTreeMap::new(),
-        }
+        })
     }
 
     /// The live sequences.
@@ -108,18 +195,43 @@ impl TokenState {
     pub fn next_d(&self) -> u64 {
         self.next_d
     }
+
+    /// The paired host's key fingerprint.
+    pub fn host(&self) -> &[u8; 32] {
+        &self.host
+    }
+
+    /// The key the token's TLS link presents.
+    pub fn link_identity(&self) -> Result<tacit_net::tls::SelfSigned, crate::Error> {
+        tacit_net::tls::SelfSigned::from_parts(&self.link_cert, &self.link_key)
+            .map_err(|e| crate::Error::Params(format!("the token's link key is damaged: {e}")))
+    }
+
+    /// Drops every sequence still marked Generating: its stream was cut by a crash or
+    /// a closed session, so nothing of it was released and nothing ever will be.
+    fn drop_unfinished(&mut self) {
+        self.sequences.retain(|_, (_, st)| *st != SequenceState::Generating);
+    }
 }
 
-/// The most live sequences a token keeps.
-pub const MAX_LIVE_SEQUENCES: usize = 1 << 16;
+/// The most live sequences a token keeps (a full pool of a few hundred sessions; the
+/// state stays small enough that a commit is one small write).
+pub const MAX_LIVE_SEQUENCES: usize = 4096;
+
+/// Version of the state's encoding.
+const STATE_VERSION: u8 = 2;
 
 impl Encode for TokenState {
     fn encode(&self, w: &mut Writer) {
         w.put_envelope(tags::TOKEN_STATE);
+        w.put_u8(STATE_VERSION);
         w.put_var_bytes(&self.certificate.to_wire());
         w.put_fixed(&self.k_a);
         w.put_fixed(&self.k_b);
         w.put_fixed(&self.secret);
+        w.put_var_bytes(&self.link_cert);
+        w.put_var_bytes(&self.link_key);
+        w.put_fixed(&self.host);
         w.put_u64(self.next_d);
         w.put_count(self.sequences.len());
         for (&d, &(log, st)) in &self.sequences {
@@ -137,13 +249,25 @@ impl Encode for TokenState {
 impl Decode for TokenState {
     fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
         r.envelope(tags::TOKEN_STATE, "token state")?;
-        let certificate = TokenCertificate::from_wire(r.var_bytes("certificate", 512)?)?;
+        let v = r.u8()?;
+        if v != STATE_VERSION {
+            return Err(tacit_wire::Error::invalid(
+                "token state",
+                format!(
+                    "version {v}, made by another version of tacit (this one reads {STATE_VERSION}); make a new token"
+                ),
+            ));
+        }
+        let certificate = TokenCertificate::from_wire(r.var_bytes("certificate", MAX_CERTIFICATE)?)?;
         let k_a = r.array("k_A")?;
         let k_b = r.array("k_B")?;
         let secret: [u8; 32] = r.array("token key")?;
         if Option::<Scalar>::from(Scalar::from_canonical_bytes(secret)).is_none() {
             return Err(tacit_wire::Error::invalid("token key", "not a canonical scalar"));
         }
+        let link_cert = r.var_bytes("link certificate", 4096)?.to_vec();
+        let link_key = Zeroizing::new(r.var_bytes("link key", 4096)?.to_vec());
+        let host = r.array("paired host")?;
         let next_d = r.u64()?;
         let n = r.count("sequences", MAX_LIVE_SEQUENCES, 10)?;
         let mut sequences = BTreeMap::new();
@@ -170,6 +294,9 @@ impl Decode for TokenState {
             k_a,
             k_b,
             secret,
+            link_cert,
+            link_key,
+            host,
             next_d,
             sequences,
         })
@@ -183,52 +310,113 @@ pub trait Eeprom {
     fn commit(&mut self, state: &[u8]) -> std::io::Result<()>;
 }
 
-/// State in a file of two slots (a card's EEPROM with atomic updates).
+/// The key a software token's state is sealed with at rest (ChaCha20-Poly1305),
+/// provided by its host: 32 bytes, kept apart from the state file (another volume, a
+/// keyring, a credential the service manager hands in), so that a copy of the state
+/// file alone opens to nothing.
+#[derive(Clone)]
+pub struct SealKey(AeadKey);
+
+impl std::fmt::Debug for SealKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SealKey(<redacted>)")
+    }
+}
+
+impl SealKey {
+    /// The key from its 32 bytes.
+    pub fn from_bytes(b: [u8; 32]) -> Self {
+        SealKey(AeadKey::new(b))
+    }
+
+    /// A fresh random key; returns it and its bytes (to be stored by the host).
+    pub fn generate(rng: &mut impl CryptoRngCore) -> (Self, Zeroizing<[u8; 32]>) {
+        let mut b = Zeroizing::new([0u8; 32]);
+        rng.fill_bytes(&mut *b);
+        (SealKey::from_bytes(*b), b)
+    }
+}
+
+/// State in a file of two slots (a card's EEPROM with atomic updates), sealed.
 ///
 /// ```text
-/// header (4 KiB): "TACITEE2" ‖ slot size (u32)
-/// slot 0, slot 1: generation (u64) ‖ length (u32) ‖ SHA-256(label ‖ generation ‖ length ‖ state) ‖ state
+/// header (4 KiB): "TACITEE3" ‖ slot size (u32)
+/// slot 0, slot 1: generation (u64) ‖ length (u32) ‖ SHA-256(label ‖ generation ‖ length ‖ sealed) ‖ sealed
+/// sealed:         nonce (12, random) ‖ ChaCha20-Poly1305_seal-key(label ‖ generation; state)
+/// guard file:     "TACITGD1" ‖ generation (u64)
 /// ```
 ///
 /// A commit writes the slot that does *not* hold the current state, in place, and
-/// `fdatasync`s: one flush of a file whose size does not change (0.07 ms here, against
-/// 0.4 ms for the write–fsync–rename–fsync-the-folder replace). Loading takes the
+/// `fdatasync`s: one flush of a file whose size does not change; loading takes the
 /// valid slot of higher generation, so a crash in the middle of a commit leaves the
-/// previous state, whole. A file that holds a bare state (as earlier versions kept it)
-/// is read as is; the first commit then formats the file by the atomic replace, as
-/// it does when the state outgrows a slot.
+/// previous state, whole. The slot digest tells a torn write (digest wrong) from a
+/// wrong key (digest right, seal does not open).
+///
+/// **The rollback guard.** After each commit the generation is written to the guard
+/// file (in place, `fdatasync`), and loading refuses a state older than the guard:
+/// an earlier copy of the state file put back (to have the token release `s_B` of a
+/// sequence it already erased) is refused. Keep the guard with the seal key, where
+/// neither party can write; whoever can replace both rewinds the token.
 #[derive(Debug)]
 pub struct FileEeprom {
     path: PathBuf,
+    key: SealKey,
+    guard: PathBuf,
     /// The open slotted file, its slot size, the current generation and slot.
     open: Option<(std::fs::File, u64, u64, usize)>,
+    /// The open guard file.
+    guard_file: Option<std::fs::File>,
 }
 
-const EEPROM_MAGIC: &[u8; 8] = b"TACITEE2";
+const EEPROM_MAGIC: &[u8; 8] = b"TACITEE3";
+const GUARD_MAGIC: &[u8; 8] = b"TACITGD1";
 const EEPROM_HEADER: u64 = 4096;
 const SLOT_HEADER: usize = 8 + 4 + 32;
-const SLOT_LABEL: &[u8] = b"tacit token eeprom slot";
+const SLOT_LABEL: &[u8] = b"tacit token eeprom slot v3";
+const SEAL_LABEL: &[u8] = b"tacit token eeprom seal v3";
 
-fn slot_digest(generation: u64, state: &[u8]) -> [u8; 32] {
+fn slot_digest(generation: u64, sealed: &[u8]) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(SLOT_LABEL);
     h.update(generation.to_be_bytes());
-    h.update((state.len() as u32).to_be_bytes());
-    h.update(state);
+    h.update((sealed.len() as u32).to_be_bytes());
+    h.update(sealed);
     h.finalize().into()
 }
 
-fn slot_record(generation: u64, state: &[u8]) -> Vec<u8> {
-    let mut r = Vec::with_capacity(SLOT_HEADER + state.len());
+fn seal_aad_for(generation: u64) -> Vec<u8> {
+    let mut a = SEAL_LABEL.to_vec();
+    a.extend_from_slice(&generation.to_be_bytes());
+    a
+}
+
+fn seal_state(key: &SealKey, generation: u64, state: &[u8]) -> Vec<u8> {
+    let mut nonce = [0u8; 12];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
+    let mut out = nonce.to_vec();
+    out.extend_from_slice(&key.0.seal(&nonce, &seal_aad_for(generation), state));
+    out
+}
+
+fn open_state(key: &SealKey, generation: u64, sealed: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
+    let (nonce, ct) = sealed.split_first_chunk::<12>()?;
+    key.0
+        .open(nonce, &seal_aad_for(generation), ct)
+        .ok()
+        .map(Zeroizing::new)
+}
+
+fn slot_record(generation: u64, sealed: &[u8]) -> Vec<u8> {
+    let mut r = Vec::with_capacity(SLOT_HEADER + sealed.len());
     r.extend_from_slice(&generation.to_be_bytes());
-    r.extend_from_slice(&(state.len() as u32).to_be_bytes());
-    r.extend_from_slice(&slot_digest(generation, state));
-    r.extend_from_slice(state);
+    r.extend_from_slice(&(sealed.len() as u32).to_be_bytes());
+    r.extend_from_slice(&slot_digest(generation, sealed));
+    r.extend_from_slice(sealed);
     r
 }
 
-/// A slotted file's slot size and its valid slots as `(slot, generation, state)`;
+/// A slotted file's slot size and its intact slots as `(slot, generation, sealed)`;
 /// `None` for a file without the header.
 #[allow(clippy::type_complexity)]
 fn read_slots(bytes: &[u8]) -> Option<(u64, Vec<(usize, u64, &[u8])>)> {
@@ -247,84 +435,173 @@ fn read_slots(bytes: &[u8]) -> Option<(u64, Vec<(usize, u64, &[u8])>)> {
         }
         let generation = u64::from_be_bytes(rec[..8].try_into().ok()?);
         let len = u32::from_be_bytes(rec[8..12].try_into().ok()?) as usize;
-        let Some(state) = rec.get(SLOT_HEADER..SLOT_HEADER + len) else {
+        let Some(sealed) = rec.get(SLOT_HEADER..SLOT_HEADER + len) else {
             continue;
         };
-        if generation > 0 && rec[12..44] == slot_digest(generation, state) {
-            valid.push((slot, generation, state));
+        if generation > 0 && rec[12..44] == slot_digest(generation, sealed) {
+            valid.push((slot, generation, sealed));
         }
     }
     Some((slot_size, valid))
 }
 
+fn io_err(what: String) -> impl FnOnce(std::io::Error) -> crate::Error {
+    move |e| crate::Error::io(what, e)
+}
+
 impl FileEeprom {
-    /// State at `path`.
-    pub fn new(path: impl Into<PathBuf>) -> Self {
+    /// The sealed state at `path`, its rollback guard at `guard`.
+    pub fn new(path: impl Into<PathBuf>, key: SealKey, guard: impl Into<PathBuf>) -> Self {
         FileEeprom {
             path: path.into(),
+            key,
+            guard: guard.into(),
             open: None,
+            guard_file: None,
         }
     }
 
-    /// Loads the state stored at `path` (the newest valid slot, or a bare state).
-    pub fn load(path: &Path) -> Result<TokenState, crate::Error> {
-        let bytes = std::fs::read(path).map_err(|e| crate::Error::io(format!("reading {}", path.display()), e))?;
-        match read_slots(&bytes) {
-            None => Ok(TokenState::from_wire(&bytes)?),
-            Some((_, valid)) => {
-                let (_, _, state) = valid.iter().max_by_key(|v| v.1).ok_or_else(|| {
-                    crate::Error::Token(format!("the state in {} is damaged (no valid slot)", path.display()))
-                })?;
-                Ok(TokenState::from_wire(state)?)
+    /// Writes a new token's state and its guard (neither may exist yet).
+    pub fn create(&mut self, state: &TokenState) -> Result<(), crate::Error> {
+        for p in [&self.path, &self.guard] {
+            if p.exists() {
+                return Err(crate::Error::Params(format!(
+                    "{} exists; a token is made once",
+                    p.display()
+                )));
             }
         }
+        self.format(&state.to_wire(), 1)
+            .map_err(io_err(format!("writing {}", self.path.display())))?;
+        self.write_guard(1)
+            .map_err(io_err(format!("writing {}", self.guard.display())))
+    }
+
+    /// Loads the state: the newest slot that opens with the seal key, no older than
+    /// the guard. Sequences left Generating (a stream cut by a crash) are dropped.
+    pub fn load(&mut self) -> Result<TokenState, crate::Error> {
+        let path = self.path.display().to_string();
+        let bytes = std::fs::read(&self.path).map_err(io_err(format!("reading {path}")))?;
+        let Some((slot_size, valid)) = read_slots(&bytes) else {
+            return Err(crate::Error::Token(format!(
+                "{path} is not a sealed token state (made by another version of tacit, or not a token's file)"
+            )));
+        };
+        if valid.is_empty() {
+            return Err(crate::Error::Token(format!(
+                "the state in {path} is damaged (no valid slot)"
+            )));
+        }
+        let mut best: Option<(usize, u64, Zeroizing<Vec<u8>>)> = None;
+        for &(slot, generation, sealed) in &valid {
+            if let Some(plain) = open_state(&self.key, generation, sealed)
+                && best.as_ref().is_none_or(|b| generation > b.1)
+            {
+                best = Some((slot, generation, plain));
+            }
+        }
+        let Some((slot, generation, plain)) = best else {
+            return Err(crate::Error::Untrusted(format!(
+                "the state in {path} does not open with this seal key (another token's key, or a copy sealed elsewhere)"
+            )));
+        };
+        let floor = self.read_guard()?;
+        if generation < floor {
+            return Err(crate::Error::Untrusted(format!(
+                "the state in {path} is generation {generation}, older than the {floor} the rollback guard {} \
+                 recorded: an earlier copy of the file was put back; refusing to run a rewound token",
+                self.guard.display()
+            )));
+        }
+        let mut st = TokenState::from_wire(&plain)?;
+        st.drop_unfinished();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .map_err(io_err(format!("opening {path}")))?;
+        self.open = Some((file, slot_size, generation, slot));
+        Ok(st)
+    }
+
+    fn read_guard(&self) -> Result<u64, crate::Error> {
+        let g = self.guard.display();
+        let b = std::fs::read(&self.guard).map_err(|e| {
+            crate::Error::io(
+                format!("reading the rollback guard {g} (it is made with the token and must stay beside its seal key)"),
+                e,
+            )
+        })?;
+        if b.len() != 16 || &b[..8] != GUARD_MAGIC {
+            return Err(crate::Error::Token(format!("the rollback guard {g} is damaged")));
+        }
+        Ok(u64::from_be_bytes(b[8..16].try_into().unwrap_or_default()))
+    }
+
+    fn write_guard(&mut self, generation: u64) -> std::io::Result<()> {
+        let mut rec = GUARD_MAGIC.to_vec();
+        rec.extend_from_slice(&generation.to_be_bytes());
+        if self.guard_file.is_none() {
+            if !self.guard.exists() {
+                return replace_atomically(&self.guard, &rec);
+            }
+            self.guard_file = Some(std::fs::OpenOptions::new().write(true).open(&self.guard)?);
+        }
+        let Some(f) = self.guard_file.as_mut() else {
+            return Err(std::io::Error::other("the guard file is not open"));
+        };
+        write_at(f, &rec, 0)?;
+        f.sync_data()
     }
 
     /// Writes a fresh slotted file holding `state` as generation `generation` in slot 0,
     /// by the atomic replace, and keeps it open.
     fn format(&mut self, state: &[u8], generation: u64) -> std::io::Result<()> {
-        let slot_size = ((2 * (SLOT_HEADER + state.len())) as u64)
+        let sealed = seal_state(&self.key, generation, state);
+        let slot_size = ((2 * (SLOT_HEADER + sealed.len())) as u64)
             .next_multiple_of(4096)
             .max(64 << 10);
         let mut bytes = vec![0u8; (EEPROM_HEADER + 2 * slot_size) as usize];
         bytes[..8].copy_from_slice(EEPROM_MAGIC);
         bytes[8..12].copy_from_slice(&(slot_size as u32).to_be_bytes());
-        let rec = slot_record(generation, state);
+        let rec = slot_record(generation, &sealed);
         bytes[EEPROM_HEADER as usize..EEPROM_HEADER as usize + rec.len()].copy_from_slice(&rec);
         replace_atomically(&self.path, &bytes)?;
         let file = std::fs::OpenOptions::new().read(true).write(true).open(&self.path)?;
         self.open = Some((file, slot_size, generation, 0));
         Ok(())
     }
+}
 
-    /// Opens the slotted file at `path` (None if it is not one, or has no valid slot).
-    fn reopen(&mut self) -> std::io::Result<()> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        if let Some((slot_size, valid)) = read_slots(&bytes)
-            && let Some(&(slot, generation, _)) = valid.iter().max_by_key(|v| v.1)
-        {
-            let file = std::fs::OpenOptions::new().read(true).write(true).open(&self.path)?;
-            self.open = Some((file, slot_size, generation, slot));
-        }
-        Ok(())
+fn write_at(f: &mut std::fs::File, bytes: &[u8], at: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(bytes, at)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Seek, SeekFrom};
+        f.seek(SeekFrom::Start(at))?;
+        f.write_all(bytes)
     }
 }
 
 /// Replaces `path` by `bytes` atomically: a temporary file (mode 0600), fsync,
 /// rename, fsync the folder.
 fn replace_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
     {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create(true).truncate(true);
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            use std::os::unix::fs::OpenOptionsExt;
+            o.mode(0o600);
         }
+        let mut f = o.open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
@@ -342,37 +619,32 @@ fn replace_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 impl Eeprom for FileEeprom {
     fn commit(&mut self, state: &[u8]) -> std::io::Result<()> {
-        if self.open.is_none() {
-            self.reopen()?;
-        }
         let Some((slot_size, generation)) = self.open.as_ref().map(|o| (o.1, o.2)) else {
-            // A bare state or no file yet: format.
-            return self.format(state, 1);
+            return Err(std::io::Error::other(
+                "the token's state file is not open (load or create it first)",
+            ));
         };
         let next = generation + 1;
-        if (SLOT_HEADER + state.len()) as u64 > slot_size {
-            return self.format(state, next);
+        let sealed = seal_state(&self.key, next, state);
+        if (SLOT_HEADER + sealed.len()) as u64 > slot_size {
+            self.format(state, next)?;
+        } else {
+            let Some((file, _, generation, slot)) = &mut self.open else {
+                return Err(std::io::Error::other("the EEPROM file is not open"));
+            };
+            let other = 1 - *slot;
+            write_at(
+                file,
+                &slot_record(next, &sealed),
+                EEPROM_HEADER + other as u64 * slot_size,
+            )?;
+            file.sync_data()?;
+            *generation = next;
+            *slot = other;
         }
-        let Some((file, _, generation, slot)) = &mut self.open else {
-            return Err(std::io::Error::other("the EEPROM file is not open"));
-        };
-        let other = 1 - *slot;
-        let rec = slot_record(next, state);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::FileExt;
-            file.write_all_at(&rec, EEPROM_HEADER + other as u64 * slot_size)?;
-        }
-        #[cfg(not(unix))]
-        {
-            use std::io::{Seek, SeekFrom};
-            file.seek(SeekFrom::Start(EEPROM_HEADER + other as u64 * slot_size))?;
-            file.write_all(&rec)?;
-        }
-        file.sync_data()?;
-        *generation = next;
-        *slot = other;
-        Ok(())
+        // The guard follows the state (never ahead of it: a crash between the two
+        // leaves a state one generation ahead of its guard, which loads).
+        self.write_guard(next)
     }
 }
 
@@ -396,6 +668,7 @@ impl Eeprom for MemoryEeprom {
     }
 }
 
+/// A `c_A` stream in progress.
 struct Stream {
     d: u64,
     s_a: Seed,
@@ -406,13 +679,54 @@ struct Stream {
     ready_ne: usize,
 }
 
+/// One host connection's view of the token: whether it is the paired host, and its
+/// `c_A` stream. Each connection of the network shell has its own, so two sessions
+/// never cut each other's streams.
+pub struct Session {
+    paired: bool,
+    stream: Option<Stream>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("paired", &self.paired)
+            .field("streaming", &self.stream.is_some())
+            .finish()
+    }
+}
+
+impl Session {
+    /// A session of the paired host (its link proved the paired key).
+    pub fn paired_host() -> Self {
+        Session {
+            paired: true,
+            stream: None,
+        }
+    }
+
+    /// A session of anyone else: RELEASE A, RELEASE B and DELETE are refused.
+    pub fn stranger() -> Self {
+        Session {
+            paired: false,
+            stream: None,
+        }
+    }
+
+    /// Whether this is the paired host.
+    pub fn is_paired(&self) -> bool {
+        self.paired
+    }
+}
+
 /// The token.
 pub struct Card<E: Eeprom> {
     state: TokenState,
     issued_d: u64,
     eeprom: E,
     key: TokenKey,
-    stream: Option<Stream>,
+    /// The session of [`Card::process`] (the paired host, in process).
+    local: Session,
 }
 
 impl<E: Eeprom> std::fmt::Debug for Card<E> {
@@ -430,16 +744,18 @@ pub const D_RESERVE: u64 = 1024;
 pub const CHUNK_BYTES: usize = apdu::MAX_NE;
 
 impl<E: Eeprom> Card<E> {
-    /// A token with `state` stored in `eeprom`.
-    pub fn new(state: TokenState, eeprom: E) -> Result<Self, crate::Error> {
+    /// A token with `state` stored in `eeprom`. Sequences still marked Generating
+    /// (their stream was cut) are dropped.
+    pub fn new(mut state: TokenState, eeprom: E) -> Result<Self, crate::Error> {
         let t = Option::<Scalar>::from(Scalar::from_canonical_bytes(state.secret))
             .ok_or_else(|| crate::Error::Params("token key is not a canonical scalar".into()))?;
+        state.drop_unfinished();
         Ok(Card {
             issued_d: state.next_d,
             state,
             eeprom,
             key: TokenKey(t),
-            stream: None,
+            local: Session::paired_host(),
         })
     }
 
@@ -459,14 +775,23 @@ impl<E: Eeprom> Card<E> {
     }
 
     fn commit(&mut self) -> bool {
-        let bytes = self.state.to_wire();
+        let bytes = Zeroizing::new(self.state.to_wire());
         self.eeprom.commit(&bytes).is_ok()
     }
 
-    /// Processes one encoded command APDU and returns the encoded response.
+    /// Processes one encoded command APDU of the paired host in this process and
+    /// returns the encoded response.
     pub fn process(&mut self, cmd: &[u8]) -> Vec<u8> {
+        let mut s = std::mem::replace(&mut self.local, Session::paired_host());
+        let r = self.process_in(&mut s, cmd);
+        self.local = s;
+        r
+    }
+
+    /// Processes one encoded command APDU of `session`.
+    pub fn process_in(&mut self, session: &mut Session, cmd: &[u8]) -> Vec<u8> {
         let resp = match Command::decode(cmd) {
-            Ok(c) => self.handle(&c),
+            Ok(c) => self.handle(session, &c),
             Err(_) => Response::status(sw::WRONG_LENGTH),
         };
         resp.into_encoded()
@@ -475,42 +800,73 @@ impl<E: Eeprom> Card<E> {
     /// Work the token may do while the host is busy: computes the next `c_A` chunk
     /// so that the next GET RESPONSE is answered at once.
     pub fn prefetch(&mut self) {
-        if let Some(s) = self.stream.as_mut()
-            && s.ready.is_none()
-            && s.next_word < s.total_words
-        {
-            let ne = s.ready_ne.max(16);
-            s.ready = Some(next_chunk(s, ne));
+        prefetch(&mut self.local);
+    }
+
+    /// The end of a session: a stream it left unfinished is abandoned, and its
+    /// sequence (nothing of which was released) erased.
+    pub fn end_session(&mut self, session: &mut Session) {
+        if let Some(s) = session.stream.take() {
+            self.abandon(s.d);
         }
     }
 
-    fn handle(&mut self, c: &Command) -> Response {
+    fn abandon(&mut self, d: u64) {
+        if let Some((_, SequenceState::Generating)) = self.state.sequences.get(&d) {
+            self.state.sequences.remove(&d);
+        }
+    }
+
+    fn handle(&mut self, session: &mut Session, c: &Command) -> Response {
         if c.ins == INS_GET_RESPONSE && c.cla == 0x00 {
-            return self.get_response(c);
+            return self.get_response(session, c);
         }
         if c.cla != CLA {
             return Response::status(sw::CLA_NOT_SUPPORTED);
         }
-        // Any other command ends a running stream (the sequence stays Generating and
-        // can never be released).
-        if c.ins != INS_GET_RESPONSE {
-            self.stream = None;
+        // Any other command ends the session's running stream: its sequence stays
+        // Generating, can never be released, and is erased now.
+        if let Some(s) = session.stream.take() {
+            self.abandon(s.d);
         }
         match c.ins {
             INS_GET_CERTIFICATE => Response::ok(self.state.certificate.to_wire()),
-            INS_GENERATE => self.generate(c),
+            INS_GENERATE => self.generate(session, c),
+            INS_RELEASE_A | INS_RELEASE_B | INS_DELETE if !session.paired => Response::status(sw::SECURITY),
             INS_RELEASE_A => self.release_a(c),
             INS_RELEASE_B => self.release_b(c),
+            INS_DELETE => self.delete(c),
             _ => Response::status(sw::INS_NOT_SUPPORTED),
         }
     }
 
-    fn generate(&mut self, c: &Command) -> Response {
+    /// Makes room for one more sequence: when full, erases the oldest generated
+    /// sequence whose `s_A` was never released (a sequence in a setup is kept).
+    fn make_room(&mut self) -> bool {
+        if self.state.sequences.len() < MAX_LIVE_SEQUENCES {
+            return true;
+        }
+        let victim = self
+            .state
+            .sequences
+            .iter()
+            .find(|(_, (_, st))| *st == SequenceState::Generated)
+            .map(|(&d, _)| d);
+        match victim {
+            Some(d) => {
+                self.state.sequences.remove(&d);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn generate(&mut self, session: &mut Session, c: &Command) -> Response {
         let log = c.p1;
         if !(MIN_LOG..=MAX_LOG).contains(&log) || c.p2 != 0 || !c.data.is_empty() {
             return Response::status(sw::WRONG_P1P2);
         }
-        if self.state.sequences.len() >= MAX_LIVE_SEQUENCES {
+        if !self.make_room() {
             return Response::status(sw::NO_MEMORY);
         }
         // Counter values are reserved in blocks: the persisted `next_d` is the end of
@@ -529,7 +885,7 @@ impl<E: Eeprom> Card<E> {
         self.state.sequences.insert(d, (log, SequenceState::Generating));
         let s_a = derive_seed(&self.state.k_a, d);
         let s_b = derive_seed(&self.state.k_b, d);
-        self.stream = Some(Stream {
+        session.stream = Some(Stream {
             d,
             s_a,
             s_b,
@@ -546,8 +902,8 @@ impl<E: Eeprom> Card<E> {
         }
     }
 
-    fn get_response(&mut self, c: &Command) -> Response {
-        let Some(s) = self.stream.as_mut() else {
+    fn get_response(&mut self, session: &mut Session, c: &Command) -> Response {
+        let Some(s) = session.stream.as_mut() else {
             return Response::status(sw::CONDITIONS);
         };
         let ne = if c.ne == 0 { 256 } else { c.ne };
@@ -571,29 +927,53 @@ impl<E: Eeprom> Card<E> {
             };
         }
         let d = s.d;
-        self.stream = None;
-        if let Some(e) = self.state.sequences.get_mut(&d) {
-            e.1 = SequenceState::Generated;
+        session.stream = None;
+        match self.state.sequences.get_mut(&d) {
+            Some(e) => {
+                e.1 = SequenceState::Generated;
+                Response::ok(chunk)
+            }
+            None => Response::status(sw::NOT_FOUND),
         }
-        Response::ok(chunk)
+    }
+
+    fn sequence_of(c: &Command) -> Option<u64> {
+        <[u8; 8]>::try_from(c.data.as_slice()).ok().map(u64::from_be_bytes)
     }
 
     fn release_a(&mut self, c: &Command) -> Response {
-        let Ok(d) = <[u8; 8]>::try_from(c.data.as_slice()) else {
+        let Some(d) = Self::sequence_of(c) else {
             return Response::status(sw::WRONG_LENGTH);
         };
-        let d = u64::from_be_bytes(d);
         match self.state.sequences.get_mut(&d) {
             None => Response::status(sw::NOT_FOUND),
             Some((_, SequenceState::Generating)) => Response::status(sw::CONDITIONS),
             Some(e) => {
                 // Not committed here: this flag only makes RELEASE B wait for RELEASE
-                // A. Lost in a crash, the sequence reads Generated (or Generating)
-                // again, A asks for the same s_A once more (or the sequence is
-                // wasted), and s_B still leaves at most once, because RELEASE B
-                // commits the erasure before answering. The next commit stores it.
+                // A. Lost in a crash, the sequence reads Generated (or is dropped as
+                // unfinished) again, A asks for the same s_A once more (or the
+                // sequence is wasted), and s_B still leaves at most once, because
+                // RELEASE B commits the erasure before answering. The next commit
+                // stores it.
                 e.1 = SequenceState::AReleased;
                 Response::ok(derive_seed(&self.state.k_a, d).0.to_vec())
+            }
+        }
+    }
+
+    fn delete(&mut self, c: &Command) -> Response {
+        let Some(d) = Self::sequence_of(c) else {
+            return Response::status(sw::WRONG_LENGTH);
+        };
+        match self.state.sequences.get(&d) {
+            None => Response::status(sw::NOT_FOUND),
+            // Another session is streaming it; it erases it itself if it gives up.
+            Some((_, SequenceState::Generating)) => Response::status(sw::CONDITIONS),
+            Some(_) => {
+                // Nothing of it leaves any more, so the erasure needs no commit of its
+                // own (lost in a crash, the sequence is only live again).
+                self.state.sequences.remove(&d);
+                Response::ok(Vec::new())
             }
         }
     }
@@ -639,6 +1019,18 @@ impl<E: Eeprom> Card<E> {
     }
 }
 
+/// Computes the session's next `c_A` chunk ahead of its GET RESPONSE (needs only the
+/// session's stream, not the card).
+pub fn prefetch(session: &mut Session) {
+    if let Some(s) = session.stream.as_mut()
+        && s.ready.is_none()
+        && s.next_word < s.total_words
+    {
+        let ne = s.ready_ne.max(16);
+        s.ready = Some(next_chunk(s, ne));
+    }
+}
+
 fn next_chunk(s: &mut Stream, ne: usize) -> Vec<u8> {
     let words = (ne / 8).min(s.total_words - s.next_word);
     // c_A is computed in groups of 128 triples (two words).
@@ -668,10 +1060,17 @@ mod tests {
         d
     }
 
+    /// One token's state with `n` generated sequences (the same token each time: its
+    /// link key comes from the system's randomness, so it is made once).
     fn state_with(n: usize) -> TokenState {
-        let mut rng = ChaCha20Rng::seed_from_u64(3);
-        let ca = SigningKey::generate(&mut rng);
-        let mut st = TokenState::manufacture(&ca, "test", &mut rng);
+        static BASE: std::sync::OnceLock<TokenState> = std::sync::OnceLock::new();
+        let mut st = BASE
+            .get_or_init(|| {
+                let mut rng = ChaCha20Rng::seed_from_u64(3);
+                let ca = SigningKey::generate(&mut rng);
+                TokenState::manufacture(&ca, &TokenSpec::software("test", [7; 32]), &mut rng).unwrap()
+            })
+            .clone();
         st.next_d = 10 * n as u64 + 10;
         for k in 0..n as u64 {
             st.sequences.insert(10 * k, (MIN_LOG, SequenceState::Generated));
@@ -679,26 +1078,84 @@ mod tests {
         st
     }
 
-    /// Every commit is what a later load sees; a bare state (the earlier format) is
-    /// read and converted by the first commit; a state that outgrows its slot makes
-    /// the file bigger.
+    fn key() -> SealKey {
+        SealKey::from_bytes([5; 32])
+    }
+
+    /// A file store for `state_with(1)`, created, in `d`.
+    fn created(d: &Path) -> (FileEeprom, PathBuf, PathBuf) {
+        let (path, guard) = (d.join("state"), d.join("seal.guard"));
+        let mut e = FileEeprom::new(&path, key(), &guard);
+        e.create(&state_with(1)).unwrap();
+        (e, path, guard)
+    }
+
+    fn load(path: &Path, guard: &Path) -> Result<TokenState, crate::Error> {
+        FileEeprom::new(path, key(), guard).load()
+    }
+
+    /// Every commit is what a later load sees; a state that outgrows its slot makes
+    /// the file bigger; the file holds none of the state's secrets in the clear.
     #[test]
     fn file_eeprom_keeps_the_last_commit() {
         let d = eeprom_dir("keeps");
-        let path = d.join("state");
-        std::fs::write(&path, state_with(1).to_wire()).unwrap();
-        assert_eq!(FileEeprom::load(&path).unwrap().to_wire(), state_with(1).to_wire());
-        let mut e = FileEeprom::new(&path);
-        for n in [2, 3, 4, 5, 9000, 7, 8] {
+        let (_, path, guard) = created(&d);
+        assert_eq!(load(&path, &guard).unwrap().to_wire(), state_with(1).to_wire());
+        for n in [2, 3, 4, 5, 4000, 7, 8] {
+            let mut e = FileEeprom::new(&path, key(), &guard);
+            e.load().unwrap();
             e.commit(&state_with(n).to_wire()).unwrap();
-            assert_eq!(
-                FileEeprom::load(&path).unwrap().to_wire(),
-                state_with(n).to_wire(),
-                "{n}"
-            );
-            // A fresh handle (a restarted token) continues from the file.
-            e = FileEeprom::new(&path);
+            assert_eq!(load(&path, &guard).unwrap().to_wire(), state_with(n).to_wire(), "{n}");
         }
+        let bytes = std::fs::read(&path).unwrap();
+        let st = state_with(8);
+        for secret in [&st.k_a[..], &st.k_b[..], &st.secret[..]] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret),
+                "a secret is in the clear"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Item 1 of issue 27, "a copied file alone is useless": a copy of the state file
+    /// opens to nothing without the host's seal key (the error says so in one line),
+    /// and k_B, which gives every s_B, is nowhere in it.
+    #[test]
+    fn a_copied_state_file_does_not_open_without_the_seal_key() {
+        let d = eeprom_dir("copied");
+        let (_, path, guard) = created(&d);
+        let e = FileEeprom::new(&path, SealKey::from_bytes([6; 32]), &guard)
+            .load()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not open with this seal key"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+        let bytes = std::fs::read(&path).unwrap();
+        let k_b = state_with(1).k_b;
+        assert!(!bytes.windows(16).any(|w| w == k_b));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Item 1 of issue 27, the rollback: an earlier copy of the state file put back
+    /// (the sequences it still lists were released and erased since) is refused,
+    /// because the guard beside the seal key recorded a later generation.
+    #[test]
+    fn a_state_file_put_back_is_refused() {
+        let d = eeprom_dir("rollback");
+        let (mut e, path, guard) = created(&d);
+        e.load().unwrap();
+        e.commit(&state_with(3).to_wire()).unwrap();
+        let old = std::fs::read(&path).unwrap();
+        e.commit(&state_with(1).to_wire()).unwrap();
+        e.commit(&state_with(2).to_wire()).unwrap();
+        std::fs::write(&path, &old).unwrap();
+        let err = load(&path, &guard).unwrap_err().to_string();
+        assert!(err.contains("rollback guard") && err.contains("put back"), "{err}");
+        // Without its guard the token does not start either.
+        std::fs::remove_file(&guard).unwrap();
+        let err = load(&path, &guard).unwrap_err().to_string();
+        assert!(err.contains("rollback guard"), "{err}");
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -708,8 +1165,8 @@ mod tests {
     fn damaged_eeprom_files_are_errors() {
         use rand_core::RngCore;
         let d = eeprom_dir("damaged");
-        let path = d.join("state");
-        let mut e = FileEeprom::new(&path);
+        let (mut e, path, guard) = created(&d);
+        e.load().unwrap();
         e.commit(&state_with(2).to_wire()).unwrap();
         let good = std::fs::read(&path).unwrap();
         let mut rng = ChaCha20Rng::seed_from_u64(9);
@@ -730,8 +1187,8 @@ mod tests {
                 }
             }
             std::fs::write(&path, &bytes).unwrap();
-            match FileEeprom::load(&path) {
-                Ok(st) => assert_eq!(st.to_wire(), state_with(2).to_wire()),
+            match load(&path, &guard) {
+                Ok(st) => assert!(st.to_wire() == state_with(2).to_wire() || st.to_wire() == state_with(1).to_wire()),
                 Err(e) => assert_eq!(e.to_string().lines().count(), 1, "{e}"),
             }
         }
@@ -743,26 +1200,29 @@ mod tests {
     #[test]
     fn a_torn_commit_leaves_the_previous_state() {
         let d = eeprom_dir("torn");
-        let path = d.join("state");
-        let mut e = FileEeprom::new(&path);
-        e.commit(&state_with(1).to_wire()).unwrap();
-        e.commit(&state_with(2).to_wire()).unwrap();
+        let (mut e, path, guard) = created(&d);
+        e.load().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         let slot_size = u32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize;
-        // state 2 went to slot 1: tear its last byte.
-        let at = EEPROM_HEADER as usize + slot_size + SLOT_HEADER + state_with(2).to_wire().len() - 1;
-        bytes[at] ^= 1;
+        // The crash: state 2 written to slot 1 but torn before the guard moved on.
+        let sealed = seal_state(&key(), 2, &state_with(2).to_wire());
+        let mut rec = slot_record(2, &sealed);
+        let last = rec.len() - 1;
+        rec[last] ^= 1;
+        let at = EEPROM_HEADER as usize + slot_size;
+        bytes[at..at + rec.len()].copy_from_slice(&rec);
         std::fs::write(&path, &bytes).unwrap();
-        assert_eq!(FileEeprom::load(&path).unwrap().to_wire(), state_with(1).to_wire());
+        assert_eq!(load(&path, &guard).unwrap().to_wire(), state_with(1).to_wire());
         // The next commit goes to the damaged slot, not over the good one.
-        let mut e = FileEeprom::new(&path);
+        let mut e = FileEeprom::new(&path, key(), &guard);
+        e.load().unwrap();
         e.commit(&state_with(3).to_wire()).unwrap();
-        assert_eq!(FileEeprom::load(&path).unwrap().to_wire(), state_with(3).to_wire());
+        assert_eq!(load(&path, &guard).unwrap().to_wire(), state_with(3).to_wire());
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[EEPROM_HEADER as usize + 20] ^= 1;
         bytes[EEPROM_HEADER as usize + slot_size + 20] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        let err = FileEeprom::load(&path).unwrap_err().to_string();
+        let err = load(&path, &guard).unwrap_err().to_string();
         assert!(err.contains("damaged"), "{err}");
         let _ = std::fs::remove_dir_all(&d);
     }
@@ -770,27 +1230,30 @@ mod tests {
     fn card() -> Card<MemoryEeprom> {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         let ca = SigningKey::generate(&mut rng);
-        let st = TokenState::manufacture(&ca, "test", &mut rng);
+        let st = TokenState::manufacture(&ca, &TokenSpec::software("test", [7; 32]), &mut rng).unwrap();
         Card::new(st, MemoryEeprom::default()).unwrap()
+    }
+
+    fn cmd(ins: u8, p1: u8, data: Vec<u8>, ne: usize) -> Vec<u8> {
+        Command {
+            cla: if ins == INS_GET_RESPONSE { 0 } else { CLA },
+            ins,
+            p1,
+            p2: 0,
+            data,
+            ne,
+        }
+        .encode()
+    }
+
+    fn sw_in(c: &mut Card<MemoryEeprom>, s: &mut Session, b: &[u8]) -> u16 {
+        Response::decode(&c.process_in(s, b)).unwrap().sw
     }
 
     #[test]
     fn state_roundtrips_and_counter_is_committed_first() {
         let mut c = card();
-        let r = Response::decode(
-            &c.process(
-                &Command {
-                    cla: CLA,
-                    ins: INS_GENERATE,
-                    p1: 7,
-                    p2: 0,
-                    data: vec![],
-                    ne: 9,
-                }
-                .encode(),
-            ),
-        )
-        .unwrap();
+        let r = Response::decode(&c.process(&cmd(INS_GENERATE, 7, vec![], 9))).unwrap();
         assert_eq!(r.sw, 0x6100);
         let saved = TokenState::from_wire(&c.eeprom().committed).unwrap();
         // the reserved block is durable before the first value is handed out
@@ -814,5 +1277,110 @@ mod tests {
             sw::NOT_FOUND
         );
         assert_eq!(sw_of(&mut c, &[0x80, INS_RELEASE_B, 0, 0, 1, 0]), sw::WRONG_DATA);
+        assert_eq!(sw_of(&mut c, &[0x80, INS_DELETE, 0, 0, 1, 0]), sw::WRONG_LENGTH);
+    }
+
+    /// Fills one sequence of 2^7 triples in `s` and returns its `d`.
+    fn fill(c: &mut Card<MemoryEeprom>, s: &mut Session) -> u64 {
+        let r = Response::decode(&c.process_in(s, &cmd(INS_GENERATE, 7, vec![], 9))).unwrap();
+        let d = u64::from_be_bytes(r.data[..8].try_into().unwrap());
+        assert_eq!(sw_in(c, s, &cmd(INS_GET_RESPONSE, 0, vec![], 65536)), sw::OK);
+        d
+    }
+
+    /// Item 2 of issue 27 (in the card): a session that is not the paired host's gets
+    /// neither s_A nor s_B and cannot erase anything, even for a sequence it generated
+    /// itself; the paired host's session gets s_A.
+    #[test]
+    fn only_the_paired_host_is_answered_release_a() {
+        let mut c = card();
+        let mut probe = Session::stranger();
+        let mut host = Session::paired_host();
+        let d = fill(&mut c, &mut host);
+        let mine = fill(&mut c, &mut probe);
+        for dd in [d, mine] {
+            let data = dd.to_be_bytes().to_vec();
+            assert_eq!(
+                sw_in(&mut c, &mut probe, &cmd(INS_RELEASE_A, 0, data.clone(), 16)),
+                sw::SECURITY
+            );
+            assert_eq!(sw_in(&mut c, &mut probe, &cmd(INS_DELETE, 0, data, 0)), sw::SECURITY);
+        }
+        assert_eq!(
+            sw_in(&mut c, &mut probe, &cmd(INS_RELEASE_B, 0, vec![0; 80], 65536)),
+            sw::SECURITY
+        );
+        assert_eq!(
+            sw_in(&mut c, &mut host, &cmd(INS_RELEASE_A, 0, d.to_be_bytes().to_vec(), 16)),
+            sw::OK
+        );
+    }
+
+    /// Item 6 of issue 27: abandoned GENERATEs do not fill the token. A stream cut by
+    /// another command or by the session's end is erased at once; a token full of
+    /// generated, unused sequences evicts the oldest; DELETE erases one on request;
+    /// sequences left Generating by a crash are dropped at the restart.
+    #[test]
+    fn abandoned_and_unused_sequences_do_not_brick_the_token() {
+        let mut c = card();
+        let mut s = Session::paired_host();
+        // 3 × MAX_LIVE abandoned GENERATEs, half cut by the next GENERATE, half by the
+        // session's end.
+        for i in 0..3 * MAX_LIVE_SEQUENCES {
+            assert_eq!(sw_in(&mut c, &mut s, &cmd(INS_GENERATE, 7, vec![], 9)), 0x6100, "{i}");
+            if i % 2 == 0 {
+                c.end_session(&mut s);
+                s = Session::paired_host();
+            }
+        }
+        c.end_session(&mut s);
+        assert_eq!(c.state().sequences().count(), 0);
+        // A full token of finished, unused sequences still generates (the oldest goes).
+        let mut s = Session::paired_host();
+        let first = fill(&mut c, &mut s);
+        for _ in 1..MAX_LIVE_SEQUENCES {
+            fill(&mut c, &mut s);
+        }
+        assert_eq!(c.state().sequences().count(), MAX_LIVE_SEQUENCES);
+        let newest = fill(&mut c, &mut s);
+        assert_eq!(c.state().sequences().count(), MAX_LIVE_SEQUENCES);
+        assert!(c.state().sequences().all(|(d, _, _)| d != first));
+        // DELETE erases one; a second DELETE finds nothing.
+        let data = newest.to_be_bytes().to_vec();
+        assert_eq!(sw_in(&mut c, &mut s, &cmd(INS_DELETE, 0, data.clone(), 0)), sw::OK);
+        assert_eq!(sw_in(&mut c, &mut s, &cmd(INS_DELETE, 0, data, 0)), sw::NOT_FOUND);
+        // A crash mid-stream: the restarted token drops the unfinished sequence.
+        let mut c = card();
+        let mut s = Session::paired_host();
+        assert_eq!(sw_in(&mut c, &mut s, &cmd(INS_GENERATE, 7, vec![], 9)), 0x6100);
+        let mut st = c.state().clone();
+        assert_eq!(st.sequences().count(), 1);
+        st.drop_unfinished();
+        assert_eq!(
+            Card::new(c.state().clone(), MemoryEeprom::default())
+                .unwrap()
+                .state()
+                .sequences()
+                .count(),
+            0
+        );
+        assert_eq!(st.sequences().count(), 0);
+    }
+
+    /// Two sessions stream at once without cutting each other's streams.
+    #[test]
+    fn sessions_do_not_cut_each_others_streams() {
+        let mut c = card();
+        let (mut s1, mut s2) = (Session::paired_host(), Session::paired_host());
+        assert_eq!(sw_in(&mut c, &mut s1, &cmd(INS_GENERATE, 8, vec![], 9)), 0x6100);
+        assert_eq!(sw_in(&mut c, &mut s2, &cmd(INS_GENERATE, 8, vec![], 9)), 0x6100);
+        for s in [&mut s1, &mut s2] {
+            assert_eq!(sw_in(&mut c, s, &cmd(INS_GET_RESPONSE, 0, vec![], 16)), 0x6100);
+        }
+        for s in [&mut s1, &mut s2] {
+            assert_eq!(sw_in(&mut c, s, &cmd(INS_GET_RESPONSE, 0, vec![], 65536)), sw::OK);
+        }
+        assert!(c.state().sequences().all(|(_, _, st)| st == SequenceState::Generated));
+        assert_eq!(c.state().sequences().count(), 2);
     }
 }

@@ -2,11 +2,11 @@
 //! `c_A` sequences) and B (who trusts the manufacturer's CA).
 
 use super::apdu::{Command, Response, sw};
-use super::card::{Card, Eeprom};
+use super::card::{Card, Eeprom, Session};
 use super::{
-    CLA, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_RELEASE_A, INS_RELEASE_B, MAX_SEQUENCES, MIN_LOG,
-    SeedRelease, SeedRequest, SequenceId, TokenCertificate, TokenOffer, decompose, expand_a, expand_b, seal_aad,
-    seal_key,
+    CLA, INS_DELETE, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_RELEASE_A, INS_RELEASE_B, MAX_SEQUENCES,
+    MIN_LOG, SeedRelease, SeedRequest, SequenceId, TokenCertificate, TokenOffer, TokenTrust, decompose, expand_a,
+    expand_b, seal_aad, seal_key,
 };
 use crate::driver::TripleSource;
 use crate::messages::{TripleKind, tags};
@@ -18,9 +18,9 @@ use curve25519_dalek::scalar::Scalar;
 use rand_core::CryptoRngCore;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tacit_crypto::sign::VerifyingKey;
-use tacit_net::FramedConn;
+use tacit_net::{FramedConn, FramedListener};
 use tacit_wire::{Decode, Encode, ErrorMessage, Reader, Writer};
 use zeroize::Zeroize;
 
@@ -81,11 +81,27 @@ impl<E: Eeprom> TokenLink for LocalTokenLink<E> {
     }
 }
 
-/// Serves a token over one framed TCP connection until the host hangs up:
-/// each frame is a command APDU, each answer a response APDU; between commands the
-/// token computes ahead.
-pub async fn serve_connection<E: Eeprom>(card: &mut Card<E>, mut conn: FramedConn) -> Result<u64, Error> {
+/// Serves a token over one framed connection until the host hangs up: each frame is
+/// a command APDU, each answer a response APDU; between commands the token computes
+/// ahead. `paired` says whether the connection proved the paired host's key (the
+/// [`TokenServer`] admits no other); a stranger is refused RELEASE A, RELEASE B and
+/// DELETE. The card is locked for one command at a time, so several connections
+/// share it; a stream the connection leaves unfinished is erased when it ends — also
+/// when this future is dropped (a deadline).
+pub async fn serve_connection<E: Eeprom>(
+    card: &Mutex<Card<E>>,
+    mut conn: FramedConn,
+    paired: bool,
+) -> Result<u64, Error> {
     conn.set_max_frame(super::apdu::MAX_NE + 16);
+    let mut session = EndOnDrop {
+        card,
+        session: if paired {
+            Session::paired_host()
+        } else {
+            Session::stranger()
+        },
+    };
     let mut n = 0;
     loop {
         let cmd = match conn.recv().await {
@@ -93,10 +109,114 @@ pub async fn serve_connection<E: Eeprom>(card: &mut Card<E>, mut conn: FramedCon
             Err(tacit_net::Error::Closed) => return Ok(n),
             Err(e) => return Err(e.into()),
         };
-        let resp = card.process(&cmd);
+        let resp = lock(card).process_in(&mut session.session, &cmd);
         conn.send(&resp).await?;
-        card.prefetch();
+        super::card::prefetch(&mut session.session);
         n += 1;
+    }
+}
+
+/// A connection's session, ended in the card when it goes out of scope.
+struct EndOnDrop<'c, E: Eeprom> {
+    card: &'c Mutex<Card<E>>,
+    session: Session,
+}
+
+impl<E: Eeprom> Drop for EndOnDrop<'_, E> {
+    fn drop(&mut self) {
+        lock(self.card).end_session(&mut self.session);
+    }
+}
+
+fn lock<E: Eeprom>(card: &Mutex<Card<E>>) -> std::sync::MutexGuard<'_, Card<E>> {
+    // A panic in one command leaves the card as consistent as after any command
+    // (each command commits before it answers), so a poisoned lock is taken over.
+    card.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The token process's network shell: TLS 1.3 with the token's link key, admitting
+/// only the paired host's key (mutual pinning), under the project's admission control
+/// ([`tacit_net::guard`]: a cap on connections fitted below the descriptor limit, a
+/// share per address, a deadline per connection).
+pub struct TokenServer<E: Eeprom> {
+    card: Arc<Mutex<Card<E>>>,
+    tls: Arc<tacit_net::tls::ServerConfig>,
+    link: [u8; 32],
+    limits: tacit_net::guard::ServeLimits,
+}
+
+impl<E: Eeprom> std::fmt::Debug for TokenServer<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenServer")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Eeprom + Send + 'static> TokenServer<E> {
+    /// The shell around `card`, admitting connections within `limits`.
+    pub fn new(card: Card<E>, limits: tacit_net::guard::ServeLimits) -> Result<Self, Error> {
+        let id = card.state().link_identity()?;
+        let tls = id
+            .server_config_checking_clients(tacit_net::tls::pinned(*card.state().host()))
+            .map_err(|e| Error::Params(format!("the token's link: {e}")))?;
+        let link = id
+            .fingerprint()
+            .map_err(|e| Error::Params(format!("the token's link: {e}")))?;
+        Ok(TokenServer {
+            card: Arc::new(Mutex::new(card)),
+            tls,
+            link,
+            limits,
+        })
+    }
+
+    /// The fingerprint of the link key (the host pins it).
+    pub fn link_fingerprint(&self) -> [u8; 32] {
+        self.link
+    }
+
+    /// The card (tests look at its state).
+    pub fn card(&self) -> Arc<Mutex<Card<E>>> {
+        self.card.clone()
+    }
+
+    /// Serves connections from `listener` until `stop_after` connections were
+    /// admitted (for ever with `None`), then waits for them to end. `log` gets one
+    /// line per refused, evicted, failed or timed-out connection.
+    pub async fn serve(
+        &self,
+        listener: FramedListener,
+        stop_after: Option<u64>,
+        log: impl Fn(String) + Clone + Send + Sync + 'static,
+    ) -> Result<(), Error> {
+        let events = log.clone();
+        let guard = tacit_net::guard::Guard::new(self.limits).on_event(Arc::new(move |e| events(e.to_string())));
+        let host = *lock(&self.card).state().host();
+        let (card, tls) = (self.card.clone(), self.tls.clone());
+        listener
+            .serve(&guard, stop_after, move |conn| {
+                let (card, tls, log) = (card.clone(), tls.clone(), log.clone());
+                async move {
+                    let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                    let conn = match conn.accept_tls(tls).await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            log(format!("refused {peer}: {e} (only the paired host is served)"));
+                            return;
+                        }
+                    };
+                    let paired = conn
+                        .peer_certificate()
+                        .and_then(|c| tacit_net::tls::spki_fingerprint(c).ok())
+                        .is_some_and(|fp| fp == host);
+                    if let Err(e) = serve_connection(&card, conn, paired).await {
+                        log(format!("host connection ended: {e}"));
+                    }
+                }
+            })
+            .await;
+        Ok(())
     }
 }
 
@@ -283,7 +403,7 @@ pub async fn generate<L: TokenLink>(
     token_id: [u8; 16],
     log: u8,
     pool: &mut Pool,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut (dyn FnMut(u64, u64) + Send),
 ) -> Result<SequenceId, Error> {
     let r = transmit_ok(
         link,
@@ -379,6 +499,26 @@ pub async fn generate<L: TokenLink>(
     Ok(id)
 }
 
+/// Asks the token to erase sequence `d` (A gives it up; nothing of it is released
+/// any more) and drops it from `pool`.
+pub async fn delete<L: TokenLink>(link: &mut L, pool: &mut Pool, d: u64) -> Result<(), Error> {
+    pool.take(d)?;
+    transmit_ok(
+        link,
+        Command {
+            cla: CLA,
+            ins: INS_DELETE,
+            p1: 0,
+            p2: 0,
+            data: d.to_be_bytes().to_vec(),
+            ne: 0,
+        },
+        "to delete a sequence",
+    )
+    .await?;
+    Ok(())
+}
+
 /// Picks the pool's sequences for `n` triples: for each binary digit of `n` (paper
 /// §4.3) a stored sequence of that size, or the sizes still missing.
 pub fn plan(pool: &Pool, token_id: &[u8; 16], n: usize) -> (Vec<SequenceId>, Vec<u8>) {
@@ -430,7 +570,11 @@ impl<L: TokenLink> TokenHolder<L> {
     }
 
     /// Init phase: fills the pool so that `n` triples are covered.
-    pub async fn fill(&mut self, n: usize, progress: &mut dyn FnMut(u64, u64)) -> Result<Vec<SequenceId>, Error> {
+    pub async fn fill(
+        &mut self,
+        n: usize,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<Vec<SequenceId>, Error> {
         let (_, missing) = plan(&self.pool, &self.certificate.token_id, n);
         let total: u64 = missing.iter().map(|&l| (1u64 << l) / 8).sum();
         let mut done = 0u64;
@@ -489,13 +633,37 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
                 q.send(&release_a(s).encode()).await?;
             }
             for _ in &chosen {
-                answers.push(Response::decode(&q.recv().await?)?.check("to release s_A")?);
+                answers.push(Response::decode(&q.recv().await?)?);
             }
         } else {
             for s in &chosen {
-                answers.push(transmit_ok(&mut self.link, release_a(s), "to release s_A").await?);
+                answers.push(self.link.transmit(&release_a(s)).await?);
             }
         }
+        // A sequence the token no longer holds (evicted to make room, or deleted) is
+        // useless: it leaves the pool, and the next session generates afresh.
+        let gone: Vec<u64> = chosen
+            .iter()
+            .zip(&answers)
+            .filter(|(_, r)| r.sw == sw::NOT_FOUND)
+            .map(|(s, _)| s.d)
+            .collect();
+        if !gone.is_empty() {
+            for d in &gone {
+                self.pool.take(*d)?;
+            }
+            let why = format!(
+                "the token no longer holds {} of the pool's sequences (evicted to make room, or deleted); \
+                 they were dropped from the pool: run the session again",
+                gone.len()
+            );
+            let _ = conn.send(&ErrorMessage::new(why.clone()).to_wire()).await;
+            return Err(Error::Triples(why));
+        }
+        let mut answers = answers
+            .into_iter()
+            .map(|r| r.check("to release s_A"))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut seeds = Vec::with_capacity(chosen.len());
         for r in &mut answers {
             let seed: Result<[u8; 16], _> = r.data.as_slice().try_into();
@@ -548,31 +716,39 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
     }
 }
 
-/// B's triple source: trusts tokens certified by `ca`.
+/// B's triple source: trusts the tokens [`TokenTrust`] accepts.
 #[derive(Debug)]
 pub struct TokenPeer<R> {
-    ca: VerifyingKey,
+    trust: TokenTrust,
     rng: R,
 }
 
 impl<R: CryptoRngCore> TokenPeer<R> {
-    /// Trusts the manufacturer CA `ca`.
-    pub fn new(ca: VerifyingKey, rng: R) -> Self {
-        TokenPeer { ca, rng }
+    /// Trusts the tokens `trust` accepts.
+    pub fn new(trust: TokenTrust, rng: R) -> Self {
+        TokenPeer { trust, rng }
     }
 }
 
-/// B's check of an offer: a certified token and sequences that cover `count`.
-pub fn check_offer(offer: &TokenOffer, ca: &VerifyingKey, count: usize) -> Result<RistrettoPoint, Error> {
-    let t = offer.certificate.verify(ca)?;
-    let total: usize = offer.sequences.iter().map(|s| s.len()).sum();
-    if total < count {
-        return Err(Error::Peer(format!("offered sequences of {total} triples for {count}")));
+/// B's check of an offer: a token `trust` accepts ([`TokenCertificate::check`]) and
+/// exactly the sequences the composition of paper §4.3 takes for `count` triples
+/// ([`decompose`]), in that order — never more, so that A cannot make B expand
+/// sequences of 2^32 triples for a circuit of one AND gate.
+pub fn check_offer(offer: &TokenOffer, trust: &TokenTrust, count: usize) -> Result<RistrettoPoint, Error> {
+    let want = decompose(count);
+    let got: Vec<u8> = offer.sequences.iter().map(|s| s.log).collect();
+    if got != want {
+        let show = |v: &[u8]| v.iter().map(|l| format!("2^{l}")).collect::<Vec<_>>().join(" + ");
+        return Err(Error::Peer(format!(
+            "offered sequences of {} triples; {count} triples take exactly {}",
+            if got.is_empty() { "0".into() } else { show(&got) },
+            show(&want)
+        )));
     }
     if offer.sequences.len() > MAX_SEQUENCES {
         return Err(Error::Peer("offered too many sequences".into()));
     }
-    Ok(t)
+    offer.certificate.check(trust)
 }
 
 /// B's key agreement and opening of the release: `Z = e·T`, `K = HKDF(Z, …)`; a
@@ -620,7 +796,7 @@ impl<R: CryptoRngCore> TripleSource for TokenPeer<R> {
         let got = conn.recv().await?;
         crate::driver::refused(&got)?;
         let offer = TokenOffer::from_wire(&got)?;
-        let t = match check_offer(&offer, &self.ca, count) {
+        let t = match check_offer(&offer, &self.trust, count) {
             Ok(t) => t,
             Err(e) => {
                 let _ = conn

@@ -40,6 +40,8 @@ pub const INS_GENERATE: u8 = 0x20;
 pub const INS_RELEASE_A: u8 = 0x30;
 /// Instruction: release sealed `s_B` seeds to B.
 pub const INS_RELEASE_B: u8 = 0x32;
+/// Instruction: erase a sequence A no longer wants (nothing of it is released).
+pub const INS_DELETE: u8 = 0x34;
 /// ISO GET RESPONSE (class 00).
 pub const INS_GET_RESPONSE: u8 = 0xc0;
 
@@ -174,9 +176,56 @@ fn compute_c_a_with(s_a: &Seed, s_b: &Seed, g0: u64, words: usize, mut put: impl
     zeroize::Zeroize::zeroize(&mut kb);
 }
 
-/// The token's certificate: its identifier and static key-agreement key `T = t·G`,
-/// signed by the manufacturer's CA (paper §3.2: "the public key is certified by a
-/// known trusted third party").
+/// What kind of token a certificate speaks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TokenKind {
+    /// A process on a general-purpose host (`tacit mpc token serve`): its secrets are
+    /// on the host's disk (sealed with a key the host provides), so it is exactly as
+    /// trustworthy as its host, which must be neither party.
+    Software,
+    /// A tamper-resistant device (a smartcard, paper §3.2) whose manufacturer vouches
+    /// that its secrets do not leave it.
+    Hardware,
+}
+
+impl TokenKind {
+    fn code(self) -> u8 {
+        match self {
+            TokenKind::Software => 1,
+            TokenKind::Hardware => 2,
+        }
+    }
+
+    fn from_code(c: u8) -> tacit_wire::Result<Self> {
+        match c {
+            1 => Ok(TokenKind::Software),
+            2 => Ok(TokenKind::Hardware),
+            _ => Err(tacit_wire::Error::invalid("token kind", format!("unknown kind {c}"))),
+        }
+    }
+}
+
+impl std::fmt::Display for TokenKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TokenKind::Software => "software",
+            TokenKind::Hardware => "hardware",
+        })
+    }
+}
+
+/// The longest issuer policy a certificate carries.
+pub const MAX_POLICY: usize = 512;
+
+/// The policy `tacit mpc token init` writes into a software token's certificate.
+pub const SOFTWARE_POLICY: &str = "tacit software token v1: a process on a general-purpose host; \
+master keys, token key and counter in a file sealed with a key the host provides; no tamper \
+resistance, so whoever controls the host controls the token; the host must be neither party";
+
+/// The token's certificate: its identifier, static key-agreement key `T = t·G`, what
+/// kind of token it is, its validity and its issuer's policy, signed by the
+/// manufacturer's CA (paper §3.2: "the public key is certified by a known trusted
+/// third party").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenCertificate {
     /// Token identifier.
@@ -185,44 +234,144 @@ pub struct TokenCertificate {
     pub public: [u8; 32],
     /// Manufacturer's name (informational).
     pub manufacturer: String,
+    /// Software or hardware.
+    pub kind: TokenKind,
+    /// Valid from (Unix seconds).
+    pub not_before: u64,
+    /// Valid until (Unix seconds).
+    pub not_after: u64,
+    /// The issuer's policy: what the CA vouches for when it signs.
+    pub policy: String,
     /// Ed25519 signature of the CA over [`TokenCertificate::signed_bytes`].
     pub signature: [u8; 64],
 }
 
-const CERT_DST: &[u8] = b"tacit-mpc token certificate v1";
+const CERT_DST: &[u8] = b"tacit-mpc token certificate v2";
+
+/// What B requires of a token before it trusts one ([`TokenCertificate::check`]).
+#[derive(Debug, Clone)]
+pub struct TokenTrust {
+    /// The manufacturer CA whose signature B accepts.
+    pub ca: VerifyingKey,
+    /// Whether B accepts software tokens (`--accept-software-token`): their holder's
+    /// host can read every seed, so only a host that is neither party makes one safe.
+    pub accept_software: bool,
+    /// The time of the check (Unix seconds).
+    pub now: u64,
+}
+
+impl TokenTrust {
+    /// Hardware tokens of `ca` only, checked at `now`.
+    pub fn new(ca: VerifyingKey, now: u64) -> Self {
+        TokenTrust {
+            ca,
+            accept_software: false,
+            now,
+        }
+    }
+
+    /// Also accepts software tokens.
+    pub fn accepting_software(mut self) -> Self {
+        self.accept_software = true;
+        self
+    }
+}
+
+/// The fields a CA certifies (everything but the signature).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertificateFields {
+    /// Token identifier.
+    pub token_id: [u8; 16],
+    /// Static key `T`.
+    pub public: [u8; 32],
+    /// Manufacturer's name.
+    pub manufacturer: String,
+    /// Software or hardware.
+    pub kind: TokenKind,
+    /// Valid from (Unix seconds).
+    pub not_before: u64,
+    /// Valid until (Unix seconds).
+    pub not_after: u64,
+    /// The issuer's policy.
+    pub policy: String,
+}
 
 impl TokenCertificate {
     /// The bytes the CA signs.
-    pub fn signed_bytes(token_id: &[u8; 16], public: &[u8; 32], manufacturer: &str) -> Vec<u8> {
+    pub fn signed_bytes(f: &CertificateFields) -> Vec<u8> {
         let mut w = Writer::new();
         w.put_fixed(CERT_DST);
-        w.put_fixed(token_id);
-        w.put_fixed(public);
-        w.put_str(manufacturer);
+        w.put_fixed(&f.token_id);
+        w.put_fixed(&f.public);
+        w.put_str(&f.manufacturer);
+        w.put_u8(f.kind.code());
+        w.put_u64(f.not_before);
+        w.put_u64(f.not_after);
+        w.put_str(&f.policy);
         w.into_bytes()
     }
 
+    /// The certified fields.
+    pub fn fields(&self) -> CertificateFields {
+        CertificateFields {
+            token_id: self.token_id,
+            public: self.public,
+            manufacturer: self.manufacturer.clone(),
+            kind: self.kind,
+            not_before: self.not_before,
+            not_after: self.not_after,
+            policy: self.policy.clone(),
+        }
+    }
+
     /// Issues a certificate with the CA's key.
-    pub fn issue(ca: &SigningKey, token_id: [u8; 16], public: [u8; 32], manufacturer: &str) -> Self {
-        let signature = ca.sign(&Self::signed_bytes(&token_id, &public, manufacturer));
+    pub fn issue(ca: &SigningKey, f: CertificateFields) -> Self {
+        let signature = ca.sign(&Self::signed_bytes(&f));
         TokenCertificate {
-            token_id,
-            public,
-            manufacturer: manufacturer.to_string(),
+            token_id: f.token_id,
+            public: f.public,
+            manufacturer: f.manufacturer,
+            kind: f.kind,
+            not_before: f.not_before,
+            not_after: f.not_after,
+            policy: f.policy,
             signature,
         }
     }
 
-    /// Checks the CA's signature and returns the token's key (what B does before it
-    /// trusts a token; an uncertified token is refused).
+    /// Checks the CA's signature alone and returns the token's key.
     pub fn verify(&self, ca: &VerifyingKey) -> Result<RistrettoPoint, Error> {
-        ca.verify(
-            &Self::signed_bytes(&self.token_id, &self.public, &self.manufacturer),
-            &self.signature,
-        )
-        .map_err(|_| Error::Untrusted("its certificate is not signed by the trusted manufacturer CA".into()))?;
+        ca.verify(&Self::signed_bytes(&self.fields()), &self.signature)
+            .map_err(|_| Error::Untrusted("its certificate is not signed by the trusted manufacturer CA".into()))?;
         decode_point(&self.public)
             .map_err(|_| Error::Untrusted("its certified key is not a valid ristretto255 element".into()))
+    }
+
+    /// What B does before it trusts a token: the CA's signature, the validity period
+    /// at `trust.now`, and the kind (a software token only with
+    /// [`TokenTrust::accept_software`]). Returns the token's key.
+    pub fn check(&self, trust: &TokenTrust) -> Result<RistrettoPoint, Error> {
+        let t = self.verify(&trust.ca)?;
+        if trust.now < self.not_before {
+            return Err(Error::Untrusted(format!(
+                "its certificate is valid only from {} (Unix time; it is now {})",
+                self.not_before, trust.now
+            )));
+        }
+        if trust.now > self.not_after {
+            return Err(Error::Untrusted(format!(
+                "its certificate expired at {} (Unix time; it is now {})",
+                self.not_after, trust.now
+            )));
+        }
+        if self.kind == TokenKind::Software && !trust.accept_software {
+            return Err(Error::Untrusted(
+                "it is a software token, which is only as trustworthy as the host it runs on; \
+                 accept one only if that host is neither party (--accept-software-token)"
+                    .into(),
+            ));
+        }
+        Ok(t)
     }
 }
 
@@ -232,6 +381,10 @@ impl Encode for TokenCertificate {
         w.put_fixed(&self.token_id);
         w.put_fixed(&self.public);
         w.put_str(&self.manufacturer);
+        w.put_u8(self.kind.code());
+        w.put_u64(self.not_before);
+        w.put_u64(self.not_after);
+        w.put_str(&self.policy);
         w.put_fixed(&self.signature);
     }
 }
@@ -243,6 +396,10 @@ impl Decode for TokenCertificate {
             token_id: r.array("token id")?,
             public: r.array("token key")?,
             manufacturer: r.str("manufacturer", 128)?.to_string(),
+            kind: TokenKind::from_code(r.u8()?)?,
+            not_before: r.u64()?,
+            not_after: r.u64()?,
+            policy: r.str("policy", MAX_POLICY)?.to_string(),
             signature: r.array("signature")?,
         })
     }
@@ -320,6 +477,9 @@ impl Decode for SeedRequest {
     }
 }
 
+/// The largest encoded certificate.
+pub const MAX_CERTIFICATE: usize = 1024;
+
 /// A → B: the token's certificate and the sequences A will use, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenOffer {
@@ -341,7 +501,7 @@ impl Encode for TokenOffer {
 impl Decode for TokenOffer {
     fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
         r.envelope(tags::TOKEN_OFFER, "token offer")?;
-        let c = r.var_bytes("certificate", 512)?;
+        let c = r.var_bytes("certificate", MAX_CERTIFICATE)?;
         Ok(TokenOffer {
             certificate: TokenCertificate::from_wire(c)?,
             sequences: get_sequences(r)?,
