@@ -133,7 +133,7 @@ where
             let tls = tls.clone();
             Box::pin(async move {
                 if let Ok(conn) = FramedConn::from_stream(stream, &net) {
-                    refuse_busy(conn, tls, why.to_string(), first).await;
+                    refuse_busy(conn, tls, busy_line(why), first).await;
                 }
             })
         }));
@@ -148,7 +148,7 @@ where
             };
             let Ok(slot) = compute.try_acquire_owned() else {
                 events(Event::Busy { peer });
-                let why = Refusal::Full { limit: max }.to_string();
+                let why = format!("the server is busy ({max} sessions computing)");
                 let _ = tokio::time::timeout(
                     guard::REFUSAL_DEADLINE,
                     refuse_busy(conn, cfg.tls.clone(), why, cfg.net.max_frame),
@@ -187,6 +187,16 @@ where
     })
     .await;
     Ok(())
+}
+
+/// The one line a refused client reads.
+fn busy_line(why: Refusal) -> String {
+    match why {
+        Refusal::Full { limit } => format!("the server is busy ({limit} sessions in progress)"),
+        Refusal::AddressFull { limit } => {
+            format!("the server is busy (your address holds {limit} sessions, the most one address may)")
+        }
+    }
 }
 
 /// Refuses a client at once with a one-line reason (inside TLS for a TLS client).

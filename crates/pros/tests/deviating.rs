@@ -688,7 +688,7 @@ mod review {
         }
         assert!(
             broken.is_empty(),
-            "B found A's favourite with its guess #16 against one position (n = {n}) in: {}",
+            "B found A's favourite with its guess #17 against one position (n = {n}) in: {}",
             broken.join(", ")
         );
     }
