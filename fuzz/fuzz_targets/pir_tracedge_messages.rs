@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
         && let Ok(vk) = tacit_crypto::sign::VerifyingKey::from_bytes(&[7; 32])
         && let Ok(mut view) = ClientView::new(vk, first.entry.rows.min(4096), first.entry.empty_key)
     {
-        let _ = view.apply(&seg);
+        let _ = view.apply(&seg, 1_700_000_000_000);
     }
     let _ = ClientView::from_bytes(data);
 });

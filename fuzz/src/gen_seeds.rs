@@ -431,8 +431,8 @@ fn tracedge_seeds() {
                 ..Default::default()
             },
         );
-        let mut view = ClientView::for_receipt(receipts[0].clone()).unwrap();
-        let (mut cs, hello) = c.start(NOW, &view, &mut rng);
+        let mut view = ClientView::for_receipt(receipts[0].clone(), u64::MAX / 2).unwrap();
+        let (mut cs, hello) = c.start(NOW, &mut rng);
         let (mut ss, commit) = server.hello(&hello, NOW, &mut rng).unwrap();
         let t = "pir_tracedge_messages";
         let mut n = 0;
@@ -440,7 +440,7 @@ fn tracedge_seeds() {
             let seg = server.log_segment(&req);
             write(t, &format!("log_request{k}_{n}"), &req.to_wire());
             write(t, &format!("log_segment{k}_{n}"), &seg.to_wire());
-            view.apply(&seg).unwrap();
+            view.apply(&seg, u64::MAX / 2).unwrap();
             n += 1;
         }
         write(t, &format!("view{k}"), &view.to_bytes());

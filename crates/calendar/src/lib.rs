@@ -160,6 +160,30 @@ enum When {
     Floating(NaiveDateTime),
 }
 
+/// Most nested components (`BEGIN:` inside `BEGIN:`): real calendars nest three
+/// deep (VCALENDAR, VEVENT, VALARM; VTIMEZONE, STANDARD).
+pub const MAX_NESTING: usize = 16;
+
+/// Refuses components nested deeper than [`MAX_NESTING`] before the parser sees them:
+/// the `icalendar` parser recurses once per level, and 20 000 nested components
+/// (320 KB) overflowed the main thread's stack.
+fn check_nesting(unfolded: &str) -> Result<()> {
+    let mut depth = 0usize;
+    for line in unfolded.lines() {
+        let line = line.trim_start();
+        let head = line.get(..6).unwrap_or("");
+        if head.eq_ignore_ascii_case("BEGIN:") {
+            depth += 1;
+            if depth > MAX_NESTING {
+                return Err(Error::Ics(format!("components nested more than {MAX_NESTING} deep")));
+            }
+        } else if line.get(..4).unwrap_or("").eq_ignore_ascii_case("END:") {
+            depth = depth.saturating_sub(1);
+        }
+    }
+    Ok(())
+}
+
 fn parse_tz(name: &str) -> Result<Tz> {
     name.parse::<Tz>().map_err(|_| {
         Error::Ics(format!(
@@ -305,6 +329,7 @@ impl Calendar {
             return Err(Error::Ics(format!("{} bytes; the limit is {MAX_ICS_BYTES}", ics.len())));
         }
         let unfolded = icalendar::parser::unfold(ics);
+        check_nesting(&unfolded)?;
         let cal = icalendar::parser::read_calendar(&unfolded).map_err(|e| {
             Error::Ics(
                 e.lines()
@@ -331,24 +356,30 @@ impl Calendar {
                 _ => {}
             }
         }
-        // RECURRENCE-ID overrides, by (uid, original start)
-        let overridden: HashSet<(String, DateTime<Utc>)> = raws
-            .iter()
-            .filter_map(|r| r.recurrence_id.map(|t| (r.uid.clone(), t)))
-            .collect();
+        // RECURRENCE-ID overrides: original starts by uid (looked up once per event,
+        // not once per date: a long UID with many RDATEs was cloned and hashed per
+        // RDATE)
+        let mut overridden: HashMap<&str, HashSet<DateTime<Utc>>> = HashMap::new();
+        for r in &raws {
+            if let Some(t) = r.recurrence_id {
+                overridden.entry(r.uid.as_str()).or_default().insert(t);
+            }
+        }
+        let no_overrides = HashSet::new();
         let mut occurrences: Vec<Occurrence> = Vec::new();
         let mut budget = MAX_EXPANSION;
         for r in &raws {
+            let over = overridden.get(r.uid.as_str()).unwrap_or(&no_overrides);
             let starts: Vec<DateTime<Utc>> = if r.recurrence_id.is_none() && prop(r.comp, "RRULE").is_some() {
                 Self::expand(r, from, to, default_tz, &mut budget)?
                     .into_iter()
-                    .filter(|t| !overridden.contains(&(r.uid.clone(), *t)))
+                    .filter(|t| !over.contains(t))
                     .collect()
             } else {
                 let mut v = vec![to_utc(r.start, default_tz)];
                 if r.recurrence_id.is_none() {
                     v.extend(Self::rdates(r.comp, default_tz)?);
-                    v.retain(|t| !overridden.contains(&(r.uid.clone(), *t)));
+                    v.retain(|t| !over.contains(t));
                 }
                 v
             };
@@ -463,6 +494,11 @@ impl Calendar {
             }
         };
         let mut set = rrule::RRuleSet::new(dtstart);
+        // Whether a rule should still give dates when its iterator ends before the
+        // window does (see below).
+        let window_end = to.with_timezone(&rrule::Tz::UTC);
+        let mut open_ended = false;
+        let mut most_count = 0u32;
         for p in props(r.comp, "RRULE") {
             // RFC 5545's recurrence grammar is ASCII; the rrule crate slices BYDAY
             // values by byte and panics inside a multi-byte character (found by the
@@ -475,9 +511,29 @@ impl Calendar {
                 .as_str()
                 .parse()
                 .map_err(|e| Error::Ics(format!("RRULE of {:?}: {e}", r.uid)))?;
+            // The rrule crate (0.13) mis-expands sub-minute and sub-hour rules with a
+            // day-level filter: `FREQ=SECONDLY;BYMONTH=1;BYMONTHDAY=6;…` skipped
+            // 2025–2029, `FREQ=MINUTELY;BYDAY=MO;…` gave no date at all. Skipping
+            // dates would show busy time as free, so such rules are refused.
+            if matches!(rule.get_freq(), rrule::Frequency::Secondly | rrule::Frequency::Minutely)
+                && (!rule.get_by_month().is_empty()
+                    || !rule.get_by_week_no().is_empty()
+                    || !rule.get_by_year_day().is_empty()
+                    || !rule.get_by_month_day().is_empty()
+                    || !rule.get_by_weekday().is_empty())
+            {
+                return Err(Error::Ics(format!(
+                    "RRULE of {:?}: FREQ={} with a BYMONTH, BYWEEKNO, BYYEARDAY, BYMONTHDAY or BYDAY filter \
+                     is not supported; write it with FREQ=HOURLY or coarser",
+                    r.uid,
+                    rule.get_freq()
+                )));
+            }
             let rule = rule
                 .validate(dtstart)
                 .map_err(|e| Error::Ics(format!("RRULE of {:?}: {e}", r.uid)))?;
+            open_ended |= rule.get_count().is_none() && rule.get_until().is_none_or(|u| *u >= window_end);
+            most_count = most_count.max(rule.get_count().unwrap_or(0));
             set = set.rrule(rule);
         }
         for t in Self::rdates(r.comp, default_tz)? {
@@ -508,7 +564,10 @@ impl Calendar {
         // crate's guard against rules that never produce a date
         let set = set.limit();
         let mut dates = Vec::new();
+        let mut stepped = 0u64;
+        let mut reached_end = false;
         for d in &set {
+            stepped += 1;
             *budget = budget.checked_sub(1).ok_or_else(|| {
                 Error::Ics(format!(
                     "event {:?} repeats too often between its start and the window (the calendar may step through {MAX_EXPANSION} recurrences)",
@@ -516,6 +575,7 @@ impl Calendar {
                 ))
             })?;
             if d > hi {
+                reached_end = true;
                 break;
             }
             if d >= lo {
@@ -527,6 +587,19 @@ impl Calendar {
                 }
                 dates.push(d);
             }
+        }
+        // The rrule crate gives up after 100 000 steps of the rule's frequency without
+        // a date and then simply ends (a FREQ=SECONDLY rule whose dates are more than
+        // ~28 hours apart, FREQ=MINUTELY ~69 days): taking that for the end of the
+        // rule would show busy time as free. A rule without COUNT, or with an UNTIL at
+        // or after the window's end, or a COUNT it did not reach, does not end before
+        // the window does: that is an error.
+        if !reached_end && (open_ended || stepped < u64::from(most_count)) {
+            return Err(Error::Ics(format!(
+                "RRULE of {:?}: its dates are too far apart for its frequency to expand \
+                 (more than 100 000 steps between two); write it with a coarser FREQ",
+                r.uid
+            )));
         }
         let local_tz = match r.start {
             When::Zoned(_, tz) => tz,

@@ -343,3 +343,148 @@ fn a_rule_that_runs_long_before_the_window_is_an_error() {
         7
     );
 }
+
+/// The `rrule` crate mis-expands `FREQ=SECONDLY`/`MINUTELY` rules with a day-level
+/// filter (this one skipped 2025–2029, so the window's occurrence vanished and the two
+/// hours showed as free); they are refused, and a rule whose iterator gives up
+/// (100 000 empty steps) before the window ends is an error, not a silent end (found
+/// by the review of issue 26). Fails on the code before the fix: the calendar showed
+/// no busy time.
+#[test]
+fn sparse_sub_hourly_rules_are_errors_not_dropped_occurrences() {
+    for (name, dtstart, rule) in [
+        (
+            "secondly",
+            "20240106T100000Z",
+            "FREQ=SECONDLY;BYMONTH=1;BYMONTHDAY=6;BYHOUR=10;BYMINUTE=0;BYSECOND=0",
+        ),
+        (
+            "minutely",
+            "20240106T100000Z",
+            "FREQ=MINUTELY;BYMONTH=1;BYMONTHDAY=6;BYHOUR=10;BYMINUTE=0",
+        ),
+        (
+            "secondly, first date in 2025",
+            "20250101T100000Z",
+            "FREQ=SECONDLY;BYMONTHDAY=6;BYHOUR=10;BYMINUTE=0;BYSECOND=0",
+        ),
+        (
+            "minutely on mondays",
+            "20250101T100000Z",
+            "FREQ=MINUTELY;BYDAY=MO;BYHOUR=10;BYMINUTE=0",
+        ),
+    ] {
+        let ics = cal(&ev(
+            "x",
+            &[&format!("DTSTART:{dtstart}"), "DURATION:PT2H", &format!("RRULE:{rule}")],
+        ));
+        match Calendar::parse(&ics, utc(2025, 1, 6, 0, 0), utc(2025, 1, 11, 0, 0), chrono_tz::UTC) {
+            Err(e) => assert!(
+                e.to_string().contains("RRULE") && !e.to_string().contains('\n'),
+                "{name}: {e}"
+            ),
+            Ok(c) => assert!(
+                c.busy()
+                    .iter()
+                    .any(|i| i.start == utc(2025, 1, 6, 10, 0) && i.end == utc(2025, 1, 6, 12, 0)),
+                "{name}: RRULE:{rule} blocks 2025-01-06 10:00-12:00, but the calendar shows busy {:?}",
+                c.busy()
+            ),
+        }
+    }
+    // a sub-hourly rule without day filters still expands (daily at 10:00)
+    let ics = cal(&ev(
+        "d",
+        &[
+            "DTSTART:20250101T100000Z",
+            "DURATION:PT1H",
+            "RRULE:FREQ=MINUTELY;BYHOUR=10;BYMINUTE=0",
+        ],
+    ));
+    let c = Calendar::parse(&ics, utc(2025, 1, 6, 0, 0), utc(2025, 1, 8, 0, 0), chrono_tz::UTC).unwrap();
+    assert_eq!(c.busy().len(), 2, "{:?}", c.busy());
+}
+
+/// 20 000 nested components (320 KB) overflowed the stack inside the `icalendar`
+/// parser and aborted the process; nesting beyond [`MAX_NESTING`] is now a one-line
+/// error before the parser runs (review of issue 26; fails on the code before the
+/// fix: the child process aborts). Run in a child process, since an overflow aborts
+/// the whole test binary.
+#[test]
+fn deeply_nested_components_are_a_one_line_error() {
+    if std::env::var("TACIT_NESTED_CHILD").is_ok() {
+        let n = 20_000;
+        let ics = format!(
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\n{}{}END:VCALENDAR\r\n",
+            "BEGIN:X\r\n".repeat(n),
+            "END:X\r\n".repeat(n)
+        );
+        // the main thread's 8 MiB, as in `tacit`
+        let h = std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(move || Calendar::parse(&ics, utc(2025, 1, 6, 0, 0), utc(2025, 1, 11, 0, 0), chrono_tz::UTC))
+            .unwrap();
+        let e = h.join().unwrap().unwrap_err().to_string();
+        assert!(e.contains("nested") && !e.contains('\n'), "{e}");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "tests::deeply_nested_components_are_a_one_line_error",
+            "--nocapture",
+        ])
+        .env("TACIT_NESTED_CHILD", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "parsing 20 000 nested components failed ({}): {}",
+        out.status,
+        err.lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    // ordinary nesting (VCALENDAR > VEVENT > VALARM) is untouched
+    let ics = cal(&ev(
+        "a",
+        &[
+            "DTSTART:20250106T100000Z",
+            "DURATION:PT1H",
+            "BEGIN:VALARM",
+            "ACTION:DISPLAY",
+            "TRIGGER:-PT15M",
+            "END:VALARM",
+        ],
+    ));
+    let c = Calendar::parse(&ics, utc(2025, 1, 6, 0, 0), utc(2025, 1, 11, 0, 0), chrono_tz::UTC).unwrap();
+    assert_eq!(c.busy().len(), 1);
+}
+
+/// `Calendar::parse` cloned and hashed an event's `UID` once per `RDATE` to look it up
+/// among the `RECURRENCE-ID` overrides: a 2.7 MB file (1 MiB UID, 100 000 RDATEs) took
+/// about 20 s, a 16 MiB one about 13 minutes. The lookup is now once per event
+/// (review of issue 26; fails on the code before the fix by taking ~20 s). The
+/// bound is generous for debug builds on a busy two-core machine; the fixed code
+/// takes well under a second.
+#[test]
+fn a_long_uid_with_many_rdates_is_parsed_in_linear_time() {
+    let uid = "U".repeat(1 << 20);
+    let dates = vec!["20200101T100000Z"; 100_000].join(",");
+    let ics = format!(
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:{uid}\r\nDTSTART:20200101T090000Z\r\nDURATION:PT1H\r\n\
+         RDATE:{dates}\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:o\r\nRECURRENCE-ID:20200101T090000Z\r\n\
+         DTSTART:20200101T090000Z\r\nDURATION:PT1H\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    );
+    let t = std::time::Instant::now();
+    let _ = Calendar::parse(&ics, utc(2025, 1, 6, 0, 0), utc(2025, 1, 11, 0, 0), chrono_tz::UTC);
+    let took = t.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "a {} KB calendar took {took:.1?} to parse",
+        ics.len() / 1024
+    );
+}

@@ -856,6 +856,107 @@ impl Drop for Netns {
     }
 }
 
+const IN_NETNS: &str = "TACIT_TEST_IN_NETNS";
+const MAX_RECEIVERS_TEST: &str = "drop_send_connects_to_at_most_max_receivers_found_over_mdns";
+
+/// Review of issue 32: anyone on the network can advertise any number of receivers;
+/// `drop send` connects to at most `--max-receivers` of them (chosen at random) and
+/// makes no address-book precomputation for one that fails TLS. Five fake
+/// advertisements, each a port that closes connections at once: two connections.
+#[test]
+fn drop_send_connects_to_at_most_max_receivers_found_over_mdns() {
+    if std::env::var_os(IN_NETNS).is_some() {
+        return max_receivers_in_namespace();
+    }
+    let Some(ns) = Netns::new() else {
+        eprintln!("SKIPPED: cannot create a network namespace here (needs root and iproute2)");
+        return;
+    };
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", MAX_RECEIVERS_TEST, "--nocapture", "--test-threads=1"])
+        .env(IN_NETNS, "1")
+        .output()
+        .unwrap();
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "in the namespace:\n{o}\n{e}");
+    assert!(o.contains("1 passed"), "the test did not run:\n{o}\n{e}");
+}
+
+/// Runs inside the loopback-only namespace.
+fn max_receivers_in_namespace() {
+    use std::net::{IpAddr, Ipv4Addr, TcpListener};
+    let ca = tmp("ca");
+    let ca_dir = ca.to_str().unwrap();
+    assert!(
+        tacit()
+            .args(["ca", "init", "--dir", ca_dir])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
+        .trim()
+        .to_string();
+    let alice = tmp("a.sqlite3");
+    let a = alice.to_str().unwrap();
+    enrol(
+        a,
+        ca_dir,
+        &key,
+        &["alice@example.com"],
+        &card("Bob", "EMAIL:bob@example.com"),
+    );
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let mut adverts = Vec::new();
+    for i in 0..5u8 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let n = accepted.clone();
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                n.fetch_add(1, Ordering::SeqCst);
+                drop(c);
+            }
+        });
+        adverts.push(
+            tacit_net::mdns::advertise(
+                tacit_net::mdns::DROP_SERVICE,
+                port,
+                &[IpAddr::V4(Ipv4Addr::LOCALHOST)],
+                tacit_net::mdns::Scope::Loopback,
+                [i, 1, 2, 3, 4, 5, 6, 7],
+            )
+            .unwrap(),
+        );
+    }
+    let file = write("hello.txt", "to whom?");
+    let out = tacit()
+        .args(["--store", a, "drop", "send", file.to_str().unwrap()])
+        .args([
+            "--mdns",
+            "loopback",
+            "--discover-secs",
+            "3",
+            "--max-receivers",
+            "2",
+            "--all",
+        ])
+        .args(["--max-contacts", "100"])
+        .output()
+        .unwrap();
+    let e = stderr(&out);
+    assert!(!out.status.success(), "{e}");
+    assert!(
+        e.contains("5 addresses answered over mDNS; connecting to 2 chosen at random"),
+        "{e}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(accepted.load(Ordering::SeqCst), 2, "{e}");
+    drop(adverts);
+}
+
 #[test]
 fn drop_discovers_the_receiver_over_mdns_in_a_loopback_namespace() {
     let Some(ns) = Netns::new() else {

@@ -438,6 +438,25 @@ fn ask_answer(status: StatusCode, word: &str) -> HttpResponse {
     reply(status, format!("{word:<16}\n"))
 }
 
+/// Length of the body of a 413 answer to `/Ask`: the reason, cut or padded with
+/// spaces to this many bytes and a newline (review of issue 32: its length must not
+/// vary with anything but the offer).
+pub const ASK_REFUSAL_LEN: usize = 160;
+
+fn ask_too_large(why: &str) -> HttpResponse {
+    let mut cut = why.len().min(ASK_REFUSAL_LEN);
+    while !why.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut body = String::with_capacity(ASK_REFUSAL_LEN + 1);
+    body.push_str(&why[..cut]);
+    while body.len() < ASK_REFUSAL_LEN {
+        body.push(' ');
+    }
+    body.push('\n');
+    reply(StatusCode::PAYLOAD_TOO_LARGE, body)
+}
+
 async fn handle<G: PrimeGroup>(
     req: Request<Incoming>,
     cfg: &ReceiverConfig<G>,
@@ -534,12 +553,26 @@ async fn handle<G: PrimeGroup>(
                 Err(r) => return r,
             };
             record(cfg, &body);
-            match w.on_ask(&body) {
+            // The offer is checked against our limits before the sender is identified
+            // (review of issue 32): the answer to an offer over them depends on the
+            // offer alone, the same for a contact and a non-contact, so its size does
+            // not say whether we hold the sender.
+            let over = match Ask::from_bytes(&body) {
+                Ok(ask) => check_offer(&ask.files, &cfg.limits, &cfg.dir).err(),
+                Err(e) => return refuse(status_of(&e), e),
+            };
+            let outcome = w.on_ask(&body);
+            if let Some(why) = over {
+                match &outcome {
+                    Ok(o) => (cfg.events)(Event::Authenticated(o.sender.clone())),
+                    Err(e) => (cfg.events)(Event::Failed(e.to_string())),
+                }
+                (cfg.events)(Event::Failed(format!("offer refused: {why}")));
+                return ask_too_large(&why);
+            }
+            match outcome {
                 Ok(outcome) => {
                     (cfg.events)(Event::Authenticated(outcome.sender.clone()));
-                    if let Err(why) = check_offer(&outcome.ask.files, &cfg.limits, &cfg.dir) {
-                        return refuse(StatusCode::PAYLOAD_TOO_LARGE, why);
-                    }
                     if (cfg.decide)(&outcome) {
                         *st = ConnState::Accepted(outcome.ask.files.into_iter().map(Some).collect());
                         ask_answer(StatusCode::OK, ASK_ACCEPTED)
@@ -911,16 +944,33 @@ async fn connect<G: PrimeGroup>(
     Ok((http, peer))
 }
 
-/// Connects to a receiver and runs PrivateDrop's authentication.
+/// Connects to a receiver and runs PrivateDrop's authentication with an address-book
+/// precomputation made beforehand.
 pub async fn authenticate<G: PrimeGroup>(
     addr: &str,
     cfg: Arc<SenderConfig<G>>,
     book_sender: Sender<G>,
 ) -> Result<Session<G>> {
+    authenticate_with(addr, cfg, move || Ok(book_sender)).await
+}
+
+/// Connects to a receiver and runs PrivateDrop's authentication, making the
+/// address-book precomputation with `precompute` (on a blocking thread) only once TLS
+/// succeeded with an unrevoked account certificate of our CA (review of issue 32:
+/// `drop send` made one for every address mDNS offered, before connecting, so anyone
+/// on the network could make it compute one per fake advertisement).
+pub async fn authenticate_with<G: PrimeGroup>(
+    addr: &str,
+    cfg: Arc<SenderConfig<G>>,
+    precompute: impl FnOnce() -> Result<Sender<G>> + Send + 'static,
+) -> Result<Session<G>> {
     let t0 = Instant::now();
     let (mut http, peer) = connect(addr, &cfg).await?;
     (cfg.events)(Event::Connected(peer));
     let tls = t0.elapsed();
+    let book_sender = tokio::task::spawn_blocking(precompute)
+        .await
+        .map_err(|e| Error::Transport(format!("address-book precomputation: {e}")))??;
     let t_auth = Instant::now();
     let mut rng = SecureRng::from_os();
     let ctx = Context {

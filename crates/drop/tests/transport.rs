@@ -753,3 +753,54 @@ async fn a_stale_revocation_list_refuses_peers_only_under_the_refuse_policy() {
         ra.task.abort();
     }
 }
+
+/// Review of issue 32: a sender makes its address-book precomputation for a receiver
+/// only after TLS succeeded with an account certificate of its CA, so fake mDNS
+/// advertisements (an address that closes the connection, a device of another CA)
+/// cost it a connection each, not a precomputation; an honest receiver gets exactly
+/// one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sender_precomputes_only_for_a_receiver_of_its_ca() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let rogue = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = device(&ca, &["alice@example.com"], &["bob@example.com"]);
+    let mallory = device(&rogue, &["bob@example.com"], &["alice@example.com"]);
+    let bob = device(&ca, &["bob@example.com"], &["alice@example.com"]);
+    let made = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting = |book: Arc<AddressBook>| {
+        let made = made.clone();
+        move || {
+            made.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            book_sender(&book)
+        }
+    };
+    // An address that accepts and closes at once.
+    let closer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let closer_addr = closer.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        while let Ok((c, _)) = closer.accept().await {
+            drop(c);
+        }
+    });
+    let r = transport::authenticate_with(&closer_addr, sender_cfg(&ca, &alice), counting(alice.book.clone())).await;
+    assert!(r.is_err());
+    // A receiver whose certificate comes from another CA.
+    let m = start_receiver(&rogue, &mallory, Discoverability::Everyone, false, "rogue-rx", 1).await;
+    let r = transport::authenticate_with(&m.addr, sender_cfg(&ca, &alice), counting(alice.book.clone())).await;
+    assert!(r.is_err());
+    assert_eq!(
+        made.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "precomputed for a fake receiver"
+    );
+    m.task.abort();
+    // The honest receiver: one precomputation.
+    let r = start_receiver(&ca, &bob, Discoverability::Everyone, false, "honest-rx", 1).await;
+    let s = transport::authenticate_with(&r.addr, sender_cfg(&ca, &alice), counting(alice.book.clone()))
+        .await
+        .unwrap();
+    assert!(matches!(s.outcome.receiver, Peer::Contact { .. }));
+    drop(s);
+    r.task.await.unwrap().unwrap();
+    assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

@@ -202,8 +202,17 @@ impl Found {
     }
 }
 
+/// Most instances [`browse_txt`] keeps, and most addresses it keeps per instance:
+/// anyone on the network can advertise any number, and what a browse returns must fit
+/// in memory (callers cap what they act on further).
+pub const MAX_INSTANCES: usize = 1024;
+/// Most addresses [`browse_txt`] keeps per instance.
+pub const MAX_ADDRS_PER_INSTANCE: usize = 16;
+
 /// Browses for `service` for `wait`, returning every instance resolved in that time
-/// (its latest state; instances that said goodbye are left out), sorted by name.
+/// (its latest state; instances that said goodbye are left out), sorted by name; at
+/// most [`MAX_INSTANCES`] (the first resolved), each with at most
+/// [`MAX_ADDRS_PER_INSTANCE`] addresses.
 /// Blocks the calling thread for `wait`; the daemon is shut down before returning.
 pub fn browse_txt(service: &str, scope: Scope, wait: Duration) -> Result<Vec<Found>, MdnsError> {
     let d = Daemon::start(scope)?;
@@ -213,11 +222,15 @@ pub fn browse_txt(service: &str, scope: Scope, wait: Duration) -> Result<Vec<Fou
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match rx.recv_timeout(left) {
             Ok(ServiceEvent::ServiceResolved(info)) => {
+                if found.len() >= MAX_INSTANCES && !found.contains_key(info.get_fullname()) {
+                    continue;
+                }
                 let addrs: BTreeSet<IpAddr> = info
                     .get_addresses_v4()
                     .into_iter()
                     .filter(|ip| scope == Scope::All || ip.is_loopback())
                     .map(IpAddr::V4)
+                    .take(MAX_ADDRS_PER_INSTANCE)
                     .collect();
                 let txt = info
                     .get_properties()

@@ -132,6 +132,40 @@ impl PirServer for LweAnyServer {
     }
 }
 
+impl crate::stream::PipelinedLwe for LweAnyServer {
+    fn pipeline_table_id(&self) -> TableId {
+        self.table_id()
+    }
+
+    fn chunk_queries(&self) -> usize {
+        match self {
+            LweAnyServer::Cpu(s) => s.chunk_queries(),
+            #[cfg(feature = "gpu")]
+            LweAnyServer::Gpu(s) => s.chunk_queries(),
+        }
+    }
+
+    fn submit(
+        &self,
+        n: usize,
+        fill: &mut dyn FnMut(crate::stream::Staging<'_>),
+    ) -> Result<Option<crate::stream::Ticket>> {
+        match self {
+            LweAnyServer::Cpu(s) => s.submit(n, fill),
+            #[cfg(feature = "gpu")]
+            LweAnyServer::Gpu(s) => s.submit(n, fill),
+        }
+    }
+
+    fn finish(&self, ticket: crate::stream::Ticket, take: &mut dyn FnMut(&crate::stream::Answers<'_>)) -> Result<()> {
+        match self {
+            LweAnyServer::Cpu(s) => s.finish(ticket, take),
+            #[cfg(feature = "gpu")]
+            LweAnyServer::Gpu(s) => s.finish(ticket, take),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

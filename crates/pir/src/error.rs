@@ -82,6 +82,9 @@ pub enum Error {
     /// timestamp, a stale table epoch, a message out of order).
     #[error("refused: {0}")]
     Refused(String),
+    /// A change could not be stored (and was not made).
+    #[error("the table log could not be stored: {0}")]
+    Storage(String),
     /// The peer sheds load (too many sessions): a later attempt may succeed.
     #[error("busy: {0}")]
     Busy(String),

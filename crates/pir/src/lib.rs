@@ -39,6 +39,7 @@ mod error;
 pub mod gpu;
 pub mod lwe;
 pub mod ntru;
+pub mod stream;
 pub mod tracedge;
 
 pub use any::{LweAnyServer, LweBackend};

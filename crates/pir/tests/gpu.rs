@@ -5,10 +5,13 @@
 //! that the backend refuses in one line.
 #![cfg(feature = "gpu")]
 
+mod common;
+
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use tacit_pir::gpu::{self, GpuConfig, GpuLweServer, GpuSelection};
 use tacit_pir::lwe::{LweClient, LweParams, LweQuery, LweServer};
+use tacit_pir::stream::PipelinedLwe;
 use tacit_pir::{Error, PirClient, PirServer, Selection, Table, TableShape};
 
 /// `None` (after printing why) when there is no usable GPU here.
@@ -82,6 +85,133 @@ fn gpu_answers_equal_cpu_answers() {
                 }
             }
         }
+    }
+}
+
+/// Wide rows of `D` (2 500 columns, 64 rows): the one- and two-query kernel's
+/// unrolled loads and its shared-memory layout, on one part and on two.
+#[test]
+fn gpu_wide_rows_equal_cpu_answers() {
+    let Some(_) = gpu_or_skip("gpu_wide_rows_equal_cpu_answers") else {
+        return;
+    };
+    let mut rng = ChaCha20Rng::seed_from_u64(17);
+    let table = Table::random(TableShape::new(20_003, 8).unwrap(), &mut rng);
+    let params = LweParams::with_slots(table.shape(), 8, [9; 16]).unwrap();
+    assert!(params.cols() > 2048 && !params.cols().is_multiple_of(16));
+    let cpu = LweServer::setup(&table, params).unwrap();
+    for gpus in ["0", "0,0"] {
+        let g = GpuLweServer::setup(&table, params, config(gpus, 8, 64)).unwrap();
+        assert_eq!(g.hint().h, cpu.hint().h);
+        for nq in [1, 2, 3, 5, 8, 9, 70] {
+            let qs = random_queries(&cpu, nq, &mut rng);
+            assert_eq!(
+                g.answer_batch(&qs).unwrap(),
+                cpu.answer_batch(&qs).unwrap(),
+                "{nq} on {gpus}"
+            );
+        }
+    }
+}
+
+/// Issue 30, item 2: two parts on one GPU (`--gpus 0,0`) read every chunk from one
+/// shared page-locked buffer and write their rows into one result buffer. Their
+/// answers are the CPU server's, bit for bit: through `answer_batch` (chunks in a
+/// pipeline), through the pipeline driven by hand (every slot busy, then finished out
+/// of order), and as TracEdge responses, byte for byte.
+#[test]
+fn gpu_shared_gather_two_parts_on_one_gpu() {
+    let Some(_) = gpu_or_skip("gpu_shared_gather_two_parts_on_one_gpu") else {
+        return;
+    };
+    let mut rng = ChaCha20Rng::seed_from_u64(31);
+    for &(rows, bytes) in &[(20_000u64, 41u32), (70_001, 16)] {
+        let table = Table::random(TableShape::new(rows, bytes).unwrap(), &mut rng);
+        let params = LweParams::new(table.shape(), [4; 16]).unwrap();
+        let cpu = LweServer::setup(&table, params).unwrap();
+        let g = GpuLweServer::setup(&table, params, config("0,0", 8, 64)).unwrap();
+        let parts = g.parts();
+        assert_eq!(parts.len(), 2);
+        assert!(parts.iter().all(|p| p.0 == 0) && parts[1].1 == parts[0].2);
+        assert_eq!(g.hint().h, cpu.hint().h);
+        for nq in [1, 2, 9, 64, 65, 200] {
+            let qs = random_queries(&cpu, nq, &mut rng);
+            assert_eq!(
+                g.answer_batch(&qs).unwrap(),
+                cpu.answer_batch(&qs).unwrap(),
+                "{nq} queries"
+            );
+        }
+        // By hand: three chunks fill the slots, a fourth waits; finished out of order.
+        let chunks: Vec<Vec<LweQuery>> = [64usize, 1, 30]
+            .iter()
+            .map(|&n| random_queries(&cpu, n, &mut rng))
+            .collect();
+        let mut tickets = Vec::new();
+        for qs in &chunks {
+            let fill = |j: usize, dst: &mut [u32]| dst.copy_from_slice(&qs[j].values);
+            let t = g.submit(qs.len(), &mut |st| st.fill_par(&fill)).unwrap();
+            tickets.push(t.expect("a free slot"));
+        }
+        let mut called = false;
+        assert!(g.submit(1, &mut |_| called = true).unwrap().is_none());
+        assert!(!called, "no slot, no fill");
+        let mut order: Vec<usize> = vec![1, 2, 0];
+        let mut tickets: Vec<Option<tacit_pir::stream::Ticket>> = tickets.into_iter().map(Some).collect();
+        for i in order.drain(..) {
+            let want = cpu.answer_batch(&chunks[i]).unwrap();
+            let mut got = Vec::new();
+            g.finish(tickets[i].take().unwrap(), &mut |a| {
+                got = (0..a.len()).map(|j| a.get(j).to_vec()).collect();
+            })
+            .unwrap();
+            let want: Vec<Vec<u32>> = want.into_iter().map(|a| a.values).collect();
+            assert_eq!(got, want, "chunk {i}");
+        }
+        // A ticket of another server is refused.
+        let other = GpuLweServer::setup(&table, params, config("0", 8, 64)).unwrap();
+        let qs = random_queries(&cpu, 3, &mut rng);
+        let fill = |j: usize, dst: &mut [u32]| dst.copy_from_slice(&qs[j].values);
+        let t = other.submit(3, &mut |st| st.fill_par(&fill)).unwrap().unwrap();
+        assert!(matches!(g.finish(t, &mut |_| {}), Err(Error::Gpu(_))));
+    }
+    // TracEdge on the two parts: the responses are the CPU server's, byte for byte.
+    let rows = [0u64, 5, 77, 120, 199];
+    let mut a = common::world(41, |t, p| LweServer::setup(t, p).unwrap());
+    let mut b = common::world(41, |t, p| {
+        tacit_pir::LweAnyServer::setup(
+            t,
+            p,
+            &tacit_pir::LweBackend::Gpu(GpuConfig {
+                gpus: "0,0".parse().unwrap(),
+                small_batch: 8,
+                chunk: 4,
+            }),
+        )
+        .unwrap()
+    });
+    let (_, _, mut ss_a, qs_a) = common::sessions(&mut a, &rows);
+    let (subs, mut cs_b, ss_b, qs_b) = common::sessions(&mut b, &rows);
+    assert_eq!(qs_a, qs_b);
+    let want: Vec<Vec<u8>> = {
+        use tacit_pir::tracedge::{Queries, ServerSession};
+        use tacit_wire::Encode;
+        let mut items: Vec<(&mut ServerSession, &Queries)> = ss_a.iter_mut().zip(qs_a.iter()).collect();
+        a.server
+            .respond_batch(&mut items)
+            .into_iter()
+            .map(|r| r.unwrap().to_wire())
+            .collect()
+    };
+    let items = ss_b
+        .into_iter()
+        .zip(&qs_b)
+        .map(|(s, q)| (s, tacit_pir::tracedge::QueriesFrame::of(q)))
+        .collect();
+    for (i, (mut ss, r)) in b.server.respond_frames(items).into_iter().enumerate() {
+        let bytes = r.unwrap();
+        assert_eq!(bytes, want[i], "session {i}");
+        common::complete(&mut b, &subs[i], &mut cs_b[i], &mut ss, &bytes);
     }
 }
 

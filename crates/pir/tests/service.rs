@@ -197,6 +197,15 @@ async fn one_hint_per_connection_and_frames_bounded_per_step() {
         .find(|t| t.status == "current")
         .unwrap()
         .epoch;
+    // Outside a session: refused (review 2: a hint costs the server ~2× its size).
+    c.send(&HintRequest { epoch }.to_wire()).await.unwrap();
+    let r = Refusal::from_wire(&c.recv().await.unwrap()).expect("a refusal, not a hint");
+    assert!(r.reason.contains("inside a session"), "{}", r.reason);
+    let mut c = FramedConn::connect_tls(&addr, &net, tls.clone(), "tracedge.tacit.invalid")
+        .await
+        .unwrap();
+    c.send(&Hello { t_s: 0, nonce: [3; 32] }.to_wire()).await.unwrap();
+    let _commit = c.recv().await.unwrap();
     c.send(&HintRequest { epoch }.to_wire()).await.unwrap();
     let hint = c.recv().await.unwrap();
     assert!(tacit_pir::lwe::LweHint::from_wire(&hint).is_ok());
@@ -248,4 +257,94 @@ async fn a_log_record_that_cannot_be_stored_stops_the_server() {
         .unwrap();
     let e = r.expect_err("serve reports why it stopped");
     assert!(e.to_string().contains("could not be stored"), "{e}");
+}
+
+/// Review M8: `LogRequest`s were answered without a `Hello`, without end, on one
+/// connection. Now only after a `Hello` (or an enrolment) on the connection, and for a
+/// bounded number of entries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_requests_need_a_hello_and_are_bounded() {
+    let d = dir("logspam");
+    let store = d.0.join("op.sqlite3");
+    let keys = operator::init(&store, 200, CommitScheme::Binding, 3600).unwrap();
+    let (addr, _h) = start(&store, false).await;
+    let tls = tacit_net::tls::checked_server_client(tacit_net::tls::pinned(keys.pin)).unwrap();
+    let net = NetConfig::default().with_max_frame_at_least(64 << 20);
+    let everything = LogRequest { from: 0, to: u64::MAX };
+    // No Hello: refused.
+    let mut c = FramedConn::connect_tls(&addr, &net, tls.clone(), "tracedge.tacit.invalid")
+        .await
+        .unwrap();
+    c.send(&everything.to_wire()).await.unwrap();
+    // A refusal, or the connection closed: either way nothing of the log.
+    if let Ok(m) = c.recv().await {
+        assert!(
+            Refusal::from_wire(&m).is_ok(),
+            "a LogRequest before any Hello was answered"
+        );
+    }
+    // After a Hello: answered, then refused once the connection's budget is spent.
+    let mut c = FramedConn::connect_tls(&addr, &net, tls, "tracedge.tacit.invalid")
+        .await
+        .unwrap();
+    c.send(&Hello { t_s: 0, nonce: [7; 32] }.to_wire()).await.unwrap();
+    let _commit = c.recv().await.unwrap();
+    let mut answered = 0;
+    let mut refused = false;
+    for _ in 0..10_000 {
+        if c.send(&everything.to_wire()).await.is_err() {
+            refused = true;
+            break;
+        }
+        match c.recv().await {
+            Ok(m) if Refusal::from_wire(&m).is_ok() => {
+                refused = true;
+                break;
+            }
+            Ok(_) => answered += 1,
+            Err(_) => {
+                refused = true;
+                break;
+            }
+        }
+    }
+    assert!(answered >= 1, "the first LogRequest after a Hello is answered");
+    assert!(refused, "{answered} LogRequests answered on one connection and no end");
+}
+
+/// Review M7: a 112-byte view file or an identity whose receipt says 2^34 rows made
+/// the client allocate 512 GiB and abort. Now a one-line error before any large
+/// allocation.
+#[test]
+fn hostile_view_and_identity_files_are_refused_in_one_line() {
+    let d = dir("hostilefiles");
+    let sk = SigningKey::from_seed(&[9; 32]);
+    let empty = SubscriberSecret::random(&mut <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(5))
+        .public_bytes();
+    let bytes = ClientView::new(sk.verifying_key(), 300, empty).unwrap().to_bytes();
+    let vk = sk.verifying_key().to_bytes();
+    let at = bytes.windows(32).position(|w| w == vk).unwrap() + 32;
+    for rows in [1u64 << 34, 1 << 27, 0] {
+        let mut b = bytes.clone();
+        b[at..at + 8].copy_from_slice(&rows.to_be_bytes());
+        let path = d.0.join("huge.view");
+        std::fs::write(&path, &b).unwrap();
+        let e = client::load_view(&path).expect_err("a view of an impossible size was loaded");
+        assert!(!e.to_string().contains('\n'), "{e}");
+    }
+    // An identity whose (validly self-signed) receipt names 2^34 rows.
+    let key = SubscriberSecret::random(&mut <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(6));
+    let receipt = EnrolmentReceipt::issue(&sk, 0, key.public_bytes(), 1 << 34, empty, 1, 0);
+    let id = client::Identity {
+        connect: "127.0.0.1:9".into(),
+        pin: "00".repeat(32),
+        server_key: hex::encode(vk),
+        row: Some(0),
+        secret: hex::encode(key.to_bytes()),
+        receipt: Some(hex::encode(receipt.to_wire())),
+    };
+    let path = d.0.join("evil.json");
+    std::fs::write(&path, serde_json::to_vec(&id).unwrap()).unwrap();
+    let e = client::Identity::load(&path).expect_err("an identity with a 2^34-row receipt was loaded");
+    assert!(!e.to_string().contains('\n'), "{e}");
 }

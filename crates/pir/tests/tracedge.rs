@@ -17,6 +17,8 @@ use tacit_pir::tracedge::*;
 use tacit_wire::{Decode, Encode};
 
 const NOW: u64 = 1_700_000_000_000;
+/// A clock far enough after every entry the tests stamp.
+const LATER: u64 = NOW + 365 * 86_400_000;
 const N: usize = 300;
 
 struct World {
@@ -169,7 +171,7 @@ fn run_on(w: &mut World, c: &TracEdgeClient, v: &mut ClientView, bugs: &Bugs) ->
         Some(f) => f(hint(w)),
         None => hint(w),
     };
-    let (mut cs, hello) = c.start(NOW, v, &mut w.rng);
+    let (mut cs, hello) = c.start(NOW, &mut w.rng);
     let (mut ss, commit) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
     let commit = match &bugs.commit {
         Some(f) => f(&hello, commit, w.server.signing_key()),
@@ -186,7 +188,7 @@ fn run_on(w: &mut World, c: &TracEdgeClient, v: &mut ClientView, bugs: &Bugs) ->
                     None => seg,
                 };
                 let before = v.head_seq();
-                if let Err(e) = v.apply(&seg) {
+                if let Err(e) = v.apply(&seg, LATER) {
                     return End::Stopped(e.into());
                 }
                 if v.head_seq() == before {
@@ -345,10 +347,10 @@ fn withholding_cannot_suppress_a_proof() {
     for i in 0..24u64 {
         let c = client(&w, i % 50, config);
         let mut v = view(&mut w, i % 50);
-        let (mut cs, hello) = c.start(NOW, &v, &mut w.rng);
+        let (mut cs, hello) = c.start(NOW, &mut w.rng);
         let (mut ss, commit) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
         while let CommitNeeds::Log(req) = c.commit_needs(&cs, &commit, &v).unwrap() {
-            v.apply(&w.server.log_segment(&req)).unwrap();
+            v.apply(&w.server.log_segment(&req), LATER).unwrap();
         }
         let q = c.on_commit(&mut cs, commit, hint(&w), &v, &mut w.rng).unwrap();
         if cs.audited_rows().iter().any(|r| flagged.contains(r)) {
@@ -464,10 +466,13 @@ fn a_variant_table_for_chosen_sessions_is_equivocation() {
     )
     .unwrap();
     let real = w.server.log_segment(&LogRequest { from: 0, to: head.seq });
-    v_old.apply(&real).unwrap();
-    match v_old.apply(&LogSegment {
-        records: vec![fork_rec.clone()],
-    }) {
+    v_old.apply(&real, LATER).unwrap();
+    match v_old.apply(
+        &LogSegment {
+            records: vec![fork_rec.clone()],
+        },
+        LATER,
+    ) {
         Err(ViewError::Caught(p)) => {
             assert!(matches!(p.kind, ProofKind::Equivocation { .. }));
             assert!(p.verify().unwrap().what.contains("different tables"));
@@ -523,7 +528,10 @@ fn a_rollback_of_the_log_head_is_refused_or_proven() {
     // Time passes; the log moves on (a removal); the client syncs.
     w.server.apply_changes(&[(199, empty)], NOW).unwrap();
     assert!(matches!(run(&mut w, &c).0, ClientOutcome::Authenticated { .. }));
-    let older = w.server.log().records()[1].entry.clone();
+    // The entry before the newest: the evidence of a rollback to it is the newest
+    // entry (the one after the commit's head), signed at NOW.
+    let records = w.server.log().records();
+    let older = records[records.len() - 2].entry.clone();
     let bugs = Bugs {
         commit: Some(Box::new(move |h: &Hello, mut c: Commit, sk: &SigningKey| {
             c.log_seq = older.seq;
@@ -538,10 +546,11 @@ fn a_rollback_of_the_log_head_is_refused_or_proven() {
         other => panic!("{other:?}"),
     }
     // An hour later the same rollback is a proof.
-    let (mut cs, hello) = c.start(NOW + 3_600_000, w.views[2].as_ref().unwrap(), &mut w.rng);
+    let (mut cs, hello) = c.start(NOW + 3_600_000, &mut w.rng);
     let _ = &mut cs;
     let (_, commit) = w.server.hello(&hello, NOW + 3_600_000, &mut w.rng).unwrap();
-    let older = w.server.log().records()[1].entry.clone();
+    let records = w.server.log().records();
+    let older = records[records.len() - 2].entry.clone();
     let mut rolled = commit;
     rolled.log_seq = older.seq;
     rolled.log_hash = older.hash();
@@ -720,22 +729,25 @@ fn replayed_and_stale_messages_are_refused() {
     let mut w = world(9, CommitScheme::Binding, &[], false);
     let c = client(&w, 1, ClientConfig::default());
     let mut v = view(&mut w, 1);
-    let (mut cs, hello) = c.start(NOW, &v, &mut w.rng);
-    // t_s is the client's clock to the minute (hole 7: the offset of a client's clock
-    // no longer links its sessions).
-    assert_eq!(hello.t_s % CLOCK_RESOLUTION_MS, 0);
-    assert!(NOW - hello.t_s < CLOCK_RESOLUTION_MS);
+    let (mut cs, hello) = c.start(NOW, &mut w.rng);
+    // The client sends no clock (hole 7 and review L1: the offset of a client's clock
+    // linked its sessions, even rounded to the minute): t_s is the server's, signed.
+    assert_eq!(hello.t_s, 0);
     let (mut ss, commit) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
     // Replay of the same timestamp and nonce.
     assert!(matches!(
         w.server.hello(&hello, NOW, &mut w.rng),
         Err(Error::Refused(_))
     ));
-    // A timestamp far from the server's clock.
-    let (_, old) = c.start(NOW - 3_600_000, &v, &mut w.rng);
-    assert!(matches!(w.server.hello(&old, NOW, &mut w.rng), Err(Error::Refused(_))));
+    // A server clock far from the client's: the client refuses the commit.
+    let (cs_old, old) = c.start(NOW - 3_600_000, &mut w.rng);
+    let (_, c_old) = w.server.hello(&old, NOW, &mut w.rng).unwrap();
+    match c.commit_needs(&cs_old, &c_old, &v) {
+        Err(ClientStop::Error(Error::Refused(m))) => assert!(m.contains("clock"), "{m}"),
+        other => panic!("{other:?}"),
+    }
     // A commit for another hello is refused by the client.
-    let (cs2, _) = c.start(NOW, &v, &mut w.rng);
+    let (cs2, _) = c.start(NOW, &mut w.rng);
     assert!(c.commit_needs(&cs2, &commit, &v).is_err());
     // A tampered signature is refused.
     let mut forged = commit.clone();
@@ -745,7 +757,7 @@ fn replayed_and_stale_messages_are_refused() {
         Err(ClientStop::Error(Error::Signature(_)))
     ));
     while let CommitNeeds::Log(req) = c.commit_needs(&cs, &commit, &v).unwrap() {
-        v.apply(&w.server.log_segment(&req)).unwrap();
+        v.apply(&w.server.log_segment(&req), LATER).unwrap();
     }
     // Queries for another epoch are refused; the session survives.
     let mut q = c.on_commit(&mut cs, commit, hint(&w), &v, &mut w.rng).unwrap();
@@ -756,7 +768,7 @@ fn replayed_and_stale_messages_are_refused() {
     // A second set of queries in the same session is out of order.
     assert!(matches!(w.server.respond(&mut ss, &q), Err(Error::Refused(_))));
     // A response replayed into another session does not verify.
-    let (mut cs3, hello3) = c.start(NOW + 1, &v, &mut w.rng);
+    let (mut cs3, hello3) = c.start(NOW + 1, &mut w.rng);
     let (_, commit3) = w.server.hello(&hello3, NOW + 1, &mut w.rng).unwrap();
     c.on_commit(&mut cs3, commit3, hint(&w), &v, &mut w.rng).unwrap();
     assert!(matches!(
@@ -789,16 +801,16 @@ fn a_full_replay_set_is_busy() {
         },
     );
     let c = client(&w, 1, ClientConfig::default());
-    let v = view(&mut w, 1);
+    let _v = view(&mut w, 1);
     for _ in 0..3 {
-        let (_, hello) = c.start(NOW, &v, &mut w.rng);
+        let (_, hello) = c.start(NOW, &mut w.rng);
         w.server.hello(&hello, NOW, &mut w.rng).unwrap();
     }
-    let (_, hello) = c.start(NOW, &v, &mut w.rng);
+    let (_, hello) = c.start(NOW, &mut w.rng);
     assert!(matches!(w.server.hello(&hello, NOW, &mut w.rng), Err(Error::Busy(_))));
     // Once the entries leave the skew window, sessions are accepted again.
     w.server.expire(NOW + 3_600_000).unwrap();
-    let (_, hello) = c.start(NOW + 3_600_000, &v, &mut w.rng);
+    let (_, hello) = c.start(NOW + 3_600_000, &mut w.rng);
     w.server.hello(&hello, NOW + 3_600_000, &mut w.rng).unwrap();
 }
 
@@ -830,10 +842,10 @@ fn audit_counts_are_honoured_or_refused() {
         },
     );
     let mut v = view(&mut w, 1);
-    let (mut cs, hello) = c.start(NOW, &v, &mut w.rng);
+    let (mut cs, hello) = c.start(NOW, &mut w.rng);
     let (_, commit) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
     while let CommitNeeds::Log(req) = c.commit_needs(&cs, &commit, &v).unwrap() {
-        v.apply(&w.server.log_segment(&req)).unwrap();
+        v.apply(&w.server.log_segment(&req), LATER).unwrap();
     }
     c.on_commit(&mut cs, commit, hint(&w), &v, &mut w.rng).unwrap();
     let audited = cs.audited_rows();
@@ -849,10 +861,10 @@ fn rekeying_serves_the_deprecated_table_until_its_keys_expire() {
     // A session starts on epoch 1.
     let old_hint = hint(&w);
     let mut v = view(&mut w, 4);
-    let (mut cs, hello) = c.start(NOW, &v, &mut w.rng);
+    let (mut cs, hello) = c.start(NOW, &mut w.rng);
     let (mut ss, commit) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
     while let CommitNeeds::Log(req) = c.commit_needs(&cs, &commit, &v).unwrap() {
-        v.apply(&w.server.log_segment(&req)).unwrap();
+        v.apply(&w.server.log_segment(&req), LATER).unwrap();
     }
     // Rekey: epoch 2 becomes current while the session is in flight.
     let keys = w.server.directory().keys().to_vec();
@@ -888,8 +900,8 @@ fn rekeying_serves_the_deprecated_table_until_its_keys_expire() {
     assert!(matches!(co, ClientOutcome::Authenticated { epoch: 2, .. }));
     // After the grace period the old table is gone (a log entry says so): a late
     // session is refused.
-    let v = view(&mut w, 4);
-    let (_, hello) = c.start(NOW, &v, &mut w.rng);
+    let _v = view(&mut w, 4);
+    let (_, hello) = c.start(NOW, &mut w.rng);
     let (mut ss, _) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
     let fake_old = Queries {
         epoch: 1,
@@ -933,10 +945,10 @@ fn one_bad_session_fails_alone_in_a_batch() {
     let mut queries = Vec::new();
     for c in clients.iter() {
         let mut v = view(&mut w, c.row());
-        let (mut cs, hello) = c.start(NOW, &v, &mut w.rng);
+        let (mut cs, hello) = c.start(NOW, &mut w.rng);
         let (ss, commit) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
         while let CommitNeeds::Log(req) = c.commit_needs(&cs, &commit, &v).unwrap() {
-            v.apply(&w.server.log_segment(&req)).unwrap();
+            v.apply(&w.server.log_segment(&req), LATER).unwrap();
         }
         queries.push(c.on_commit(&mut cs, commit, hint(&w), &v, &mut w.rng).unwrap());
         c_sessions.push(cs);
@@ -965,12 +977,12 @@ fn messages_round_trip_and_reject_trailing_bytes() {
     let mut w = world(13, CommitScheme::Binding, &[], false);
     let c = client(&w, 2, ClientConfig::default());
     let mut v = view(&mut w, 2);
-    let (mut cs, hello) = c.start(NOW, &v, &mut w.rng);
+    let (mut cs, hello) = c.start(NOW, &mut w.rng);
     let (mut ss, commit) = w.server.hello(&hello, NOW, &mut w.rng).unwrap();
     let mut segs = Vec::new();
     while let CommitNeeds::Log(req) = c.commit_needs(&cs, &commit, &v).unwrap() {
         let seg = w.server.log_segment(&req);
-        v.apply(&seg).unwrap();
+        v.apply(&seg, LATER).unwrap();
         segs.push(seg);
     }
     let q = c.on_commit(&mut cs, commit.clone(), hint(&w), &v, &mut w.rng).unwrap();

@@ -17,7 +17,9 @@
 
 use crate::fnp::{Chooser, PsiParams, Sender};
 use crate::paillier::{PrivateKey, RnPool};
-use crate::threepr::{ACCEPT_LEN, Initiator, InitiatorStep, ReconcileParams, Reconciled, Responder, ResponderStep};
+use crate::threepr::{
+    ACCEPT_LEN, DEFAULT_MAX_PEER_SET, Initiator, InitiatorStep, ReconcileParams, Reconciled, Responder, ResponderStep,
+};
 use crate::{Error, NO_CHANNEL_BINDING, Result};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{CryptoRngCore, SeedableRng};
@@ -71,9 +73,21 @@ fn seed(rng: &mut impl CryptoRngCore) -> ChaCha20Rng {
     ChaCha20Rng::from_seed(s)
 }
 
-/// Runs `f` on the blocking pool.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f)
+/// Starts `f` on the blocking pool, holding the session's compute slot
+/// ([`crate::service`]) until `f` returns, even if the session is dropped meanwhile
+/// (at its deadline): so `max_clients` bounds concurrent computations. Must be
+/// called from the session's task (outside a service it holds nothing).
+pub fn spawn_blocking_step<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> tokio::task::JoinHandle<T> {
+    let slot = crate::service::COMPUTE_SLOT.try_with(Arc::clone).ok();
+    tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        f()
+    })
+}
+
+/// Runs `f` on the blocking pool ([`spawn_blocking_step`]) and waits for it.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    spawn_blocking_step(f)
         .await
         .map_err(|e| Error::Backend(format!("a worker failed: {e}")))?
 }
@@ -112,7 +126,8 @@ pub async fn psi_serve(conn: &mut FramedConn, sender: Arc<Sender>, rng: &mut imp
     send(conn, &a).await
 }
 
-/// Party A of 3PR (key holder).
+/// Party A of 3PR (key holder), accepting B's list up to
+/// [`crate::threepr::DEFAULT_MAX_PEER_SET`] elements.
 pub async fn reconcile_initiator<T: AsRef<[u8]>>(
     conn: &mut FramedConn,
     params: ReconcileParams,
@@ -121,8 +136,23 @@ pub async fn reconcile_initiator<T: AsRef<[u8]>>(
     pool: Arc<RnPool>,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Reconciled> {
+    reconcile_initiator_limited(conn, params, key, set, pool, DEFAULT_MAX_PEER_SET, rng).await
+}
+
+/// Party A of 3PR (key holder), accepting a session length up to
+/// `max(n_A, max_peer_set)` ([`crate::threepr::InitiatorAwaitingAccept::with_max_peer_set`]).
+pub async fn reconcile_initiator_limited<T: AsRef<[u8]>>(
+    conn: &mut FramedConn,
+    params: ReconcileParams,
+    key: PrivateKey,
+    set: &[T],
+    pool: Arc<RnPool>,
+    max_peer_set: u32,
+    rng: &mut impl CryptoRngCore,
+) -> Result<Reconciled> {
     let set: Vec<Vec<u8>> = set.iter().map(|e| e.as_ref().to_vec()).collect();
     let (wait, hello) = blocking(move || Initiator::start(params, key, &set, pool)).await?;
+    let wait = wait.with_max_peer_set(max_peer_set);
     send(conn, &hello).await?;
     let acc = recv_at_most(conn, ACCEPT_LEN).await?;
     let r = wait.on_accept(&acc, &binding_of(conn), rng);
@@ -164,7 +194,7 @@ pub async fn reconcile_responder(
         let key = state.peer_key().clone();
         let want = state.next_round_size().saturating_sub(pool.len());
         let mut fill_rng = seed(rng);
-        let fill = tokio::task::spawn_blocking(move || pool.fill(&key, want, &mut fill_rng));
+        let fill = spawn_blocking_step(move || pool.fill(&key, want, &mut fill_rng));
         let msg = recv_at_most(conn, state.max_next_message_len()).await;
         let filled = fill.await.map_err(|e| Error::Backend(e.to_string()))?;
         let msg = msg?;

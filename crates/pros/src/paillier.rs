@@ -115,10 +115,12 @@ fn check_bits(bits: u32) -> Result<()> {
 
 impl PublicKey {
     /// The key with modulus `n`, validated as a peer's key must be: an odd modulus of
-    /// an even size in the supported range, with no prime factor below 2¹⁴.
+    /// an even size in the supported range, with no prime factor below
+    /// 2^[`bn::MIN_FACTOR_BITS`] (2²⁴: trial division below 2¹⁴, then one gcd with
+    /// the primes up to 2²⁴ multiplied modulo `n`).
     ///
-    /// This cannot prove that `n` is a product of two large primes (that needs a
-    /// zero-knowledge proof the paper does not have); see `docs/pros.md`, threat model.
+    /// That `n = p·q` is proven by [`crate::modproof`]; that *both* factors are large
+    /// (beyond 2²⁴) is not proven: see `docs/pros.md`, "The modulus proof".
     pub fn from_modulus(n: Nat) -> Result<Self> {
         let bits = n.num_bits() as u32;
         check_bits(bits)?;
@@ -129,6 +131,12 @@ impl PublicKey {
             if n.mod_word(p)? == 0 {
                 return Err(Error::BadKey(format!("the modulus has the small factor {p}")));
             }
+        }
+        if bn::has_factor_below_2_24(&n)? {
+            return Err(Error::BadKey(format!(
+                "the modulus has a prime factor below 2^{}",
+                bn::MIN_FACTOR_BITS
+            )));
         }
         Self::from_modulus_unchecked(n)
     }

@@ -251,6 +251,38 @@ pub async fn connect(
     pool: Arc<RnPool>,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Agreed> {
+    connect_limited(
+        conn,
+        window,
+        scheme,
+        variant,
+        key,
+        slots,
+        pool,
+        DEFAULT_MAX_PEER_SLOTS,
+        rng,
+    )
+    .await
+}
+
+/// The most slots A lets B bring by default ([`connect_limited`]): B gets one guess
+/// against each of A's offered slots per slot of the session, `n ≤ max(A's slots, this)`.
+pub const DEFAULT_MAX_PEER_SLOTS: u32 = 128;
+
+/// [`connect`], accepting a session length `n` up to `max(A's slots, max_peer_slots)`:
+/// a deviating B gets `n` guesses against each of A's offered slots.
+#[allow(clippy::too_many_arguments)]
+pub async fn connect_limited(
+    conn: &mut FramedConn,
+    window: &Window,
+    scheme: Scheme,
+    variant: Variant,
+    key: PrivateKey,
+    slots: &[Slot],
+    pool: Arc<RnPool>,
+    max_peer_slots: u32,
+    rng: &mut impl CryptoRngCore,
+) -> Result<Agreed> {
     let (set, map) = elements(window, slots)?;
     crate::net::send(conn, &window.to_bytes()).await?;
     let ok = crate::net::recv_at_most(conn, WINDOW_OK_LEN).await?;
@@ -258,8 +290,16 @@ pub async fn connect(
     let mut r = Reader::new(&ok);
     r.envelope(TAG_WINDOW_OK, "window agreement")?;
     r.finish()?;
-    let rec =
-        crate::net::reconcile_initiator(conn, params(window.encoding, scheme, variant), key, &set, pool, rng).await?;
+    let rec = crate::net::reconcile_initiator_limited(
+        conn,
+        params(window.encoding, scheme, variant),
+        key,
+        &set,
+        pool,
+        max_peer_slots,
+        rng,
+    )
+    .await?;
     finish(rec, &map)
 }
 

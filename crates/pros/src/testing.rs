@@ -417,3 +417,10 @@ impl InvertingResponder {
         }
     }
 }
+
+/// A public key with modulus `n` taken as is, without the checks a peer's key gets
+/// ([`PublicKey::from_modulus`]): what a deviating peer puts on the wire, for tests
+/// that check the receiver refuses it.
+pub fn unchecked_public_key(n: bn::Nat) -> Result<PublicKey> {
+    PublicKey::from_modulus_unchecked(n)
+}

@@ -26,9 +26,11 @@
 //!   Query_t = E(−a_i) for the round's pairs        ───▶  for each pair (i, j) of round t:
 //!     implicit:        one per distinct a_i                E(r·(b_j − a_i) + h_ij(b_j)),
 //!     explicit:        one PM query per pair               r fresh, re-randomised by ρⁿ
-//!     explicit-cached: only a_i not sent before    ◀───  Answer_t = those, shuffled
-//!   decrypts; a value equal to h_ij(a_i) for a
-//!   pair (i, j) of the round is a common element
+//!     explicit-cached: only a_i not sent before    ◀───  Answer_t = those, in pair order,
+//!                                                         shuffled within each run of one a_i
+//!   decrypts; an answer of the run of a_i equal to
+//!   h_ij(a_i) for a pair (i, j) of that run is a
+//!   common element
 //!   no match and t not last: Query_{t+1}
 //!   else Outcome = t, the common elements          ───▶  B checks each is one of its
 //!                                                         elements in round t
@@ -50,7 +52,7 @@ use openssl::bn::BigNum;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{CryptoRngCore, SeedableRng};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use tacit_wire::{Envelope, Reader, Writer};
 
@@ -145,6 +147,26 @@ impl Scheme {
             Scheme::Mor => (n - i).min(n - j),
         }
     }
+}
+
+/// The runs of a round's pairs (in [`Scheme::round_pairs`] order) that share A's
+/// position `i`, as index ranges: B shuffles its answers within each run only, and A
+/// checks the answers of a run only against its own element at that position. So an
+/// answer counts for exactly one of A's positions, and B gets one guess per answer
+/// against that position: `n` guesses per A position in a whole session (every pair
+/// `(i, j)` occurs in exactly one round), however B spends its answers. Within a run
+/// the order hides which of B's positions `j` matched (MOR's round `t` compares `a_t`
+/// with `b_0 … b_t`).
+pub fn position_runs(pairs: &[(u32, u32)]) -> Vec<core::ops::Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for k in 1..=pairs.len() {
+        if k == pairs.len() || pairs[k].0 != pairs[start].0 {
+            runs.push(start..k);
+            start = k;
+        }
+    }
+    runs
 }
 
 impl Variant {
@@ -382,7 +404,8 @@ impl Query {
     }
 }
 
-/// A round's answer: one evaluation per pair, shuffled.
+/// A round's answer: one evaluation per pair, in the order of
+/// [`Scheme::round_pairs`] and shuffled within each of [`position_runs`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
     /// The round.
@@ -484,7 +507,13 @@ pub struct InitiatorAwaitingAccept {
     key: PrivateKey,
     set: Elements,
     pool: Arc<RnPool>,
+    max_peer_set: u32,
 }
+
+/// The longest list A accepts from B by default ([`InitiatorAwaitingAccept::with_max_peer_set`]):
+/// B gets one guess per comparison, so `n` guesses against each of A's positions, and
+/// `n` is at most `max(n_A, this)`.
+pub const DEFAULT_MAX_PEER_SET: u32 = 256;
 
 impl core::fmt::Debug for InitiatorAwaitingAccept {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -554,11 +583,30 @@ impl Initiator {
             key: key.public().clone(),
             proof: key.modulus_proof()?,
         };
-        Ok((InitiatorAwaitingAccept { params, key, set, pool }, hello.to_bytes()))
+        Ok((
+            InitiatorAwaitingAccept {
+                params,
+                key,
+                set,
+                pool,
+                max_peer_set: DEFAULT_MAX_PEER_SET,
+            },
+            hello.to_bytes(),
+        ))
     }
 }
 
 impl InitiatorAwaitingAccept {
+    /// Accepts a session length `n` from B only up to `max(n_A, max_peer_set)`
+    /// (default [`DEFAULT_MAX_PEER_SET`]; at most [`MAX_ORDERED_SET`]). A deviating B
+    /// gets exactly `n` guesses against each of A's positions (docs/pros.md), so this
+    /// bounds what it can test; an honest B with a longer list is refused with a
+    /// message naming the bound.
+    pub fn with_max_peer_set(mut self, max_peer_set: u32) -> Self {
+        self.max_peer_set = max_peer_set;
+        self
+    }
+
     /// Handles B's accept and sends the first query. `binding` is the TLS channel
     /// binding of the session ([`crate::NO_CHANNEL_BINDING`] outside TLS); B must use
     /// the same.
@@ -570,9 +618,11 @@ impl InitiatorAwaitingAccept {
     ) -> Result<(InitiatorAwaitingAnswer, Vec<u8>)> {
         let (n, nonce) = accept_from_bytes(bytes)?;
         let own = self.set.items.len() as u32;
-        if n < own || n > MAX_ORDERED_SET {
+        let most = own.max(self.max_peer_set).min(MAX_ORDERED_SET);
+        if n < own || n > most {
             return Err(Error::Deviation(format!(
-                "B set the length to {n}, but it must be at least ours ({own}) and at most {MAX_ORDERED_SET}"
+                "B set the length to {n}, but it must be at least ours ({own}) and at most {most} \
+                 (each position of ours meets n of B's guesses; raise the peer-list limit to allow more)"
             )));
         }
         let pk = self.key.public();
@@ -675,16 +725,20 @@ impl InitiatorAwaitingAnswer {
         // the match tag of each pair of this round with a real element of A
         let own = self.set.items.len() as u32;
         let pk_n = self.key.public().n();
-        let mut tags: HashMap<Vec<u8>, u32> = HashMap::new();
-        for &(i, j) in &pairs {
-            if i < own {
-                let h = match_tag(MATCH_DOMAIN, &self.sid, i, j, &self.set.values[i as usize], pk_n)?;
-                tags.insert(h.to_vec(), i);
-            }
-        }
+        // Positional: the answers of the run of pairs (i, ·) are compared only with
+        // A's tags for those pairs, so each answer is one guess against one position
+        // (a run of one pair is checked against that pair alone).
         let mut found: BTreeMap<u32, [u8; 16]> = BTreeMap::new();
-        for v in &plain {
-            if let Some(&i) = tags.get(&v.to_vec()) {
+        for run in position_runs(&pairs) {
+            let i = pairs[run.start].0;
+            if i >= own {
+                continue;
+            }
+            let mut tags: HashSet<Vec<u8>> = HashSet::new();
+            for &(_, j) in &pairs[run.clone()] {
+                tags.insert(match_tag(MATCH_DOMAIN, &self.sid, i, j, &self.set.values[i as usize], pk_n)?.to_vec());
+            }
+            if plain[run].iter().any(|v| tags.contains(&v.to_vec())) {
                 found.insert(i, value_bytes(&self.set.values[i as usize])?);
             }
         }
@@ -1021,7 +1075,9 @@ impl ResponderAwaiting {
                 evaluate(pk, std::slice::from_ref(c), y, &h, pool, &mut ChaCha20Rng::from_seed(s))
             })
             .collect::<Result<_>>()?;
-        shuffle(&mut values, rng);
+        for run in position_runs(&pairs) {
+            shuffle(&mut values[run], rng);
+        }
         self.comparisons += values.len() as u64;
         let a = Answer { round: t, values };
         let bytes = a.to_bytes(&self.key);

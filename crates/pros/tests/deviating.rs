@@ -504,3 +504,634 @@ fn an_fnp_sender_refuses_a_key_without_a_valid_proof() {
     assert!(matches!(run.b, Err(Error::BadKey(_))), "{:?}", run.b);
     assert!(matches!(run.a, Err(Error::PeerRefused(_))));
 }
+
+// ---------------------------------------------------------------- review of issue 26
+
+/// Attacks of the review of the issue-26 fixes: a B that spends its answers on one
+/// position of A, a key with a small prime factor, and (ignored, by hand) a hostile
+/// `tacit schedule serve`. Each test failed on the code before its fix.
+mod review {
+    use rand_chacha::ChaCha20Rng;
+    use rand_core::{RngCore, SeedableRng};
+    use sha2::{Digest, Sha256};
+    use std::sync::{Arc, OnceLock};
+    use std::time::Duration;
+    use tacit_net::{FramedListener, NetConfig};
+    use tacit_pros::bn::{self, Nat};
+    use tacit_pros::element::{ElementEncoding, match_tag, session_id};
+    use tacit_pros::fnp::{self, PsiParams, Sender};
+    use tacit_pros::modproof::{FOURTH_ROOT_CHALLENGES, ModulusProof, NTH_ROOT_CHALLENGES};
+    use tacit_pros::paillier::{Ciphertext, PrivateKey, PublicKey, RnPool};
+    use tacit_pros::threepr::{
+        Answer, Hello, Initiator, InitiatorStep, MATCH_DOMAIN, Query, ReconcileParams, Reconciled, Responder,
+        ResponderStep, SESSION_DOMAIN, Scheme, TAG_ACCEPT, Variant,
+    };
+    use tacit_pros::{NO_CHANNEL_BINDING, Result};
+    use tacit_wire::{Reader, Writer};
+
+    fn key() -> PrivateKey {
+        static K: OnceLock<PrivateKey> = OnceLock::new();
+        let k = K.get_or_init(|| {
+            let k = PrivateKey::generate(256).unwrap();
+            k.modulus_proof().unwrap();
+            k
+        });
+        k.clone()
+    }
+
+    const ALL: [(Scheme, Variant); 6] = [
+        (Scheme::Sor, Variant::Implicit),
+        (Scheme::Sor, Variant::Explicit),
+        (Scheme::Sor, Variant::ExplicitCached),
+        (Scheme::Mor, Variant::Implicit),
+        (Scheme::Mor, Variant::Explicit),
+        (Scheme::Mor, Variant::ExplicitCached),
+    ];
+
+    fn params(scheme: Scheme, variant: Variant, encoding: ElementEncoding) -> ReconcileParams {
+        ReconcileParams {
+            scheme,
+            variant,
+            encoding,
+        }
+    }
+
+    fn accept_bytes(n: u32, nonce: &[u8; 32]) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(TAG_ACCEPT);
+        w.put_u32(n);
+        w.put_fixed(nonce);
+        w.into_bytes()
+    }
+
+    /// What a hostile B sees of a round: the round, its pairs, A's ciphertext for each
+    /// position (cached across rounds), A's key, the session id.
+    struct RoundView<'a> {
+        round: u32,
+        pairs: Vec<(u32, u32)>,
+        by_pos: &'a std::collections::HashMap<u32, Ciphertext>,
+        pk: &'a PublicKey,
+        sid: [u8; 32],
+    }
+
+    /// Runs an honest A (the real `Initiator`) against a B written by the test: B sends
+    /// an accept with length `n` and answers every round with `answer(view)`. Returns A's
+    /// result.
+    fn against_hostile_b(
+        p: ReconcileParams,
+        a_set: &[String],
+        n: u32,
+        answer: &mut dyn FnMut(&RoundView<'_>) -> Vec<Ciphertext>,
+    ) -> Result<Reconciled> {
+        let k = key();
+        let pool = Arc::new(RnPool::new(k.public()).unwrap());
+        let (a, hello) = Initiator::start(p, k, a_set, pool)?;
+        let h = Hello::from_bytes(&hello)?;
+        let pk = h.key.clone();
+        let nonce = [7u8; 32];
+        let sid = session_id(SESSION_DOMAIN, &NO_CHANNEL_BINDING, &nonce);
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let (mut a, mut q) = a.on_accept(&accept_bytes(n, &nonce), &NO_CHANNEL_BINDING, &mut rng)?;
+        let mut by_pos = std::collections::HashMap::new();
+        loop {
+            let pairs_max = tacit_pros::threepr::max_round_pairs(p.scheme, n);
+            let query = Query::from_bytes(&q, &pk, pairs_max)?;
+            for (i, c) in &query.entries {
+                by_pos.insert(*i, c.clone());
+            }
+            let view = RoundView {
+                round: query.round,
+                pairs: p.scheme.round_pairs(n, query.round),
+                by_pos: &by_pos,
+                pk: &pk,
+                sid,
+            };
+            let values = answer(&view);
+            let bytes = Answer {
+                round: query.round,
+                values,
+            }
+            .to_bytes(&pk);
+            match a.on_answer(&bytes, &mut rng)? {
+                InitiatorStep::Continue(na, nq) => {
+                    a = na;
+                    q = nq;
+                }
+                InitiatorStep::Done(r, _) => return Ok(r),
+            }
+        }
+    }
+
+    /// B's answer to pair `(i, j)` of the view as if it held `guess` there:
+    /// `E(r·(guess − a_i) + h_ij(guess))`.
+    fn guess_answer(
+        v: &RoundView<'_>,
+        i: u32,
+        j: u32,
+        guess: &Nat,
+        pool: &RnPool,
+        rng: &mut ChaCha20Rng,
+    ) -> Ciphertext {
+        let h = match_tag(MATCH_DOMAIN, &v.sid, i, j, guess, v.pk.n()).unwrap();
+        let c = v.by_pos.get(&i).expect("A's ciphertext for the position").clone();
+        fnp::evaluate(v.pk, std::slice::from_ref(&c), guess, &h, pool, rng).unwrap()
+    }
+
+    /// Review of issue 26, finding 1. docs/pros.md, "Against a deviating B": "one round of hits per session,
+    /// **at most `n` guesses per A position** — a list of B's choosing per position".
+    ///
+    /// A checks every decrypted value of a round against the tags of *all* pairs of the
+    /// round (`on_answer` builds one map of tags), so B can spend every answer value of
+    /// every round on one position of A — A's favourite, `a_0`, which takes part in every
+    /// round of MOR and in rounds `0 … n−1` of SOR. That is `n(n+1)/2` (SOR) or `n²` (MOR)
+    /// guesses against `a_0`, not `n`. Here `n = 6` and A's favourite is B's 17th guess;
+    /// B found it, in every scheme and variant, and A agreed to it (fails on the code
+    /// before the fix). Now A compares the answers of the run of pairs `(i, ·)` only with
+    /// its own tags for those pairs (`threepr::position_runs`), so of B's sequential
+    /// guesses only those at `a_0`'s pairs count — #1, 2, 4, 7, 11, 16 in SOR, #1, 4, 8,
+    /// 14, 22, 32 in MOR: `n` guesses.
+    #[test]
+    fn a_deviating_b_gets_one_guess_per_answer_against_that_answers_position() {
+        let enc = ElementEncoding::Hash127;
+        let dict: Vec<String> = (0..64).map(|k| format!("slot-{k}")).collect();
+        let secret = dict[16].clone();
+        let mut a_set = vec![secret.clone()];
+        a_set.extend((1..6).map(|k| format!("a{k}")));
+        let n = 6u32;
+        let mut broken = Vec::new();
+        for (s, var) in ALL {
+            let pool = RnPool::new(key().public()).unwrap();
+            let mut rng = ChaCha20Rng::seed_from_u64(5);
+            let mut next = 0usize;
+            let mut answer = |v: &RoundView<'_>| -> Vec<Ciphertext> {
+                let j0 = v.pairs.iter().find(|(i, _)| *i == 0).map(|&(_, j)| j);
+                v.pairs
+                    .iter()
+                    .map(|_| match j0 {
+                        Some(j0) if next < dict.len() => {
+                            let g = enc.value(dict[next].as_bytes()).unwrap();
+                            next += 1;
+                            guess_answer(v, 0, j0, &g, &pool, &mut rng)
+                        }
+                        _ => v.pk.encrypt_raw(&bn::from_u64(1).unwrap(), &mut rng).unwrap(),
+                    })
+                    .collect()
+            };
+            let r = against_hostile_b(params(s, var, enc), &a_set, n, &mut answer).unwrap();
+            if r.elements.contains(&secret.as_bytes().to_vec()) {
+                broken.push(format!(
+                    "{s}/{var} (round {} of {}, {next} guesses spent)",
+                    r.rounds,
+                    s.rounds(n)
+                ));
+            }
+        }
+        assert!(
+            broken.is_empty(),
+            "B found A's favourite with its guess #17 against one position (n = {n}) in: {}",
+            broken.join(", ")
+        );
+    }
+
+    /// Review of issue 26, finding 1 (amplified). A accepted any `n` from B between its own length and 4096,
+    /// and pads its list with dummies: B raised `n` and got `n(n+1)/2` guesses against
+    /// A's favourite in SOR. A lists 3 elements; B says `n = 48` and tests 1 176 guesses
+    /// on `a_0` — A's favourite is guess #1000 of a public-grid-sized dictionary (fails
+    /// on the code before the fix). Now B gets `n = 48` guesses against `a_0`, and A
+    /// refuses `n` above `max(n_A, 256)` (`DEFAULT_MAX_PEER_SET`).
+    #[test]
+    fn a_deviating_b_raising_n_gets_n_guesses_per_position_up_to_as_bound() {
+        let enc = ElementEncoding::Hash127;
+        let dict: Vec<String> = (0..1200).map(|k| format!("grid-slot-{k}")).collect();
+        let secret = dict[999].clone();
+        let a_set = vec![secret.clone(), "x".into(), "y".into()];
+        let pool = RnPool::new(key().public()).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(6);
+        let mut next = 0usize;
+        let mut answer = |v: &RoundView<'_>| -> Vec<Ciphertext> {
+            let j0 = v.pairs.iter().find(|(i, _)| *i == 0).map(|&(_, j)| j);
+            v.pairs
+                .iter()
+                .map(|_| match j0 {
+                    Some(j0) if next < dict.len() => {
+                        let g = enc.value(dict[next].as_bytes()).unwrap();
+                        next += 1;
+                        guess_answer(v, 0, j0, &g, &pool, &mut rng)
+                    }
+                    _ => v.pk.encrypt_raw(&bn::from_u64(1).unwrap(), &mut rng).unwrap(),
+                })
+                .collect()
+        };
+        let r = against_hostile_b(params(Scheme::Sor, Variant::Implicit, enc), &a_set, 48, &mut answer).unwrap();
+        assert!(
+            !r.elements.contains(&secret.as_bytes().to_vec()),
+            "A (3 elements) accepted n = {} from B and B found A's favourite with guess #1000 (round {})",
+            r.n,
+            r.rounds
+        );
+        // beyond A's bound the session does not start
+        let mut junk = |v: &RoundView<'_>| -> Vec<Ciphertext> {
+            v.pairs
+                .iter()
+                .map(|_| {
+                    v.pk.encrypt_raw(&bn::from_u64(1).unwrap(), &mut ChaCha20Rng::seed_from_u64(1))
+                        .unwrap()
+                })
+                .collect()
+        };
+        let e = against_hostile_b(params(Scheme::Sor, Variant::Implicit, enc), &a_set, 257, &mut junk).unwrap_err();
+        assert!(e.to_string().contains("at most 256"), "{e}");
+    }
+
+    // ---------------------------------------------------------------- unbalanced moduli
+
+    fn blum_prime(bits: i32) -> Nat {
+        loop {
+            let mut p = openssl::bn::BigNum::new().unwrap();
+            p.generate_prime(bits, false, None, None).unwrap();
+            if p.mod_word(4).unwrap() == 3 {
+                return p;
+            }
+        }
+    }
+
+    fn is_qr(v: &Nat, p: &Nat) -> bool {
+        // Euler: v^((p−1)/2) ≡ 1
+        let mut e = bn::dup(p).unwrap();
+        e.sub_word(1).unwrap();
+        let e = bn::div(&e, &bn::from_u64(2).unwrap()).unwrap();
+        bn::is_one(&bn::pow_public(&bn::reduce(v, p).unwrap(), &e, p).unwrap())
+    }
+
+    fn crt(xp: &Nat, xq: &Nat, p: &Nat, q: &Nat) -> Nat {
+        let qinv = bn::inv_mod(q, p).unwrap();
+        let d = bn::sub_mod(&bn::reduce(xp, p).unwrap(), &bn::reduce(xq, p).unwrap(), p).unwrap();
+        bn::add(
+            &bn::reduce(xq, q).unwrap(),
+            &bn::mul(&bn::mul_mod(&d, &qinv, p).unwrap(), q).unwrap(),
+        )
+        .unwrap()
+    }
+
+    /// The challenges of `modproof.rs` (SHA-256 in counter mode under a seed of `N`, `w`).
+    fn challenge(seed: &[u8; 32], kind: u8, i: u32, len: usize, n: &Nat) -> Nat {
+        let mut out = Vec::new();
+        let mut ctr = 0u32;
+        while out.len() < len + 16 {
+            let mut h = Sha256::new();
+            h.update(seed);
+            h.update([kind]);
+            h.update(i.to_be_bytes());
+            h.update(ctr.to_be_bytes());
+            out.extend_from_slice(&h.finalize());
+            ctr += 1;
+        }
+        out.truncate(len + 16);
+        bn::reduce(&openssl::bn::BigNum::from_slice(&out).unwrap(), n).unwrap()
+    }
+
+    /// An honest Π^mod proof for a Paillier–Blum modulus `p·q` of any shape (the crate's
+    /// prover assumes balanced primes; an attacker writes its own).
+    fn prove_any(p: &Nat, q: &Nat) -> (PublicKey, Arc<ModulusProof>) {
+        let n = bn::mul(p, q).unwrap();
+        let pk = tacit_pros::testing::unchecked_public_key(bn::dup(&n).unwrap()).unwrap();
+        let len = pk.modulus_len();
+        let mut rng = ChaCha20Rng::seed_from_u64(99);
+        let w = loop {
+            let w = bn::random_unit(&mut rng, &n).unwrap();
+            if is_qr(&w, p) != is_qr(&w, q) {
+                break w;
+            }
+        };
+        let mut h = Sha256::new();
+        h.update(b"tacit-pros/v1/modulus-proof\0");
+        h.update((len as u32).to_be_bytes());
+        h.update(bn::to_fixed(&n, len).unwrap());
+        h.update(bn::to_fixed(&w, len).unwrap());
+        let seed: [u8; 32] = h.finalize().into();
+        let fourth = |p: &Nat| {
+            let mut pp1 = bn::dup(p).unwrap();
+            pp1.add_word(1).unwrap();
+            let s = bn::div(&pp1, &bn::from_u64(4).unwrap()).unwrap();
+            let mut pm1 = bn::dup(p).unwrap();
+            pm1.sub_word(1).unwrap();
+            bn::mul_mod(&s, &s, &pm1).unwrap()
+        };
+        let (fp, fq) = (fourth(p), fourth(q));
+        let mut wr = Writer::new();
+        wr.put_fixed(&bn::to_fixed(&w, len).unwrap());
+        let mut a = [0u8; FOURTH_ROOT_CHALLENGES / 8];
+        let mut b = [0u8; FOURTH_ROOT_CHALLENGES / 8];
+        for i in 0..FOURTH_ROOT_CHALLENGES {
+            let y = challenge(&seed, b'4', i as u32, len, &n);
+            let (yp, yq, wp) = (is_qr(&y, p), is_qr(&y, q), is_qr(&w, p));
+            let bi = yp != yq;
+            let ai = (bi && !wp) ^ !yp;
+            let mut t = bn::dup(&y).unwrap();
+            if bi {
+                t = bn::mul_mod(&t, &w, &n).unwrap();
+            }
+            if ai {
+                t = bn::sub_mod(&bn::from_u64(0).unwrap(), &t, &n).unwrap();
+            }
+            let xp = bn::pow_public(&bn::reduce(&t, p).unwrap(), &fp, p).unwrap();
+            let xq = bn::pow_public(&bn::reduce(&t, q).unwrap(), &fq, q).unwrap();
+            wr.put_fixed(&bn::to_fixed(&crt(&xp, &xq, p, q), len).unwrap());
+            a[i / 8] |= (ai as u8) << (i % 8);
+            b[i / 8] |= (bi as u8) << (i % 8);
+        }
+        wr.put_fixed(&a);
+        wr.put_fixed(&b);
+        let mut pm1 = bn::dup(p).unwrap();
+        pm1.sub_word(1).unwrap();
+        let mut qm1 = bn::dup(q).unwrap();
+        qm1.sub_word(1).unwrap();
+        let phi = bn::mul(&pm1, &qm1).unwrap();
+        let d = bn::inv_mod(&bn::reduce(&n, &phi).unwrap(), &phi).unwrap();
+        for j in 0..NTH_ROOT_CHALLENGES {
+            let u = challenge(&seed, b'N', j as u32, len, &n);
+            wr.put_fixed(&bn::to_fixed(&bn::pow_public(&u, &d, &n).unwrap(), len).unwrap());
+        }
+        let bytes = wr.into_bytes();
+        let mut r = Reader::new(&bytes);
+        let proof = ModulusProof::decode(&mut r, &pk).unwrap();
+        r.finish().unwrap();
+        proof
+            .verify(&pk)
+            .expect("an honest proof of a Paillier–Blum modulus verifies");
+        (pk, Arc::new(proof))
+    }
+
+    /// A 256-bit Paillier–Blum key `p·q` with `p` a 20-bit prime: it passed trial
+    /// division (no factor below 2¹⁴) and its Π^mod proof is an honest one.
+    fn unbalanced_key() -> (Nat, Nat, PrivateKey, PublicKey, Arc<ModulusProof>) {
+        loop {
+            let p = blum_prime(20);
+            let q = blum_prime(236);
+            let n = bn::mul(&p, &q).unwrap();
+            if n.num_bits() != 256 {
+                continue;
+            }
+            let Ok(sk) = PrivateKey::from_primes(bn::dup(&q).unwrap(), bn::dup(&p).unwrap()) else {
+                continue;
+            };
+            let (pk, proof) = prove_any(&p, &q);
+            return (p, q, sk, pk, proof);
+        }
+    }
+
+    /// Review of issue 26, finding 2 (partial fix). docs/pros.md claimed: "Each comparison tells A whether B's element there equals
+    /// **either of two candidates** of A's choosing — one modulo each prime factor of its
+    /// key (the proof limits it to two)". Π^mod proves `N = p·q` with `p ≡ q ≡ 3 mod 4`,
+    /// not that `p` and `q` are large: a modulus with a 20-bit `p` passes B's checks. The
+    /// comparison then tells A whether `b ≡ r (mod p)` for a residue class `r`, and, when
+    /// it does, `h_ij(b) mod p` identifies `b` inside the class: with 32-bit elements
+    /// (`--encoding int32`, and the paper's slot encoding) one comparison tests
+    /// `2³²/p ≈ 4 096` candidates. Here A's two "candidates" (the class representative
+    /// `r < p` and a wrong guess modulo `q`) are both wrong, yet A reads B's element.
+    #[test]
+    fn b_refuses_a_paillier_blum_modulus_with_a_factor_below_2_24() {
+        let (p, _q, sk, pk, proof) = unbalanced_key();
+        let enc = ElementEncoding::Integer32;
+        let rp = params(Scheme::Sor, Variant::Implicit, enc);
+        let b_secret: u32 = 3_141_592_653;
+        let b_set = vec![b_secret.to_string(), "17".to_string()];
+        let hello = Hello {
+            params: rp,
+            n: 2,
+            key: pk.clone(),
+            proof,
+        };
+        let b = Responder::new(rp, &b_set, 256, 4096).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(8);
+        let accepted = b.on_hello(&hello.to_bytes(), &NO_CHANNEL_BINDING, &mut rng);
+        let Ok((b, accept)) = accepted else {
+            // the fix: the key's modulus has a factor below 2^24
+            let e = accepted.unwrap_err();
+            assert!(e.to_string().contains("below 2^24"), "{e}");
+            return;
+        };
+        let nonce: [u8; 32] = accept[7..39].try_into().unwrap();
+        let sid = session_id(SESSION_DOMAIN, &NO_CHANNEL_BINDING, &nonce);
+        // A attacks the residue class of b mod p (it would walk the classes over its n²
+        // comparisons; the test picks the right one), and a wrong guess modulo q
+        let bv = bn::from_u64(b_secret as u64).unwrap();
+        let r = bn::reduce(&bv, &p).unwrap();
+        let wrong = bn::from_u64(12345).unwrap();
+        let x = crt(&r, &wrong, &p, &_q);
+        let neg = bn::sub_mod(&bn::from_u64(0).unwrap(), &x, pk.n()).unwrap();
+        let c = pk.encrypt_raw(&neg, &mut rng).unwrap();
+        let q0 = Query {
+            round: 0,
+            entries: vec![(0, c)],
+        };
+        let ResponderStep::Answer(_, ans) = b.on_message(&q0.to_bytes(&pk), &mut rng).unwrap() else {
+            panic!("B did not answer")
+        };
+        let ans = Answer::from_bytes(&ans, &pk, 1).unwrap();
+        let v = bn::reduce(&sk.decrypt_raw(&ans.values[0]).unwrap(), &p).unwrap();
+        // every 32-bit value in the class r mod p
+        let r_u = r.to_dec_str().unwrap().parse::<u64>().unwrap();
+        let p_u = p.to_dec_str().unwrap().parse::<u64>().unwrap();
+        let mut tested = 0usize;
+        let mut hits = Vec::new();
+        let mut c = r_u;
+        while c < 1 << 32 {
+            tested += 1;
+            let cv = bn::from_u64(c).unwrap();
+            let t = match_tag(MATCH_DOMAIN, &sid, 0, 0, &cv, pk.n()).unwrap();
+            if bn::reduce(&t, &p).unwrap() == v {
+                hits.push(c);
+            }
+            c += p_u;
+        }
+        assert!(
+            !hits.contains(&(b_secret as u64)),
+            "B accepted a Paillier–Blum key with a {}-bit prime factor; one comparison tested {tested} candidates and \
+         A read B's element {b_secret} (hits: {hits:?}), neither of A's two 'candidates' ({r_u} and 12345)",
+            p.num_bits()
+        );
+    }
+
+    /// Review of issue 26, finding 2, FNP (partial fix). `tacit pros psi serve --max-tests N` promises that a querier tests at
+    /// most `2·B·M` candidates (`PsiParams::chooser_tests`). With one bin of one root
+    /// (`chooser_tests() == 2`) and a key with a 20-bit factor, the query's one root slot
+    /// covers a residue class of ~4 096 32-bit candidates, and the querier reads the
+    /// sender's element from the class.
+    #[test]
+    fn an_fnp_sender_refuses_a_paillier_blum_modulus_with_a_factor_below_2_24() {
+        let (p, q, sk, pk, proof) = unbalanced_key();
+        let mut pp = PsiParams::new(1, 4);
+        pp.bucketing = false;
+        pp.encoding = ElementEncoding::Integer32;
+        assert_eq!(pp.chooser_tests(), 2);
+        let secret: u32 = 2_718_281_828;
+        let s_set = vec![secret.to_string(), "1".into(), "2".into()];
+        let sender = Sender::new(&pp, &s_set, 256, 4096).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(10);
+        // p(x) = x − root, root ≡ secret (mod p) class, a wrong value mod q
+        let sv = bn::from_u64(secret as u64).unwrap();
+        let r = bn::reduce(&sv, &p).unwrap();
+        let root = crt(&r, &bn::from_u64(777).unwrap(), &p, &q);
+        let alpha0 = bn::sub_mod(&bn::from_u64(0).unwrap(), &root, pk.n()).unwrap();
+        let mut seed = [0u8; 32];
+        rng.fill_bytes(&mut seed);
+        let query = fnp::Query {
+            params: pp,
+            key: pk.clone(),
+            proof,
+            seed,
+            coeffs: vec![pk.encrypt_raw(&alpha0, &mut rng).unwrap()],
+        };
+        let responded = sender.respond(&query.to_bytes(), &NO_CHANNEL_BINDING, &mut rng);
+        let Ok((ans, _)) = responded else {
+            // the fix: the key's modulus has a factor below 2^24
+            let e = responded.unwrap_err();
+            assert!(e.to_string().contains("below 2^24"), "{e}");
+            return;
+        };
+        let sid = session_id(fnp::SESSION_DOMAIN, &NO_CHANNEL_BINDING, &ans.nonce);
+        let r_u = r.to_dec_str().unwrap().parse::<u64>().unwrap();
+        let p_u = p.to_dec_str().unwrap().parse::<u64>().unwrap();
+        let mut tested = 0;
+        let mut found = Vec::new();
+        for c in &ans.values {
+            let v = bn::reduce(&sk.decrypt_raw(c).unwrap(), &p).unwrap();
+            let mut cand = r_u;
+            while cand < 1 << 32 {
+                tested += 1;
+                let t = match_tag(fnp::MATCH_DOMAIN, &sid, 0, 0, &bn::from_u64(cand).unwrap(), pk.n()).unwrap();
+                if bn::reduce(&t, &p).unwrap() == v {
+                    found.push(cand);
+                }
+                cand += p_u;
+            }
+        }
+        assert!(
+            !found.contains(&(secret as u64)),
+            "chooser_tests() = 2, yet the querier tested {tested} candidates against the {} answers and found the \
+         sender's {secret} (found {found:?})",
+            ans.values.len()
+        );
+    }
+
+    // ---------------------------------------------------------------- end to end
+
+    /// Review of issue 26, finding 1, against the binary (ignored: run by hand). A hostile `tacit schedule
+    /// serve` on `$REVIEW_ADDR` (TLS, its own key, any client) that offers no slot at all:
+    /// it agrees to A's window, then spends every answer of every round on A's favourite
+    /// slot, guessing through every slot of the public grid (`$REVIEW_FROM`, `$REVIEW_TO`
+    /// RFC 3339, 30-minute meetings every 30 minutes). It prints the slot it learns; A's
+    /// `tacit schedule connect` prints it as agreed and writes the invitation.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore]
+    async fn e2e_hostile_schedule_server() {
+        use chrono::{DateTime, Utc};
+        use tacit_pros::net::{binding_of, recv_at_most, send};
+        use tacit_pros::schedule::{TAG_WINDOW_OK, WINDOW_LEN, Window};
+        let addr = std::env::var("REVIEW_ADDR").unwrap_or("127.0.0.1:7997".into());
+        let n_claim: u32 = std::env::var("REVIEW_N").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let id = tacit_net::tls::SelfSigned::generate("tacit-pros.invalid").unwrap();
+        let tls = id.server_config_checking_clients(tacit_net::tls::any_key()).unwrap();
+        let net = NetConfig {
+            max_frame: Hello::max_len(4096),
+            read_timeout: Duration::from_secs(600),
+            ..NetConfig::default()
+        };
+        let l = FramedListener::bind(addr.as_str(), &net).await.unwrap();
+        eprintln!(
+            "hostile B: listening on {addr}, key {}",
+            hex(&id.fingerprint().unwrap())
+        );
+        let conn = l.accept().await.unwrap();
+        let mut c = conn.accept_tls(tls).await.unwrap();
+        let w = Window::from_bytes(&recv_at_most(&mut c, WINDOW_LEN).await.unwrap()).unwrap();
+        eprintln!("hostile B: A's window {}", w.describe());
+        let mut ok = Writer::new();
+        ok.put_envelope(TAG_WINDOW_OK);
+        send(&mut c, &ok.into_bytes()).await.unwrap();
+        // the public grid: every slot of the window
+        let mut grid: Vec<(DateTime<Utc>, Vec<u8>)> = Vec::new();
+        let mut t = w.from;
+        while t + w.duration <= w.to {
+            let s = tacit_calendar::Slot {
+                start: t,
+                end: t + w.duration,
+            };
+            grid.push((t, w.element(&s).unwrap()));
+            t += w.step;
+        }
+        let enc = w.encoding.element_encoding();
+        let hello = Hello::from_bytes(&recv_at_most(&mut c, Hello::max_len(4096)).await.unwrap()).unwrap();
+        let pk = hello.key.clone();
+        let n = hello.n.max(n_claim);
+        eprintln!(
+            "hostile B: A offers {} slots; the grid has {} slots; we say n = {n}",
+            hello.n,
+            grid.len()
+        );
+        let mut nonce = [0u8; 32];
+        ChaCha20Rng::from_entropy().fill_bytes(&mut nonce);
+        let sid = session_id(SESSION_DOMAIN, &binding_of(&c), &nonce);
+        send(&mut c, &accept_bytes(n, &nonce)).await.unwrap();
+        let pool = RnPool::new(&pk).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let mut by_pos = std::collections::HashMap::new();
+        let mut next = 0usize;
+        let scheme = hello.params.scheme;
+        let mut last_round = Vec::new();
+        loop {
+            let msg = recv_at_most(&mut c, 64 << 20).await.unwrap();
+            if let Ok(o) = tacit_pros::threepr::Outcome::from_bytes(&msg, 4096) {
+                for v in &o.values {
+                    let hit = last_round.iter().find(|(_, e): &&(DateTime<Utc>, Vec<u8>)| {
+                        enc.value(e).unwrap().to_vec_padded(16).unwrap() == v.to_vec()
+                    });
+                    match hit {
+                        Some((t, _)) => eprintln!("hostile B: learned A's favourite slot: {t} (round {})", o.round),
+                        None => eprintln!("hostile B: outcome value not ours?"),
+                    }
+                }
+                if o.values.is_empty() {
+                    eprintln!("hostile B: no hit after {} guesses", next);
+                }
+                return;
+            }
+            let q = Query::from_bytes(&msg, &pk, tacit_pros::threepr::max_round_pairs(scheme, n)).unwrap();
+            for (i, c) in &q.entries {
+                by_pos.insert(*i, c.clone());
+            }
+            let view = RoundView {
+                round: q.round,
+                pairs: scheme.round_pairs(n, q.round),
+                by_pos: &by_pos,
+                pk: &pk,
+                sid,
+            };
+            let j0 = view.pairs.iter().find(|(i, _)| *i == 0).map(|&(_, j)| j);
+            last_round.clear();
+            let values: Vec<Ciphertext> = view
+                .pairs
+                .iter()
+                .map(|_| match j0 {
+                    Some(j0) if next < grid.len() => {
+                        let (t, e) = grid[next].clone();
+                        next += 1;
+                        let g = enc.value(&e).unwrap();
+                        last_round.push((t, e));
+                        guess_answer(&view, 0, j0, &g, &pool, &mut rng)
+                    }
+                    _ => pk.encrypt_raw(&bn::from_u64(1).unwrap(), &mut rng).unwrap(),
+                })
+                .collect();
+            let _ = view.round;
+            send(&mut c, &Answer { round: q.round, values }.to_bytes(&pk))
+                .await
+                .unwrap();
+        }
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+}

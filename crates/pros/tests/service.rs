@@ -4,6 +4,7 @@
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
@@ -115,5 +116,69 @@ async fn an_idle_connection_does_not_delay_another() {
     assert!(
         log.iter()
             .any(|r| r.as_ref().is_ok_and(|r| r.elements == vec![b"y".to_vec()]))
+    );
+}
+
+/// Review of issue 26. docs/pros.md: "at most `--max-clients` at once"; the service shell:
+/// "a session past its deadline is dropped at its next message, after the round it is
+/// computing". The deadline drops the session's future and its permit, but the
+/// blocking work it started (a whole FNP answer in `net::psi_serve`, a round in 3PR)
+/// runs on: a client that sends one message and waits out the deadline starts a
+/// computation that outlives its session, and the next client gets the permit. Here
+/// the handler has the drivers' shape (one `spawn_blocking` per message); with
+/// `max_clients = 1` and a 300 ms deadline, five clients in a row left five
+/// computations running at once (fails on the code before the fix: peak 5). Now the
+/// step holds the session's compute slot until it returns, and the next clients are
+/// refused as busy meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_past_the_deadline_is_counted_against_max_clients() {
+    let net = NetConfig {
+        max_frame: 1 << 16,
+        read_timeout: Duration::from_secs(30),
+        deadline: Some(Duration::from_millis(300)),
+        ..NetConfig::default()
+    };
+    let l = FramedListener::bind("127.0.0.1:0", &net).await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let active = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (a2, p2) = (active.clone(), peak.clone());
+    let handler = move |mut c: FramedConn| {
+        let (active, peak) = (a2.clone(), p2.clone());
+        async move {
+            let msg = c.recv().await?;
+            // the shape of net::psi_serve: the whole answer on the blocking pool,
+            // through the drivers' helper
+            tacit_pros::net::blocking(move || {
+                let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(1500));
+                active.fetch_sub(1, Ordering::SeqCst);
+                Ok(msg.len())
+            })
+            .await?;
+            c.send(b"answer").await?;
+            Ok::<_, tacit_pros::Error>(())
+        }
+    };
+    let cfg = ServiceConfig {
+        max_clients: 1,
+        net,
+        tls: None,
+    };
+    let events = Arc::new(|_e: Event<()>| {});
+    let server = tokio::spawn(async move { service::serve(l, cfg, Some(5), handler, events).await });
+    for _ in 0..5 {
+        let mut c = FramedConn::connect(addr.as_str(), &NetConfig::default()).await.unwrap();
+        c.send(b"query").await.unwrap();
+        // wait until the server drops us at its deadline
+        let _ = c.recv().await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let peak_now = peak.load(Ordering::SeqCst);
+    server.abort();
+    assert!(
+        peak_now <= 1,
+        "max_clients = 1, yet {peak_now} sessions' computations ran at once (each outlived its dropped session)"
     );
 }

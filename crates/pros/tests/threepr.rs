@@ -214,17 +214,19 @@ fn non_matching_answers_reveal_nothing_to_a() {
     assert_eq!(seen, 16);
 }
 
-/// docs: "B shuffles each round's answers: their order says nothing about which pair
-/// matched".
+/// docs: B answers in pair order, shuffled within each run of pairs that share A's
+/// position (so that each answer is one guess against one position of A), and the
+/// order inside a run says nothing about which of B's positions matched. In SOR a
+/// run is one pair (A knows `j = t − i` anyway); in MOR round `t` compares `a_t` with
+/// `b_0 … b_t`, a run of `t + 1`: the match `(2, 1)` must not sit at a fixed index.
 #[test]
-fn answers_are_shuffled() {
-    let p = params(Scheme::Sor, Variant::Implicit);
-    // 4 pairs in round 3 (i + j = 3); the match is the pair (1, 2)
-    let a = vec!["a0", "m", "a2", "a3"]
+fn answers_are_shuffled_within_a_position() {
+    let p = params(Scheme::Mor, Variant::Implicit);
+    let a = vec!["a0", "a1", "m", "a3"]
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
-    let b = vec!["b0", "b1", "m", "b3"]
+    let b = vec!["b0", "m", "b2", "b3"]
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
@@ -234,16 +236,18 @@ fn answers_are_shuffled() {
     for seed in 0..12 {
         let (ra, _, t) = run(p, &a, &b, 100 + seed);
         assert_eq!(ra.elements, vec![b"m".to_vec()]);
-        // the match decrypts to the tag of the pair (1, 2) under this session's id
+        // the match decrypts to the tag of the pair (2, 1) under this session's id
         let sid = session_id(&t);
-        let tag = match_tag(MATCH_DOMAIN, &sid, 1, 2, &m, sk.public().n()).unwrap();
+        let tag = match_tag(MATCH_DOMAIN, &sid, 2, 1, &m, sk.public().n()).unwrap();
         let last_answer = &t.iter().rev().find(|(d, _)| *d == 'B').unwrap().1;
-        let ans = Answer::from_bytes(last_answer, sk.public(), 4).unwrap();
+        let ans = Answer::from_bytes(last_answer, sk.public(), 5).unwrap();
         let idx = ans
             .values
             .iter()
             .position(|c| sk.decrypt_raw(c).unwrap() == tag)
             .unwrap();
+        // round 2's pairs: (2, 0), (2, 1), (2, 2) — the run of a_2 — then (0, 2), (1, 2)
+        assert!(idx < 3, "the match left the run of its A position (index {idx})");
         positions.insert(idx);
     }
     assert!(positions.len() > 1, "the matching answer was always at the same index");

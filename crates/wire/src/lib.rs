@@ -176,6 +176,21 @@ impl Writer {
         }
     }
 
+    /// Writes `values` as big-endian `u32`s, no prefix, in one pass (the byte swaps
+    /// vectorise).
+    pub fn put_u32s_be(&mut self, values: &[u32]) {
+        let start = self.buf.len();
+        self.buf.resize(start + 4 * values.len(), 0);
+        for (o, v) in self.buf[start..].chunks_exact_mut(4).zip(values) {
+            o.copy_from_slice(&v.to_be_bytes());
+        }
+    }
+
+    /// The bytes written so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
     /// Writes a `u32` length prefix and the bytes.
     ///
     /// # Panics
@@ -503,6 +518,20 @@ mod tests {
                 .collect();
             prop_assert_eq!(w.into_bytes(), want);
         }
+    }
+
+    #[test]
+    fn u32s_are_written_big_endian_in_place() {
+        let mut w = Writer::with_capacity(3);
+        w.put_u8(7);
+        w.put_u32s_be(&[1, 0x0102_0304, u32::MAX]);
+        assert_eq!(w.as_bytes(), &[7, 0, 0, 0, 1, 1, 2, 3, 4, 255, 255, 255, 255]);
+        let mut v = Writer::new();
+        v.put_u8(7);
+        for x in [1, 0x0102_0304, u32::MAX] {
+            v.put_u32(x);
+        }
+        assert_eq!(w.into_bytes(), v.into_bytes());
     }
 
     #[test]

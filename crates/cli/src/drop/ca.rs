@@ -228,7 +228,10 @@ Example:
     #[command(after_help = "\
 The list is verified with the CA key this device was enrolled with, wherever it
 came from; an older list never replaces a newer one. Without --ca, --url or --file,
-the address used at enrolment is used.
+the address used at enrolment is used. A --url is remembered: when the list falls
+due, `drop send`/`drop receive` ask it and the CA at once and keep the newest
+current list (a stale answer never hides the other's). http:// works (the list is
+signed) but anyone on the path can serve an older list; prefer https://.
 Examples:
   tacit id refresh
   tacit id refresh --ca 127.0.0.1:7700
@@ -698,12 +701,31 @@ pub async fn fetch_revocations(addr: &str, ca: CaPublicKey) -> Result<VerifiedRe
     Ok(SignedRevocationList::from_bytes(&answer)?.verify(&ca)?)
 }
 
-/// Where the device fetches revocation lists, in order: the URL it last refreshed
-/// from (`tacit id refresh --url`), then the CA's endpoint.
+/// Where the device fetches revocation lists: the URL it last refreshed from
+/// (`tacit id refresh --url`) and the CA's endpoint.
 #[derive(Debug, Clone, Default)]
 pub struct ListSources {
     url: Option<String>,
     ca: Option<String>,
+}
+
+/// What [`ListSources::fetch`] found.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    /// The newest list a source gave that is newer than the one held, and where it
+    /// came from: a current one if any source had one (else the newest stale one,
+    /// which still revokes more than the list held).
+    pub list: Option<(VerifiedRevocationList, String)>,
+    /// Why each other source gave nothing usable: unreachable, a list that does not
+    /// verify, one past its next update, or one not newer than the list held.
+    pub failures: Vec<String>,
+}
+
+impl Fetched {
+    /// Whether a current list was found.
+    pub fn is_current(&self, now: u64) -> bool {
+        self.list.as_ref().is_some_and(|(l, _)| !l.list().is_stale(now))
+    }
 }
 
 impl ListSources {
@@ -715,26 +737,69 @@ impl ListSources {
         })
     }
 
-    /// The list from the first source that gives one; `Ok(None)` if the device knows
-    /// no source; the error of the last source if every one failed.
-    pub async fn fetch(&self, ca: CaPublicKey) -> Result<Option<(VerifiedRevocationList, String)>> {
-        let mut last = None;
-        if let Some(url) = &self.url {
-            match fetch_revocations_url(url, ca).await {
-                Ok(list) => return Ok(Some((list, url.clone()))),
-                Err(e) => last = Some(e.context(format!("from {url}"))),
+    /// Whether the device knows any source.
+    pub fn is_empty(&self) -> bool {
+        self.url.is_none() && self.ca.is_none()
+    }
+
+    /// Asks every source at once and keeps the newest current list of all (review of
+    /// issue 32: the first list that verified used to end the search, so a mirror
+    /// that kept serving an old list, or anyone replaying one on the path of an
+    /// `http://` URL, hid the CA's current list). A list past its next update at
+    /// `now`, or not newer than `held`, is a failure of its source.
+    pub async fn fetch(&self, ca: CaPublicKey, held: Option<&VerifiedRevocationList>, now: u64) -> Fetched {
+        let from_url = async {
+            match &self.url {
+                Some(url) => Some((url.clone(), fetch_revocations_url(url, ca).await)),
+                None => None,
+            }
+        };
+        let from_ca = async {
+            match &self.ca {
+                Some(addr) => Some((format!("the CA at {addr}"), fetch_revocations(addr, ca).await)),
+                None => None,
+            }
+        };
+        let (a, b) = tokio::join!(from_url, from_ca);
+        let mut out = Fetched::default();
+        let mut stale: Option<(VerifiedRevocationList, String)> = None;
+        for (from, got) in [a, b].into_iter().flatten() {
+            let list = match got {
+                Ok(l) => l,
+                Err(e) => {
+                    out.failures.push(format!("{from}: {}", crate::util::one_line(&e)));
+                    continue;
+                }
+            };
+            let (seq, next) = (list.list().sequence(), list.list().next_update());
+            if let Some(h) = held
+                && seq <= h.list().sequence()
+            {
+                out.failures.push(format!(
+                    "{from}: served list {seq}, not newer than list {} already held",
+                    h.list().sequence()
+                ));
+                continue;
+            }
+            let newer = |best: &Option<(VerifiedRevocationList, String)>| {
+                best.as_ref().is_none_or(|(b, _)| b.list().sequence() < seq)
+            };
+            if list.list().is_stale(now) {
+                out.failures.push(format!(
+                    "{from}: served list {seq}, past its next update by {} s",
+                    now - next
+                ));
+                if newer(&stale) {
+                    stale = Some((list, from));
+                }
+            } else if newer(&out.list) {
+                out.list = Some((list, from));
             }
         }
-        if let Some(addr) = &self.ca {
-            match fetch_revocations(addr, ca).await {
-                Ok(list) => return Ok(Some((list, format!("the CA at {addr}")))),
-                Err(e) => last = Some(e.context(format!("from the CA at {addr}"))),
-            }
+        if out.list.is_none() {
+            out.list = stale;
         }
-        match last {
-            Some(e) => Err(e),
-            None => Ok(None),
-        }
+        out
     }
 }
 
@@ -745,6 +810,57 @@ pub async fn fetch_revocations_url(url: &str, ca: CaPublicKey) -> Result<Verifie
     Ok(SignedRevocationList::from_bytes(&bytes)
         .with_context(|| format!("{url} does not hold a revocation list"))?
         .verify(&ca)?)
+}
+
+/// The warning for a list URL that is not `https://`: nothing authenticates the
+/// server, so anyone on the path can serve an older signed list (which the device
+/// detects only once that list is past its next update).
+pub fn plain_http_warning(url: &str) -> Option<String> {
+    url.get(..7).filter(|s| s.eq_ignore_ascii_case("http://")).map(|_| {
+        format!(
+            "warning: {url} is plain HTTP: anyone on the path can serve an older signed list in its place \
+             (accepted only while it is current, and never in place of a newer one); prefer https://"
+        )
+    })
+}
+
+/// Fetches from every source the device knows and puts the newest list in force in
+/// `revocations` and the store at `store`; what it did, for the log (`who`), and
+/// whether a current list is in force afterwards. Used on start and by a running
+/// receiver's refresher alike.
+pub async fn refresh_from_sources(
+    st: &mut Store,
+    revocations: &Revocations,
+    ca: CaPublicKey,
+    who: &str,
+) -> Result<Option<bool>> {
+    let sources = ListSources::of(st)?;
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let now = now();
+    let held = revocations.current();
+    let fetched = sources.fetch(ca, held.as_ref(), now).await;
+    let current = fetched.is_current(now);
+    for f in &fetched.failures {
+        eprintln!("tacit {who}: warning: revocation list {f}");
+    }
+    if let Some((list, from)) = fetched.list {
+        match revocations.update(list.clone()) {
+            Ok(_) => {
+                if let Err(e) = keep_revocations(st, &list) {
+                    eprintln!("tacit {who}: warning: {}", crate::util::one_line(&e));
+                }
+                eprintln!(
+                    "tacit {who}: revocation list {} from {from} ({} accounts revoked)",
+                    list.list().sequence(),
+                    list.list().accounts().len()
+                );
+            }
+            Err(e) => eprintln!("tacit {who}: {from} sent an unusable revocation list: {e}"),
+        }
+    }
+    Ok(Some(current))
 }
 
 /// For `drop receive` and `drop send` on start: the stored list, refreshed first when
@@ -762,24 +878,7 @@ pub async fn revocations_on_start(
         revocations.update(l)?;
     }
     if revocations.staleness(now()).is_some() {
-        match ListSources::of(st)?.fetch(*ca).await {
-            Ok(Some((list, from))) => match revocations.update(list.clone()) {
-                Ok(_) => {
-                    keep_revocations(st, &list)?;
-                    eprintln!(
-                        "tacit {who}: revocation list {} from {from} ({} accounts revoked)",
-                        list.list().sequence(),
-                        list.list().accounts().len()
-                    );
-                }
-                Err(e) => eprintln!("tacit {who}: {from} sent an unusable revocation list: {e}"),
-            },
-            Ok(None) => {}
-            Err(e) => eprintln!(
-                "tacit {who}: could not refresh the revocation list: {}",
-                crate::util::one_line(&e)
-            ),
-        }
+        refresh_from_sources(st, &revocations, *ca, who).await?;
     }
     if let Some(why) = revocations.staleness(now()) {
         match policy {
@@ -854,6 +953,9 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
             let ca_pub = load_ca_public(&st)?;
             let (list, from) = match (file, url) {
                 (None, Some(url)) => {
+                    if let Some(w) = plain_http_warning(&url) {
+                        eprintln!("tacit id refresh: {w}");
+                    }
                     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
                     let list = rt.block_on(fetch_revocations_url(&url, ca_pub))?;
                     remember_revocation_url(&mut st, &url)?;
@@ -883,6 +985,14 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
             };
             let stored = keep_revocations(&mut st, &list)?;
             let l = list.list();
+            if l.is_stale(now()) {
+                eprintln!(
+                    "tacit id refresh: warning: list {} is past its next update by {} s: accounts the CA revoked since \
+                     are still trusted; ask the CA (--ca) or a current mirror",
+                    l.sequence(),
+                    now() - l.next_update()
+                );
+            }
             println!(
                 "revocation list {} from {from}: {} accounts revoked, next update {}{}",
                 l.sequence(),

@@ -156,6 +156,10 @@ Examples:
         /// How long to browse mDNS for receivers.
         #[arg(long, default_value_t = 3.0)]
         discover_secs: f64,
+        /// Most receivers found over mDNS to connect to; beyond it, this many chosen
+        /// at random (anyone on the network can advertise any number).
+        #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+        max_receivers: u32,
         /// Where mDNS browses.
         #[arg(long, value_enum, default_value = "all")]
         mdns: MdnsArg,
@@ -307,6 +311,7 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
             to_device,
             all,
             discover_secs,
+            max_receivers,
             mdns,
             legacy,
             name,
@@ -318,6 +323,7 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
                 to_device,
                 all,
                 wait: std::time::Duration::from_secs_f64(discover_secs.max(0.1)),
+                max_receivers: max_receivers as usize,
                 mdns,
             };
             send(identity, book, (ca, revocations), files, target, legacy, name, &st).await
@@ -328,9 +334,10 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
 
 /// Keeps a running receiver's revocation list current: fetches the list when the one
 /// in force reaches its next update (every hour without a list; ten minutes after a
-/// failure), from the URL or CA the device last refreshed from, and keeps it in the
-/// store. The sources are read from the store each time (`tacit id refresh` changes
-/// them).
+/// failure or when no source had a current list), asking the URL and the CA the
+/// device knows at once and keeping the newest current list of all (the same path as
+/// on start, [`crate::drop::ca::refresh_from_sources`]), and keeps it in the store.
+/// The sources are read from the store each time (`tacit id refresh` changes them).
 fn spawn_refresher(
     revocations: Revocations,
     ca: tacit_drop::records::CaPublicKey,
@@ -344,37 +351,28 @@ fn spawn_refresher(
                 None => 3600,
             };
             tokio::time::sleep(std::time::Duration::from_secs(due.max(wait).max(60))).await;
-            let sources = Store::open(&store)
-                .map_err(anyhow::Error::from)
-                .and_then(|st| crate::drop::ca::ListSources::of(&st));
-            let fetched = match sources {
-                Ok(sources) => sources.fetch(ca).await,
-                Err(e) => Err(e),
+            let refreshed = match Store::open(&store) {
+                Ok(mut st) => crate::drop::ca::refresh_from_sources(&mut st, &revocations, ca, "drop receive").await,
+                Err(e) => Err(e.into()),
             };
-            match fetched {
+            match refreshed {
                 Ok(None) => wait = 3600,
-                Ok(Some((list, from))) => {
-                    wait = 0;
-                    if let Ok(tacit_drop::revocation::Update::Installed) = revocations.update(list.clone()) {
-                        eprintln!(
-                            "tacit drop receive: revocation list {} from {from} ({} accounts revoked)",
-                            list.list().sequence(),
-                            list.list().accounts().len()
-                        );
-                        if let Ok(mut st) = Store::open(&store) {
-                            let _ = crate::drop::ca::keep_revocations(&mut st, &list);
-                        }
-                    }
-                }
-                Err(e) => {
+                Ok(Some(true)) => wait = 0,
+                Ok(Some(false)) => {
                     wait = 600;
                     eprintln!(
-                        "tacit drop receive: warning: could not refresh the revocation list: {}{}",
-                        crate::util::one_line(&e),
+                        "tacit drop receive: warning: no source had a current revocation list{}",
                         match revocations.stale_policy() {
                             StalePolicy::Refuse => "; every sender is refused until it is current",
                             StalePolicy::Warn => "",
                         }
+                    );
+                }
+                Err(e) => {
+                    wait = 600;
+                    eprintln!(
+                        "tacit drop receive: warning: could not refresh the revocation list: {}",
+                        crate::util::one_line(&e)
                     );
                 }
             }
@@ -549,6 +547,8 @@ struct Target {
     to_device: Vec<String>,
     all: bool,
     wait: std::time::Duration,
+    /// Most mDNS candidates connected to.
+    max_receivers: usize,
     mdns: MdnsArg,
 }
 
@@ -647,7 +647,19 @@ async fn send<G: PrimeGroup>(
         if found.is_empty() {
             bail!("no receiver found over mDNS (is one running `tacit drop receive`? or give --peer)");
         }
-        found.iter().map(|a| a.to_string()).collect()
+        let mut found: Vec<String> = found.iter().map(|a| a.to_string()).collect();
+        if found.len() > target.max_receivers {
+            // At random, so that advertisements with chosen names cannot push the
+            // real receivers out.
+            tacit_crypto::rng::shuffle(&mut tacit_crypto::rng::SecureRng::from_os(), &mut found);
+            eprintln!(
+                "tacit drop send: {} addresses answered over mDNS; connecting to {} chosen at random (--max-receivers)",
+                found.len(),
+                target.max_receivers
+            );
+            found.truncate(target.max_receivers);
+        }
+        found
     };
     if legacy {
         let peer = match candidates.as_slice() {
@@ -682,10 +694,12 @@ async fn send<G: PrimeGroup>(
     let t = Instant::now();
     let mut auth = tokio::task::JoinSet::new();
     for addr in candidates.iter().cloned() {
-        let book_sender = book.fresh_sender::<G>(&identity.params)?;
+        // The precomputation is made only after TLS succeeded with a certificate of
+        // our CA (review of issue 32: not one per address mDNS offered).
+        let (book, params) = (book.clone(), identity.params);
         let cfg = cfg.clone();
         auth.spawn(async move {
-            let r = transport::authenticate(&addr, cfg, book_sender).await;
+            let r = transport::authenticate_with(&addr, cfg, move || book.fresh_sender::<G>(&params)).await;
             (addr, r)
         });
     }
@@ -748,6 +762,10 @@ async fn send<G: PrimeGroup>(
     }
     if target.to.is_empty() && target.to_device.is_empty() && !target.all {
         match sessions.len() {
+            0 if failed.is_empty() => bail!(
+                "none of the {} receivers found over mDNS authenticated (reasons above)",
+                candidates.len()
+            ),
             0 => {}
             1 => chosen.push(sessions.pop().expect("one session")),
             n => bail!("{n} receivers answered; choose with --to CONTACT (or --all, or --to-device NAME)"),

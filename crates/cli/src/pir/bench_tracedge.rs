@@ -12,12 +12,12 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 use tacit_crypto::sign::SigningKey;
-use tacit_pir::lwe::{LweParams, LweQuery, LweServer};
+use tacit_pir::lwe::{LweAnswer, LweParams, LweQuery, LweServer};
 use tacit_pir::tracedge::keytable::{self, Directory};
 use tacit_pir::tracedge::*;
 use tacit_pir::{LweAnyServer, LweBackend};
 use tacit_pir::{PirServer, Table};
-use tacit_wire::Encode;
+use tacit_wire::{Decode, Encode};
 
 use crate::util::millis;
 
@@ -189,7 +189,7 @@ fn build(n: u64, rng: &mut ChaCha20Rng, subs: &[(u64, SubscriberSecret)], backen
     while view.head_seq() != Some(head) {
         let from = view.head_seq().map_or(0, |h| h + 1);
         let seg = server.log_segment(&LogRequest { from, to: head });
-        view.apply(&seg)
+        view.apply(&seg, NOW)
             .map_err(|e| anyhow::anyhow!("the bench's own log does not verify: {e:?}"))?;
     }
     let sync_s = t.elapsed().as_secs_f64();
@@ -266,16 +266,26 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         .iter()
         .map(|(r, s)| TracEdgeClient::new(vk, *r, s.clone(), config))
         .collect();
-    // Each subscriber's copy of the log (sharing the directory) with its receipt.
+    // Each subscriber's copy of the log (sharing the directory) with its receipt,
+    // on all cores: each copy checks the log records from its receipt's entry on
+    // (up to 10^7 changes at 10^7 rows), which one core took minutes for 2 048
+    // subscribers.
+    let wanted: std::collections::HashSet<u64> = subs.iter().map(|(r, _)| *r).collect();
+    let mut seq_of: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    for rec in server.log().records() {
+        for &(row, _) in &rec.changes {
+            if wanted.contains(&row) {
+                seq_of.entry(row).or_insert(rec.entry.seq);
+            }
+        }
+    }
+    let srv_ref = &*server;
     let views: Vec<ClientView> = subs
-        .iter()
+        .par_iter()
         .map(|(r, s)| {
-            let seq = server
-                .log()
-                .records()
-                .iter()
-                .find(|rec| rec.changes.iter().any(|&(row, _)| row == *r))
-                .map(|rec| rec.entry.seq)
+            let server = srv_ref;
+            let seq = *seq_of
+                .get(r)
                 .ok_or_else(|| anyhow::anyhow!("row {r} is not in the log"))?;
             let receipt = server.receipt(*r, s.public_bytes(), seq, NOW);
             let mut v = b.view.clone();
@@ -291,7 +301,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
     for (c, v) in clients.iter().zip(&views).take(a.samples) {
         t_s += 1;
         let t0 = Instant::now();
-        let (mut cs, hello) = c.start(t_s, v, &mut rng);
+        let (mut cs, hello) = c.start(t_s, &mut rng);
         let (mut ss, commit) = server.hello(&hello, NOW, &mut rng)?;
         let queries = c.on_commit(&mut cs, commit, hint.clone(), v, &mut rng).map_err(stop)?;
         let t_query = t0.elapsed();
@@ -324,17 +334,20 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         "total_ms": med(3), "queries_bytes": med(4),
     });
 
-    // Load: B sessions whose queries arrive together, answered in one pass; clients'
-    // work is done beforehand (they are other devices).
+    // Load: B sessions whose queries arrive together, --passes times in a row,
+    // answered through the server's pipeline from the queries as they arrive (their
+    // encodings) to the responses as they leave (theirs); clients' work is done
+    // beforehand (they are other devices).
     let mut load = Vec::new();
     let mut best = 0.0f64;
+    let mut profile = serde_json::Value::Null;
     for &bsz in &a.batch {
         let bsz = bsz.min(clients.len()).max(1);
         let mut started = Vec::new();
         let mut ss_all = Vec::new();
         for (c, v) in clients.iter().zip(&views).take(bsz) {
             t_s += 1;
-            let (cs, hello) = c.start(t_s, v, &mut rng);
+            let (cs, hello) = c.start(t_s, &mut rng);
             let (ss, commit) = server.hello(&hello, NOW, &mut rng)?;
             started.push((c, v, cs, commit, rng.next_u64()));
             ss_all.push(ss);
@@ -352,8 +365,8 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         let flat: Vec<&LweQuery> = qs.iter().flat_map(Queries::all).collect();
         let pir = server.current().ok_or_else(|| anyhow::anyhow!("no table"))?.pir();
         // Warm-up: a server in steady state has its staging buffers (page-locked
-        // memory on a GPU) sized for its batch; the first batch of a new size pays
-        // for growing them, which is not per-authentication work.
+        // memory on a GPU) allocated; the first batch pays for them, which is not
+        // per-authentication work.
         std::hint::black_box(pir.answer_batch_refs(&flat)?);
         // The same queries through the PIR backend alone (median of --passes): what
         // the pass spends outside it is TracEdge's own per-session work.
@@ -364,50 +377,105 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
             pir_times.push(t.elapsed());
         }
         drop(flat);
+        // What the clients send (their encodings), once per pass.
+        let wire: Vec<Vec<u8>> = qs.par_iter().map(|q| q.to_wire()).collect();
+        let passes = a.passes as usize;
         // Extra passes over the same queries in fresh server sessions (the server
         // cannot tell), then the real one whose answers the clients check.
-        let mut pass_times = Vec::new();
-        for _ in 1..a.passes {
-            let mut fresh = Vec::with_capacity(bsz);
-            for (c, v) in clients.iter().zip(&views).take(bsz) {
+        let mut sessions: Vec<ServerSession> = Vec::with_capacity(passes * bsz);
+        for _ in 1..passes {
+            for c in clients.iter().take(bsz) {
                 t_s += 1;
-                let (_, hello) = c.start(t_s, v, &mut rng);
-                fresh.push(server.hello(&hello, NOW, &mut rng)?.0);
+                let (_, hello) = c.start(t_s, &mut rng);
+                sessions.push(server.hello(&hello, NOW, &mut rng)?.0);
             }
-            let t0 = Instant::now();
-            let mut items: Vec<(&mut ServerSession, &Queries)> = fresh.iter_mut().zip(qs.iter()).collect();
-            for r in server.respond_batch(&mut items) {
-                r?;
-            }
-            pass_times.push(t0.elapsed());
         }
+        sessions.extend(ss_all);
+        let frames: Vec<Vec<u8>> = (0..passes).flat_map(|_| wire.iter().cloned()).collect();
+        if bsz == *a.batch.iter().max().unwrap_or(&bsz) {
+            profile = profile_sessions(server, &qs, &wire)?;
+        }
+        // Timed: every pass arrives, is checked, staged, answered and encoded; the
+        // pipeline stages pass k+1 while the GPU answers pass k.
+        let srv = &*server;
         let t0 = Instant::now();
-        let responses = {
-            let mut items: Vec<(&mut ServerSession, &Queries)> = ss_all.iter_mut().zip(qs.iter()).collect();
-            server.respond_batch(&mut items)
+        let mut responder: Responder<usize> = Responder::new(usize::MAX);
+        let mut done: Vec<Option<Result<Vec<u8>, tacit_pir::Error>>> = (0..passes * bsz).map(|_| None).collect();
+        let mut real_sessions: Vec<Option<ServerSession>> = (0..bsz).map(|_| None).collect();
+        // A server sends each response and frees it; only the real pass's are kept
+        // (for the clients).
+        let mut deliver = |d: Responded<usize>, real: &mut Vec<Option<ServerSession>>| {
+            if d.tag >= (passes - 1) * bsz {
+                real[d.tag - (passes - 1) * bsz] = Some(d.session);
+                done[d.tag] = Some(d.response);
+            } else {
+                done[d.tag] = Some(d.response.map(|_| Vec::new()));
+            }
         };
-        pass_times.push(t0.elapsed());
-        let t_pass = crate::util::median(pass_times);
+        // Each frame is parsed where it arrived (a server parses on each
+        // connection's task, all at once), then joins the pipeline.
+        let parse_ns = std::sync::atomic::AtomicU64::new(0);
+        let parsed: Vec<QueriesFrame> = frames
+            .into_par_iter()
+            .map(|bytes| {
+                let t = Instant::now();
+                let f = QueriesFrame::parse(bytes);
+                parse_ns.fetch_add(t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+                f
+            })
+            .collect::<core::result::Result<_, _>>()?;
+        for (i, (sess, frame)) in sessions.into_iter().zip(parsed).enumerate() {
+            if let Some(d) = responder.push(srv, sess, frame, i) {
+                deliver(d, &mut real_sessions);
+            }
+        }
+        for d in responder.drain(srv) {
+            deliver(d, &mut real_sessions);
+        }
+        let t_all = t0.elapsed();
+        let stats = responder.stats();
+        let t_pass = t_all / passes as u32;
         let t_pir = crate::util::median(pir_times);
+        // The real pass's responses, as the clients receive them.
+        let responses: Vec<Response> = done[(passes - 1) * bsz..]
+            .iter_mut()
+            .map(|r| match r.take() {
+                Some(Ok(bytes)) => Ok(Response::from_wire(&bytes)?),
+                Some(Err(e)) => Err(anyhow::anyhow!("an honest session was refused: {e}")),
+                None => Err(anyhow::anyhow!("a session got no response")),
+            })
+            .collect::<Result<_>>()?;
+        if let Some(Some(Err(e))) = done.iter().find(|r| matches!(r, Some(Err(_)))) {
+            bail!("an honest session was refused: {e}");
+        }
+        let mut ss_all: Vec<ServerSession> = real_sessions
+            .into_iter()
+            .collect::<Option<_>>()
+            .ok_or_else(|| anyhow::anyhow!("a session was lost"))?;
         // The rest of the server's work per session (the MAC), timed on all cores as
         // a server runs its connections; the clients' steps in between are not
         // timed.
-        let srv = &*server;
         let seeds: Vec<u64> = (0..bsz).map(|_| rng.next_u64()).collect();
         let auths: Vec<ClientAuth> = clients
             .par_iter()
             .zip(cs_all.par_iter_mut())
             .zip(responses.into_par_iter().zip(seeds.into_par_iter()))
             .map(|((c, cs), (r, seed))| {
-                c.on_response(cs, r?, &mut ChaCha20Rng::seed_from_u64(seed))
+                c.on_response(cs, r, &mut ChaCha20Rng::seed_from_u64(seed))
                     .map_err(stop)
             })
             .collect::<Result<_>>()?;
+        let mac_ns = std::sync::atomic::AtomicU64::new(0);
         let t = Instant::now();
         let replies: Vec<ServerAuth> = ss_all
             .par_iter_mut()
             .zip(auths.par_iter())
-            .map(|(ss, au)| srv.finish(ss, au).map(|(reply, _)| reply))
+            .map(|(ss, au)| {
+                let t = Instant::now();
+                let r = srv.finish(ss, au).map(|(reply, _)| reply);
+                mac_ns.fetch_add(t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+                r
+            })
             .collect::<core::result::Result<_, _>>()?;
         let t_rest = t.elapsed();
         for ((c, cs), reply) in clients.iter().zip(cs_all.iter_mut()).zip(replies) {
@@ -418,16 +486,40 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         let secs = (t_pass + t_rest).as_secs_f64();
         let per_s = bsz as f64 / secs;
         best = best.max(per_s);
+        // CPU per session on the host (summed over threads): parsing the frame,
+        // staging (query hash and copy), finishing (encoding, answer hash,
+        // signature) and the MAC.
+        let n_sess = stats.sessions.max(1) as f64;
+        let parse_us = parse_ns.into_inner() as f64 / n_sess / 1e3;
+        let cpu_us = parse_us
+            + (stats.stage_cpu_ns + stats.finish_cpu_ns) as f64 / n_sess / 1e3
+            + mac_ns.into_inner() as f64 / bsz as f64 / 1e3;
+        let threads = rayon::current_num_threads() as f64;
+        let host_bound = threads * 1e6 / cpu_us;
         if !a.json {
             eprintln!(
-                "batch {bsz:>3}: {:.1} ms for {} queries in one pass (the PIR backend alone: {:.1} ms) + {:.2} ms MAC → {per_s:.1} authentications/s",
+                "batch {bsz:>4}: {:.1} ms a pass of {} queries ({} passes pipelined; the PIR backend alone: {:.1} ms) + {:.2} ms MAC → {per_s:.1} authentications/s; {cpu_us:.1} µs CPU per session: host bound {host_bound:.0}/s ({:.2}x of it)",
                 millis(t_pass),
                 2 * bsz,
+                passes,
                 millis(t_pir),
-                millis(t_rest)
+                millis(t_rest),
+                per_s / host_bound
             );
         }
-        load.push(serde_json::json!({"batch": bsz, "passes": a.passes, "pass_ms": millis(t_pass), "pir_ms": millis(t_pir), "other_ms": millis(t_rest), "auth_per_s": per_s}));
+        load.push(serde_json::json!({
+            "batch": bsz, "passes": a.passes, "pass_ms": millis(t_pass), "pir_ms": millis(t_pir),
+            "other_ms": millis(t_rest), "auth_per_s": per_s,
+            "chunks": stats.chunks, "queries": stats.queries,
+            "stage_cpu_us_per_session": stats.stage_cpu_ns as f64 / n_sess / 1e3,
+            "finish_cpu_us_per_session": stats.finish_cpu_ns as f64 / n_sess / 1e3,
+            "parse_cpu_us_per_session": parse_us,
+            "mac_cpu_us_per_session": cpu_us - parse_us - (stats.stage_cpu_ns + stats.finish_cpu_ns) as f64 / n_sess / 1e3,
+            "cpu_us_per_session": cpu_us,
+            "host_bound_auth_per_s": host_bound,
+            "auth_per_s_vs_host_bound": per_s / host_bound,
+            "wait_ms_per_pass": stats.wait_ns as f64 / 1e6 / passes as f64,
+        }));
     }
     let out = serde_json::json!({
         "backend": a.backend, "gpus": a.gpus,
@@ -441,6 +533,7 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         "table5": table5,
         "table7": latency,
         "load": load,
+        "per_session_us": profile,
     });
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -479,6 +572,84 @@ pub fn auth(a: &AuthBenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Item by item, the server's CPU per session on one core (median over a sample of
+/// the pass's sessions, µs): what the pipeline does, and what the path before it did
+/// with the same messages.
+fn profile_sessions(
+    server: &TracEdgeServer<LweAnyServer>,
+    qs: &[Queries],
+    wire: &[Vec<u8>],
+) -> Result<serde_json::Value> {
+    let sample = qs.len().min(64);
+    let table = server.current().ok_or_else(|| anyhow::anyhow!("no table"))?;
+    let (epoch, table_id) = (table.header().epoch, table.header().table_id);
+    let (m, l) = (table.hint().params.matrix_rows(), table.hint().params.cols());
+    let answers: Vec<LweAnswer> = (0..2)
+        .map(|k| LweAnswer {
+            table_id,
+            values: (0..m as u32).map(|i| i.wrapping_mul(2_654_435_761) ^ k).collect(),
+        })
+        .collect();
+    let key = server.signing_key();
+    let mut rows = vec![0u32; 2 * l];
+    let mut times: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    let mut time = |name: &'static str, f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        f();
+        times.entry(name).or_default().push(t.elapsed().as_secs_f64() * 1e6);
+    };
+    for i in 0..sample {
+        let bytes = wire[i].clone();
+        let mut frame = None;
+        time("parse_frame", &mut || frame = QueriesFrame::parse(bytes.clone()).ok());
+        let frame = frame.ok_or_else(|| anyhow::anyhow!("a client's queries do not parse"))?;
+        time("query_digest", &mut || {
+            std::hint::black_box(frame.hash());
+        });
+        time("stage_copy", &mut || {
+            for k in 0..frame.len() {
+                frame.write_values(k, &mut rows[k * l..(k + 1) * l]);
+            }
+        });
+        {
+            let mut st = tacit_pir::stream::Staging::new(&mut rows, l, l)?;
+            time("query_digest_and_stage", &mut || {
+                std::hint::black_box(frame.hash_and_write(&mut st));
+            });
+        }
+        let views: Vec<&[u32]> = answers.iter().map(|a| a.values.as_slice()).collect();
+        time("encode_and_answer_digest", &mut || {
+            std::hint::black_box(encode_response(epoch, &table_id, &views, |_| [0u8; 64]));
+        });
+        time("signature", &mut || {
+            std::hint::black_box(key.sign(&[i as u8; 152]));
+        });
+        time("before_query_digest", &mut || {
+            std::hint::black_box(wire_hash(&qs[i]));
+        });
+        time("before_stage_copy", &mut || {
+            for (k, q) in qs[i].all().enumerate() {
+                rows[k * l..(k + 1) * l].copy_from_slice(&q.values);
+            }
+        });
+        let mut out = Vec::new();
+        time("before_answer_copy_out", &mut || {
+            out = views.iter().map(|v| v.to_vec()).collect::<Vec<Vec<u32>>>();
+        });
+        std::hint::black_box(&out);
+        time("before_answer_digest", &mut || {
+            std::hint::black_box(answers_hash(&answers));
+        });
+    }
+    let med: serde_json::Map<String, serde_json::Value> = times
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), serde_json::json!(crate::util::median(v))))
+        .collect();
+    Ok(
+        serde_json::json!({"sessions": sample, "queries_per_session": qs.first().map_or(0, |q| 1 + q.audits.len()), "median_us": med}),
+    )
 }
 
 /// Runs `bench pir detection`.
@@ -547,7 +718,7 @@ pub fn detection(a: &DetectionArgs) -> Result<()> {
                 let c = TracEdgeClient::new(vk, row, subs[row as usize].clone(), config);
                 let view = match &mut views[row as usize] {
                     Some(v) => v,
-                    slot => slot.insert(ClientView::for_receipt(receipts[row as usize].clone())?),
+                    slot => slot.insert(ClientView::for_receipt(receipts[row as usize].clone(), u64::MAX / 2)?),
                 };
                 t_s += 1;
                 let run = authenticate_in_process(&mut server, &c, view, hint.clone(), t_s, &mut rng);

@@ -80,7 +80,7 @@ fn authenticate(w: &mut World, i: usize, rng: &mut SecureRng) -> Result<(ClientO
         w.subs[i].clone(),
         ClientConfig::default(),
     );
-    let mut view = ClientView::for_receipt(r)?;
+    let mut view = ClientView::for_receipt(r, u64::MAX / 2)?;
     let run = authenticate_in_process(&mut w.server, &client, &mut view, w.hint.clone(), now_ms(), rng);
     let seen = match run.key_index {
         Some(0) => "a subscriber (which one: unknown)".to_string(),

@@ -48,6 +48,81 @@ fn random_queries(server: &GpuLweServer, n: usize, seed: u64) -> Vec<LweQuery> {
         .collect()
 }
 
+/// Queries per second for a batch of `n` queries from their wire encodings to
+/// their answers' wire encodings through the server's pipeline (median of three
+/// after one warm-up), and the milliseconds per batch.
+fn wire_throughput(server: &GpuLweServer, n: usize) -> Result<(f64, f64)> {
+    use tacit_pir::stream::PipelinedLwe;
+    use tacit_wire::{Decode, Encode};
+    let queries = random_queries(server, n, 11);
+    let encoded: Vec<Vec<u8>> = queries.par_iter().map(|q| q.to_wire()).collect();
+    // Where each query's values start in its encoding (checked like a decoder).
+    let raw: Vec<&[u8]> = encoded
+        .iter()
+        .map(|e| {
+            let mut r = tacit_wire::Reader::new(e);
+            tacit_pir::lwe::read_query_raw(&mut r).map(|(_, v)| v)
+        })
+        .collect::<core::result::Result<_, _>>()?;
+    let id = server.pipeline_table_id();
+    let m = server.params().matrix_rows();
+    let mut times = Vec::new();
+    let mut sent = 0usize;
+    let mut first_frame = Vec::new();
+    for i in 0..4 {
+        let t = Instant::now();
+        let fill = |j: usize, dst: &mut [u32]| tacit_pir::lwe::be_bytes_to_u32s(raw[j], dst);
+        tacit_pir::stream::answer_all(server, n, &fill, &mut |first, a| {
+            let frames: Vec<Vec<u8>> = (0..a.len())
+                .into_par_iter()
+                .map(|j| {
+                    let mut w = tacit_wire::Writer::with_capacity(39 + 4 * m);
+                    w.put_envelope(tacit_pir::lwe::TAG_ANSWER);
+                    w.put_fixed(&id);
+                    w.put_count(m);
+                    w.put_u32s_be(a.get(j));
+                    w.into_bytes()
+                })
+                .collect();
+            sent += frames.len();
+            if first == 0 {
+                first_frame = frames[0].clone();
+            }
+            std::hint::black_box(frames);
+        })?;
+        if i >= 1 {
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    if sent != 4 * n {
+        bail!("the wire pipeline answered {sent} of {} queries", 4 * n);
+    }
+    // The encodings are the answers: the first decodes to the plain path's answer.
+    if tacit_pir::lwe::LweAnswer::from_wire(&first_frame)? != server.answer(&queries[0])? {
+        bail!("the wire pipeline's first answer differs from the server's answer");
+    }
+    let ms = median(times);
+    Ok((n as f64 / ms * 1e3, ms))
+}
+
+/// The host's memory bandwidth for plain copies on all cores (GB/s of bytes
+/// copied, 256 MiB, median of three).
+fn host_copy_gb_per_s() -> f64 {
+    let n = 256 << 20;
+    let src = vec![1u8; n];
+    let mut dst = vec![0u8; n];
+    let mut times = Vec::new();
+    for _ in 0..4 {
+        let t = Instant::now();
+        dst.par_chunks_mut(1 << 20)
+            .zip(src.par_chunks(1 << 20))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+        times.push(t.elapsed().as_secs_f64());
+        std::hint::black_box(&dst);
+    }
+    n as f64 / median(times[1..].to_vec()) / 1e9
+}
+
 fn shape_run(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> Result<Value> {
     let shape = TableShape::new(rows, bytes)?;
     if !a.json {
@@ -104,6 +179,9 @@ fn shape_run(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> 
     }
     let latency_ms = median(lat);
     let latency_device_ms = server.time_device_batch(1, a.runs.max(5), false)?;
+    // The fixed costs of one query beside the read of the table: a launch, the
+    // query's copy in and the answer's copy out.
+    let tf = server.transfer_floors(a.runs.max(5))?;
     let mut batches = Vec::new();
     let (mut best, mut best_b, mut best_dev) = (0.0f64, 1usize, 0.0f64);
     for &b in &a.gpu_batch {
@@ -124,9 +202,17 @@ fn shape_run(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> 
     let floor_b = *a.gpu_batch.iter().max().unwrap_or(&4096);
     let (scan_ms, gemm_ms) = server.floors(floor_b.max(1), 5)?;
     let gemm_qps = floor_b as f64 / gemm_ms * 1e3;
+    // The largest batch again, from the queries' encodings to the answers'
+    // encodings: each query decoded straight into the staging memory, each answer
+    // encoded straight from where it arrived (what a server on the network does).
+    let (wire_qps, wire_ms) = wire_throughput(&server, floor_b)?;
+    let chunk = server.chunk();
+    let chunk_dev_ms = server.time_device_batch(chunk, 3, false)?;
+    let host_copy = host_copy_gb_per_s();
+    let latency_floor_ms = scan_ms + tf.launch_ms + tf.h2d_one_ms + tf.d2h_one_ms;
     // The tensor-core path alone at batch 1 (for comparison with the direct kernel).
     let latency_gemm_path_ms = server.time_device_batch(1, 5, true)?;
-    Ok(json!({
+    let mut out = json!({
         "rows": rows,
         "row_bytes": bytes,
         "table_bytes": shape.table_bytes(),
@@ -143,16 +229,39 @@ fn shape_run(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> 
         "gpu_scan_floor_ms": scan_ms,
         "latency_vs_scan_floor": latency_ms / scan_ms,
         "latency_device_vs_scan_floor": latency_device_ms / scan_ms,
+    });
+    let more = json!({
+        "gpu_launch_floor_ms": tf.launch_ms,
+        "gpu_h2d_one_query_ms": tf.h2d_one_ms,
+        "gpu_d2h_one_answer_ms": tf.d2h_one_ms,
+        "gpu_latency_floor_ms": latency_floor_ms,
+        "latency_vs_latency_floor": latency_ms / latency_floor_ms,
+        "gpu_h2d_gb_per_s": tf.h2d_gb_s,
+        "gpu_d2h_gb_per_s": tf.d2h_gb_s,
+        "gpu_duplex_gb_per_s": tf.duplex_gb_s,
+        "gpu_copy_floor_queries_per_s": tf.duplex_gb_s * 1e9 / (4.0 * (params.cols() + params.matrix_rows()) as f64),
+        "host_copy_gb_per_s": host_copy,
+        "gpu_chunk": chunk,
+        "gpu_device_chunk_queries_per_s": chunk as f64 / chunk_dev_ms * 1e3,
         "gpu_queries_per_s": best,
         "gpu_best_batch": best_b,
         "gpu_device_queries_per_s": best_dev,
+        "throughput_vs_device": best / best_dev,
+        "gpu_wire_queries_per_s": wire_qps,
+        "gpu_wire_ms": wire_ms,
+        "gpu_wire_batch": floor_b,
+        "wire_throughput_vs_device": wire_qps / best_dev,
         "gpu_gemm_floor_batch": floor_b,
         "gpu_gemm_floor_ms": gemm_ms,
         "gpu_gemm_floor_queries_per_s": gemm_qps,
         "throughput_vs_gemm_floor": best / gemm_qps,
         "device_throughput_vs_gemm_floor": best_dev / gemm_qps,
         "batches": batches,
-    }))
+    });
+    if let (Some(o), Value::Object(m)) = (out.as_object_mut(), more) {
+        o.extend(m);
+    }
+    Ok(out)
 }
 
 /// `--gpu-scaling`: each GPU alone over the whole table (its floors, latency and
@@ -264,12 +373,31 @@ pub fn run(a: &BackendsArgs) -> Result<()> {
             f("latency_vs_scan_floor")
         );
         println!(
-            "  throughput: {:.0} queries/s end to end at batch {} ({:.0} on the device); cuBLASLt int8 floor {:.0}/s: {:.2}x",
+            "  launch {:.4} ms, one query in {:.4} ms, one answer out {:.4} ms: latency floor {:.3} ms ({:.2}x of it)",
+            f("gpu_launch_floor_ms"),
+            f("gpu_h2d_one_query_ms"),
+            f("gpu_d2h_one_answer_ms"),
+            f("gpu_latency_floor_ms"),
+            f("latency_vs_latency_floor")
+        );
+        println!(
+            "  throughput: {:.0} queries/s end to end at batch {} ({:.0} on the device: {:.2}x); cuBLASLt int8 floor {:.0}/s: {:.2}x",
             f("gpu_queries_per_s"),
             s["gpu_best_batch"],
             f("gpu_device_queries_per_s"),
+            f("throughput_vs_device"),
             f("gpu_gemm_floor_queries_per_s"),
             f("throughput_vs_gemm_floor")
+        );
+        println!(
+            "  wire to wire at batch {}: {:.0} queries/s ({:.2}x the device); copies {:.1} GB/s in, {:.1} out, {:.1} both ways; host copies {:.1} GB/s",
+            s["gpu_wire_batch"],
+            f("gpu_wire_queries_per_s"),
+            f("wire_throughput_vs_device"),
+            f("gpu_h2d_gb_per_s"),
+            f("gpu_d2h_gb_per_s"),
+            f("gpu_duplex_gb_per_s"),
+            f("host_copy_gb_per_s")
         );
         println!(
             "  {:>6} {:>10} {:>12} {:>10} {:>12}",

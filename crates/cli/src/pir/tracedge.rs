@@ -556,14 +556,34 @@ pub fn run_client(cmd: ClientCommand) -> Result<()> {
 }
 
 async fn enroll(a: EnrollArgs) -> Result<()> {
-    let r = client::enroll(
+    let r = match client::enroll(
         &a.connect,
         hex32(&a.pin, "--pin")?,
         hex32(&a.server_key, "--server-key")?,
         &a.label,
         &a.out,
     )
-    .await?;
+    .await
+    {
+        Ok(r) => r,
+        // The log the server sent to honour the receipt contradicts it (or itself).
+        Err(tacit_pir::tracedge::service::ServiceError::Caught(proof)) => {
+            let finding = proof.verify()?;
+            let mut path = a.out.clone().into_os_string();
+            path.push(".proof");
+            let path = PathBuf::from(path);
+            std::fs::write(&path, proof.to_wire()).with_context(|| format!("cannot write {}", path.display()))?;
+            println!("SERVER CAUGHT CHEATING at enrolment: {}", finding.what);
+            println!(
+                "proof written to {} (check it: tacit pir verify-proof {} --server-key {})",
+                path.display(),
+                path.display(),
+                a.server_key
+            );
+            std::process::exit(3);
+        }
+        Err(e) => return Err(e.into()),
+    };
     println!(
         "enrolled at row {} of {}; identity (with the signed receipt) written to {}",
         r.row,
@@ -679,6 +699,14 @@ pub fn verify_proof(a: VerifyArgs) -> Result<()> {
         tacit_pir::Error::InvalidProof(why) => anyhow!("the proof does not hold: {why}"),
         e => anyhow!("the proof does not hold: {e}"),
     })?;
+    if a.server_key.is_none() {
+        // Review L7: a proof signed by a key nobody runs proves nothing about anyone.
+        eprintln!(
+            "warning: no --server-key given: this proves misbehaviour by whoever holds key {}; \
+             check that it is the operator's key (from its receipt or `pir server status`)",
+            finding.server_key
+        );
+    }
     if a.json {
         println!(
             "{}",

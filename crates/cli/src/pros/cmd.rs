@@ -318,6 +318,11 @@ Example:
         /// Paillier key size in bits (`--bits` is accepted too).
         #[arg(long, alias = "bits", default_value_t = DEFAULT_KEY_BITS)]
         key_bits: u32,
+        /// The longest list the server may bring (refused above max(yours, this)): a
+        /// hostile server gets one guess per element of the session against each of
+        /// your elements, n guesses each (docs/pros.md).
+        #[arg(long, default_value_t = tacit_pros::threepr::DEFAULT_MAX_PEER_SET, value_name = "N")]
+        max_peer_set: u32,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -624,18 +629,22 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             set,
             connect: addr,
             key_bits,
+            max_peer_set,
             json,
             opts,
             channel,
         }) => {
             check_key_bits(key_bits)?;
+            if max_peer_set == 0 || max_peer_set > MAX_ORDERED_SET {
+                bail!("--max-peer-set must be from 1 to {MAX_ORDERED_SET}");
+            }
             let params = opts.params();
             let elements = read_set(&set)?;
             let (key, pool) = key_and_pool(key_bits, elements.len())?;
             let who = "tacit pros reconcile connect";
             let (r, fp) = runtime()?.block_on(async {
                 let (mut c, fp) = connect(store, &channel, &addr, who).await?;
-                let r = net::reconcile_initiator(&mut c, params, key, &elements, pool, &mut rng)
+                let r = net::reconcile_initiator_limited(&mut c, params, key, &elements, pool, max_peer_set, &mut rng)
                     .await
                     .with_context(|| format!("reconciliation with {addr}"))?;
                 Ok::<_, anyhow::Error>((r, fp))

@@ -74,6 +74,10 @@ Example:
         /// Paillier key size (`--bits` is accepted too).
         #[arg(long, alias = "bits", default_value_t = DEFAULT_KEY_BITS)]
         key_bits: u32,
+        /// The most slots the server may bring (refused above max(yours, this)): a
+        /// hostile server gets n guesses against each of your offered slots.
+        #[arg(long, default_value_t = schedule::DEFAULT_MAX_PEER_SLOTS, value_name = "N")]
+        max_peer_slots: u32,
         #[command(flatten)]
         opts: Box<ScheduleArgs>,
         #[command(flatten)]
@@ -383,9 +387,13 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
         ScheduleCommand::Connect {
             connect: addr,
             key_bits,
+            max_peer_slots,
             opts,
             channel,
         } => {
+            if max_peer_slots == 0 || max_peer_slots > MAX_SLOTS as u32 {
+                bail!("--max-peer-slots must be from 1 to {MAX_SLOTS}");
+            }
             if key_bits > MAX_KEY_BITS {
                 bail!("--key-bits {key_bits}: the largest supported modulus is {MAX_KEY_BITS} bits");
             }
@@ -399,7 +407,7 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
             let who = "tacit schedule connect";
             let a = runtime()?.block_on(async {
                 let (mut c, fp) = connect(store, &channel, &addr, who).await?;
-                let a = schedule::connect(
+                let a = schedule::connect_limited(
                     &mut c,
                     &p.window,
                     opts.scheme.get(),
@@ -407,6 +415,7 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
                     key,
                     &p.slots,
                     pool,
+                    max_peer_slots,
                     &mut SecureRng::from_os(),
                 )
                 .await

@@ -123,6 +123,82 @@ extern "C" __global__ void __launch_bounds__(256) gemv_small_8(const i8* d, u64 
     gemv_small<8>(d, rows, cols_pad, q, out);
 }
 
+// One or two queries (the latency path): a persistent grid, one block of 32 warps
+// per multiprocessor. Each block loads the whole of the queries into shared memory
+// once, then each warp takes whole rows of D in turn: a lane reads 16 bytes of the
+// row per step (512-byte coalesced warp loads, four in flight) and the 16 matching
+// values of each query from shared memory. The values are stored permuted so that
+// those loads are conflict-free: value c of query j sits in 16-byte word
+// (4j + (c mod 16)/4)·G + c/16, lane (c mod 4), with G = cols_pad/16.
+// Shared memory: NQ · cols_pad · 4 bytes (dynamic).
+template <int NQ>
+__device__ __forceinline__ void dot16(uint4 dv, const uint4* __restrict__ qs, u64 G, u64 g, u32* acc)
+{
+    const u32 dw[4] = {dv.x, dv.y, dv.z, dv.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int w = (int)dw[k];
+        const u32 d0 = (u32)((w << 24) >> 24), d1 = (u32)((w << 16) >> 24), d2 = (u32)((w << 8) >> 24),
+                  d3 = (u32)(w >> 24);
+#pragma unroll
+        for (int j = 0; j < NQ; ++j) {
+            const uint4 qv = qs[(u64)(4 * j + k) * G + g];
+            acc[j] += d0 * qv.x + d1 * qv.y + d2 * qv.z + d3 * qv.w;
+        }
+    }
+}
+
+template <int NQ>
+__device__ __forceinline__ void gemv_rows(const i8* __restrict__ d, u64 rows, u64 cols_pad, const u32* __restrict__ q,
+                                          u32* __restrict__ out)
+{
+    extern __shared__ uint4 qs[];
+    const u64 G = cols_pad / 16;
+    const u64 words = cols_pad / 4;
+    for (u64 i = threadIdx.x; i < NQ * words; i += blockDim.x) {
+        const u64 j = i / words, u = i - j * words;
+        qs[(4 * j + (u & 3)) * G + (u >> 2)] = __ldg((const uint4*)(q + j * cols_pad) + u);
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const u64 warps = (u64)gridDim.x * (blockDim.x >> 5);
+    for (u64 r = (u64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < rows; r += warps) {
+        const uint4* drow = (const uint4*)(d + r * cols_pad);
+        u32 acc[NQ];
+#pragma unroll
+        for (int j = 0; j < NQ; ++j) acc[j] = 0;
+        u64 g = lane;
+        for (; g + 96 < G; g += 128) {
+            const uint4 a = __ldg(drow + g), b = __ldg(drow + g + 32), c = __ldg(drow + g + 64),
+                        e = __ldg(drow + g + 96);
+            dot16<NQ>(a, qs, G, g, acc);
+            dot16<NQ>(b, qs, G, g + 32, acc);
+            dot16<NQ>(c, qs, G, g + 64, acc);
+            dot16<NQ>(e, qs, G, g + 96, acc);
+        }
+        for (; g < G; g += 32) dot16<NQ>(__ldg(drow + g), qs, G, g, acc);
+#pragma unroll
+        for (int j = 0; j < NQ; ++j) {
+            u32 v = acc[j];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+            if (lane == 0) out[(u64)j * rows + r] = v;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1) gemv_rows_1(const i8* d, u64 rows, u64 cols_pad, const u32* q, u32* out)
+{
+    gemv_rows<1>(d, rows, cols_pad, q, out);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) gemv_rows_2(const i8* d, u64 rows, u64 cols_pad, const u32* q, u32* out)
+{
+    gemv_rows<2>(d, rows, cols_pad, q, out);
+}
+
+// The launch floor: a kernel that does nothing.
+extern "C" __global__ void noop() {}
+
 // Sets single entries of D (row updates).
 extern "C" __global__ void set_entries(i8* d, const u64* idx, const i8* vals, u64 n)
 {

@@ -11,14 +11,26 @@
 //! **Layout.** The centred matrix `D` (`m × ℓ` signed bytes, [`crate::lwe`]) is kept
 //! row-major with `ℓ` padded to `ℓ'`, a multiple of 16, and split by rows into
 //! *parts*, one or more per GPU (`--gpus 0,1` puts one part on each; `0,0` two on
-//! GPU 0, which exercises the multi-GPU path on one device). Each part answers every
-//! query for its rows; the host concatenates the parts' rows.
+//! GPU 0, which exercises the multi-GPU path on one device).
+//!
+//! **Pipeline.** Queries are answered in chunks ([`GpuConfig::chunk`] queries) through
+//! [`SLOTS`] staging slots. A slot is one page-locked input buffer (the chunk's
+//! queries, written straight from where the caller holds them) and one page-locked
+//! result buffer (`chunk × m` answers), shared by every part (*one gather*): each part
+//! copies the whole chunk of queries from the same input buffer to its GPU and its
+//! answers' rows back into its own column range of the result buffer with one 2-D
+//! copy, so the host neither copies the batch once per part nor joins the parts'
+//! answers. Each part gives each slot a CUDA stream of its own (copy in, product,
+//! copy out), so the copies of one chunk overlap the product of the next, and the
+//! host stages chunk k+1 and takes chunk k−1's answers while the GPUs answer chunk k
+//! ([`crate::stream::PipelinedLwe`]).
 //!
 //! **Answers.** `answer[r] = Σ_c D[r][c]·q[c] mod 2³²` (the exact definition of
 //! `lwe::kernel`). Two paths, bit-identical:
-//! * *small batches* (≤ [`GpuConfig::small_batch`] queries): a kernel that reads `D`
-//!   once and multiplies in 32-bit integers, the queries' column tile held in shared
-//!   memory — memory-bound, for latency;
+//! * *small batches* (≤ [`GpuConfig::small_batch`] queries): kernels that read `D`
+//!   once and multiply in 32-bit integers — for one or two queries a persistent grid
+//!   with the queries in shared memory and 16-byte loads of `D`, for more the queries'
+//!   column tile in shared memory; memory-bound, for latency;
 //! * *large batches*: each query is cut into four signed base-256 digits
 //!   `q = s₀ + 2⁸s₁ + 2¹⁶s₂ + 2²⁴s₃ (mod 2³²)`, `s_k ∈ [−128, 127]`, and one int8
 //!   tensor-core product through cuBLASLt computes `D·[s₀ s₁ s₂ s₃ …]` for the
@@ -29,17 +41,18 @@
 //! **Hint.** `H = D·A` is the same product with the 1024 columns of `A` as queries.
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::cublaslt::{result as lt, sys as ltsys};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
-    PinnedHostSlice, PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
+    PinnedHostSlice, PushKernelArg, sys as cusys,
 };
 use rayon::prelude::*;
 
 use crate::backend::{PirServer, Sizes, Table, TableShape};
 use crate::lwe::{LWE_N, LweAnswer, LweHint, LweHintUpdate, LweParams, LweQuery, TableId, reference};
+use crate::stream::{Answers, PipelinedLwe, Staging, Ticket, TicketKind};
 use crate::{Error, Result};
 
 pub mod ntru;
@@ -54,12 +67,18 @@ pub const KERNELS: &str = include_str!("kernels.cu");
 /// Columns per int8 product: `128·128·K_CHUNK < 2³¹`, so no int32 sum overflows.
 pub const K_CHUNK: usize = 131_056;
 
+/// Staging slots: chunks in flight at once (one being staged or taken by the host,
+/// two on the GPUs).
+pub const SLOTS: usize = crate::stream::PIPELINE_DEPTH;
+
 /// Rows of `D` per part are a multiple of this (cuBLASLt alignment).
 const ROW_ALIGN: usize = 16;
-/// cuBLASLt workspace per part.
+/// cuBLASLt workspace per stream.
 const WORKSPACE: usize = 32 << 20;
 /// Rows per block of the small-batch kernel (8 warps × 2 rows).
 const SMALL_ROWS_PER_BLOCK: usize = 16;
+/// Threads per block of the persistent one- and two-query kernel.
+const ROWS_KERNEL_THREADS: u32 = 1024;
 
 fn gpu_err(what: &str, e: impl core::fmt::Debug) -> Error {
     Error::Gpu(format!("{what}: {e:?}"))
@@ -120,19 +139,24 @@ impl GpuSelection {
 pub struct GpuConfig {
     /// Which GPUs hold the table (one part per entry).
     pub gpus: GpuSelection,
-    /// Batches of at most this many queries take the direct kernel; larger ones the
+    /// Batches of at most this many queries take the direct kernels; larger ones the
     /// int8 tensor-core product.
     pub small_batch: usize,
-    /// Queries per tensor-core product (bounds device memory per batch).
+    /// Queries per chunk: per staging slot and per tensor-core product (bounds device
+    /// and page-locked memory, [`SLOTS`] chunks of queries and answers).
     pub chunk: usize,
 }
+
+/// The default [`GpuConfig::chunk`]: 1 024 queries per chunk, so that a batch of a
+/// few thousand is three or more chunks and the host's staging overlaps the GPU.
+pub const DEFAULT_CHUNK: usize = 1024;
 
 impl Default for GpuConfig {
     fn default() -> Self {
         GpuConfig {
             gpus: GpuSelection::All,
             small_batch: 8,
-            chunk: 2048,
+            chunk: DEFAULT_CHUNK,
         }
     }
 }
@@ -171,8 +195,11 @@ struct Funcs {
     split: CudaFunction,
     combine: CudaFunction,
     small: [CudaFunction; 4],
+    /// The persistent one- and two-query kernels.
+    rows: [CudaFunction; 2],
     set_entries: CudaFunction,
     scan: CudaFunction,
+    noop: CudaFunction,
 }
 
 /// One cuBLASLt product shape: `C (rows_pad × n, int32) = Dᵀ-layout (kc × rows_pad)ᵀ · S (kc × n)`.
@@ -248,75 +275,12 @@ struct Lt {
 impl Drop for Lt {
     fn drop(&mut self) {
         self.shapes.clear();
-        // SAFETY: created in `Part::new`, destroyed once.
+        // SAFETY: created in `setup`, destroyed once.
         unsafe {
             let _ = lt::destroy_handle(self.handle);
         }
     }
 }
-
-/// One stream of a part with its own buffers, so that two chunks of a batch overlap
-/// (one copying while the other computes).
-struct Lane {
-    stream: Arc<CudaStream>,
-    workspace: CudaSlice<u8>,
-    /// Queries the buffers below hold.
-    cap: usize,
-    /// Whether `limbs` and `c` are allocated for `cap` (the tensor-core path).
-    large: bool,
-    qd: Option<CudaSlice<u32>>,
-    out: Option<CudaSlice<u32>>,
-    limbs: Option<CudaSlice<i8>>,
-    c: Option<CudaSlice<i32>>,
-}
-
-/// The mutable state of a part, used by one batch at a time.
-struct PartState {
-    ctx: Arc<CudaContext>,
-    f: Funcs,
-    d: CudaSlice<i8>,
-    lt: Lt,
-    lanes: [Lane; 2],
-    /// Page-locked staging of a batch's queries (`nq × cols_pad`) and answers (`nq × rows`).
-    pin_in: Option<PinnedHostSlice<u32>>,
-    pin_out: Option<PinnedHostSlice<u32>>,
-}
-
-// SAFETY: the raw cuBLASLt handles are only used under the part's mutex, with the
-// part's context bound to the calling thread first; CUDA handles may move between
-// threads when not used concurrently.
-unsafe impl Send for PartState {}
-
-/// Rows `[r0, r0 + rows)` of `D` on one device.
-struct Part {
-    device: usize,
-    r0: usize,
-    rows: usize,
-    rows_pad: usize,
-    state: Mutex<PartState>,
-}
-
-/// The `lwe-gpu` server: the parts of `D` on the GPUs, the hint and the table id
-/// (on the host, identical to [`crate::lwe::LweServer`]'s).
-pub struct GpuLweServer {
-    params: LweParams,
-    cols_pad: usize,
-    hint: Arc<Vec<u32>>,
-    id: TableId,
-    parts: Vec<Part>,
-    config: GpuConfig,
-    devices: Vec<String>,
-}
-
-impl core::fmt::Debug for GpuLweServer {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("GpuLweServer")
-            .field("params", &self.params)
-            .field("parts", &self.parts.len())
-            .finish_non_exhaustive()
-    }
-}
-
 fn compile() -> Result<cudarc::nvrtc::Ptx> {
     compile_source(KERNELS, "the PIR kernels")
 }
@@ -353,30 +317,6 @@ fn compile_source(src: &'static str, what: &str) -> Result<cudarc::nvrtc::Ptx> {
         .map_err(|e| gpu_err(&format!("compiling {what} with NVRTC"), e))?;
     cache.push((src, ptx.clone()));
     Ok(ptx)
-}
-
-fn load(ctx: &Arc<CudaContext>, ptx: &cudarc::nvrtc::Ptx) -> Result<Funcs> {
-    let module = ctx
-        .load_module(ptx.clone())
-        .map_err(|e| gpu_err("loading the kernels", e))?;
-    let get = |n: &str| module.load_function(n).map_err(|e| gpu_err(n, e));
-    Ok(Funcs {
-        split: get("split_limbs")?,
-        combine: get("combine")?,
-        small: [
-            get("gemv_small_1")?,
-            get("gemv_small_2")?,
-            get("gemv_small_4")?,
-            get("gemv_small_8")?,
-        ],
-        set_entries: get("set_entries")?,
-        scan: get("scan_xor")?,
-        _module: module,
-    })
-}
-
-fn blocks(n: usize, per: usize) -> Result<u32> {
-    u32::try_from(n.div_ceil(per).max(1)).map_err(|_| Error::Gpu(format!("a launch of {n} threads is too large")))
 }
 
 impl Lt {
@@ -447,14 +387,58 @@ impl Lt {
     }
 }
 
+fn load(ctx: &Arc<CudaContext>, ptx: &cudarc::nvrtc::Ptx) -> Result<Funcs> {
+    let module = ctx
+        .load_module(ptx.clone())
+        .map_err(|e| gpu_err("loading the kernels", e))?;
+    let get = |n: &str| module.load_function(n).map_err(|e| gpu_err(n, e));
+    Ok(Funcs {
+        split: get("split_limbs")?,
+        combine: get("combine")?,
+        small: [
+            get("gemv_small_1")?,
+            get("gemv_small_2")?,
+            get("gemv_small_4")?,
+            get("gemv_small_8")?,
+        ],
+        rows: [get("gemv_rows_1")?, get("gemv_rows_2")?],
+        set_entries: get("set_entries")?,
+        scan: get("scan_xor")?,
+        noop: get("noop")?,
+        _module: module,
+    })
+}
+
+fn blocks(n: usize, per: usize) -> Result<u32> {
+    u32::try_from(n.div_ceil(per).max(1)).map_err(|_| Error::Gpu(format!("a launch of {n} threads is too large")))
+}
+
+/// One stream of a part with the device buffers of one staging slot: the chunk's
+/// copy in, product and copy out run on it in order, and `done` marks the end.
+struct Lane {
+    stream: Arc<CudaStream>,
+    done: CudaEvent,
+    workspace: CudaSlice<u8>,
+    /// Queries the buffers below hold.
+    cap: usize,
+    /// Whether `limbs` and `c` are allocated for `cap` (the tensor-core path).
+    large: bool,
+    qd: Option<CudaSlice<u32>>,
+    out: Option<CudaSlice<u32>>,
+    limbs: Option<CudaSlice<i8>>,
+    c: Option<CudaSlice<i32>>,
+}
+
 impl Lane {
     fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
         let stream = ctx.new_stream().map_err(|e| gpu_err("creating a stream", e))?;
+        let done = ctx.new_event(None).map_err(|e| gpu_err("creating an event", e))?;
         let workspace = stream
             .alloc_zeros::<u8>(WORKSPACE)
             .map_err(|e| gpu_err("allocating the cuBLASLt workspace", e))?;
         Ok(Lane {
             stream,
+            done,
             workspace,
             cap: 0,
             large: false,
@@ -470,6 +454,10 @@ impl Lane {
         if nq <= self.cap && (self.large || !large) {
             return Ok(());
         }
+        // Nothing may still read the buffers about to be freed.
+        self.stream
+            .synchronize()
+            .map_err(|e| gpu_err("waiting for the GPU", e))?;
         let s = self.stream.clone();
         let cap = nq.max(self.cap);
         // SAFETY (all four): every element is written before it is read — queries by
@@ -505,17 +493,69 @@ impl Lane {
     }
 }
 
-/// What one chunk computes on: the part's matrix and functions.
-struct Shared<'a> {
+/// Rows `[r0, r0 + rows)` of `D` on one device, with one lane per staging slot.
+struct Part {
+    device: usize,
+    r0: usize,
+    rows: usize,
+    rows_pad: usize,
+    ctx: Arc<CudaContext>,
+    f: Funcs,
+    d: CudaSlice<i8>,
+    lt: Lt,
+    /// Multiprocessors of the device (the persistent kernel's grid).
+    sms: u32,
+    /// Shared memory a block may opt in to, in bytes.
+    smem_optin: usize,
+    lanes: Vec<Lane>,
+}
+
+// SAFETY: the raw cuBLASLt handle is only used under the server's pipeline mutex,
+// with the part's context bound to the calling thread first; CUDA handles may move
+// between threads when not used concurrently.
+unsafe impl Send for Part {}
+
+/// A staging slot: page-locked queries in (`cap × cols_pad`) and answers out
+/// (`cap × m`), shared by every part.
+struct Slot {
+    input: Option<PinnedHostSlice<u32>>,
+    output: Option<PinnedHostSlice<u32>>,
+    cap: usize,
+    /// The submission in flight, if any.
+    busy: Option<u64>,
+}
+
+/// Everything the GPUs run with, used under one mutex.
+struct Pipe {
+    parts: Vec<Part>,
+    slots: Vec<Slot>,
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        // Copies in flight read and write the page-locked slots, which are freed
+        // after this.
+        for p in &self.parts {
+            for l in &p.lanes {
+                let _ = l.stream.synchronize();
+            }
+        }
+    }
+}
+
+/// What one chunk computes on.
+struct Work<'a> {
     f: &'a Funcs,
     d: &'a CudaSlice<i8>,
     lt: &'a mut Lt,
     rows: usize,
     rows_pad: usize,
     cols_pad: usize,
+    sms: u32,
+    smem_optin: usize,
 }
 
-impl Shared<'_> {
+impl Work<'_> {
     /// `out[j][r] = Σ_c D[r][c]·q_j[c] mod 2³²` for the part's rows and the lane's
     /// first `nq` queries (already on the device), on the lane's stream.
     fn compute(&mut self, lane: &mut Lane, nq: usize, small_batch: usize) -> Result<()> {
@@ -527,7 +567,8 @@ impl Shared<'_> {
             return Err(Error::Gpu("lane buffers".into()));
         };
         if !large {
-            // Groups of 8, 4, 2, 1 queries through the direct kernel.
+            // Groups of 8, 4 (query tiles in shared memory) and 2, 1 (the persistent
+            // kernel, when the queries fit in shared memory).
             let mut j = 0;
             while j < nq {
                 let (k, g) = match nq - j {
@@ -538,16 +579,32 @@ impl Shared<'_> {
                 };
                 let qv = q.slice(j * cols_pad..(j + g) * cols_pad);
                 let mut ov = out.slice_mut(j * rows..(j + g) * rows);
-                let cfg = LaunchConfig {
-                    grid_dim: (blocks(rows, SMALL_ROWS_PER_BLOCK)?, 1, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: 0,
-                };
                 let (r64, c64) = (rows as u64, cols_pad as u64);
-                let mut b = s.launch_builder(&self.f.small[k]);
+                let smem = g * cols_pad * 4;
+                let (func, cfg) = if g <= 2 && smem <= self.smem_optin {
+                    (
+                        &self.f.rows[g - 1],
+                        LaunchConfig {
+                            grid_dim: (self.sms.max(1), 1, 1),
+                            block_dim: (ROWS_KERNEL_THREADS, 1, 1),
+                            shared_mem_bytes: smem as u32,
+                        },
+                    )
+                } else {
+                    (
+                        &self.f.small[k],
+                        LaunchConfig {
+                            grid_dim: (blocks(rows, SMALL_ROWS_PER_BLOCK)?, 1, 1),
+                            block_dim: (256, 1, 1),
+                            shared_mem_bytes: 0,
+                        },
+                    )
+                };
+                let mut b = s.launch_builder(func);
                 b.arg(self.d).arg(&r64).arg(&c64).arg(&qv).arg(&mut ov);
                 // SAFETY: D has rows_pad ≥ rows rows of cols_pad bytes; q has g rows of
-                // cols_pad elements; out has g rows of `rows` elements.
+                // cols_pad elements; out has g rows of `rows` elements; the persistent
+                // kernel's shared memory holds its g queries and was opted in to at load.
                 unsafe { b.launch(cfg) }.map_err(|e| gpu_err("the small-batch kernel", e))?;
                 j += g;
             }
@@ -591,110 +648,135 @@ impl Shared<'_> {
     }
 }
 
-impl PartState {
-    /// Answers `nq` queries for the part's rows: `fill(j, dst)` writes padded query
-    /// `j`; the answers land in `pin_out` (`nq × rows`). Chunks alternate between the
-    /// two lanes so that copies overlap computation.
+impl Part {
+    fn work(&mut self, cols_pad: usize) -> (Work<'_>, &mut [Lane]) {
+        (
+            Work {
+                f: &self.f,
+                d: &self.d,
+                lt: &mut self.lt,
+                rows: self.rows,
+                rows_pad: self.rows_pad,
+                cols_pad,
+                sms: self.sms,
+                smem_optin: self.smem_optin,
+            },
+            &mut self.lanes,
+        )
+    }
+
+    /// Enqueues one chunk on lane `s`: the `n` queries from page-locked `input`
+    /// (`n × cols_pad`) to the GPU, the product, and the part's rows of the answers
+    /// into page-locked `output` (`n` answers of `m` elements, the part's rows at
+    /// column `r0`); then records the lane's `done` event.
+    ///
+    /// # Safety
+    /// `input` and `output` point to page-locked buffers of at least `n·cols_pad`
+    /// and `n·m` elements that stay allocated, and that nothing else writes (input)
+    /// or reads (output), until the event has completed.
     #[allow(clippy::too_many_arguments)]
-    fn batch(
+    unsafe fn enqueue(
         &mut self,
-        rows: usize,
-        rows_pad: usize,
+        s: usize,
+        n: usize,
+        input: *const u32,
+        output: *mut u32,
+        m: usize,
         cols_pad: usize,
-        nq: usize,
-        fill: &(dyn Fn(usize, &mut [u32]) + Sync),
-        small_batch: usize,
-        chunk: usize,
+        small: usize,
     ) -> Result<()> {
         self.ctx
             .bind_to_thread()
             .map_err(|e| gpu_err("binding the context", e))?;
-        if self.pin_in.as_ref().is_none_or(|p| p.len() < nq * cols_pad) {
-            self.pin_in = None;
-            // SAFETY: filled below before any copy reads it.
-            self.pin_in = Some(
-                unsafe { self.ctx.alloc_pinned_with_flags::<u32>(nq * cols_pad, 0) }
-                    .map_err(|e| gpu_err("allocating page-locked memory", e))?,
-            );
+        let (rows, rows_pad, r0) = (self.rows, self.rows_pad, self.r0);
+        let (mut work, lanes) = self.work(cols_pad);
+        let lane = &mut lanes[s];
+        lane.ensure(n, n > small, rows, rows_pad, cols_pad)?;
+        let st = lane.stream.clone();
+        {
+            let qd = lane.qd.as_mut().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
+            let (qp, _r) = qd.device_ptr_mut(&st);
+            // SAFETY: the caller keeps `input` page-locked and unchanged until `done`;
+            // the destination holds ≥ n·cols_pad elements.
+            unsafe {
+                cusys::cuMemcpyHtoDAsync_v2(qp, input as *const c_void, n * cols_pad * 4, st.cu_stream())
+                    .result()
+                    .map_err(|e| gpu_err("copying queries to the GPU", e))?;
+            }
         }
-        if self.pin_out.as_ref().is_none_or(|p| p.len() < nq * rows) {
-            self.pin_out = None;
-            // SAFETY: written by the copies out before it is read.
-            self.pin_out = Some(
-                unsafe { self.ctx.alloc_pinned_with_flags::<u32>(nq * rows, 0) }
-                    .map_err(|e| gpu_err("allocating page-locked memory", e))?,
-            );
-        }
-        let (Some(pin_in), Some(pin_out)) = (self.pin_in.as_mut(), self.pin_out.as_mut()) else {
-            return Err(Error::Gpu("staging buffers".into()));
-        };
-        let input = pin_in.as_mut_slice().map_err(|e| gpu_err("page-locked memory", e))?;
-        let fill_range = |dst: &mut [u32]| {
-            if nq * cols_pad >= 1 << 16 {
-                dst.par_chunks_mut(cols_pad).enumerate().for_each(|(j, d)| fill(j, d));
+        work.compute(lane, n, small)?;
+        {
+            let out = lane.out.as_ref().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
+            let (op, _r) = out.device_ptr(&st);
+            if rows == m {
+                // SAFETY: the caller keeps `output` page-locked until `done`; it holds
+                // ≥ n·m elements.
+                unsafe {
+                    cusys::cuMemcpyDtoHAsync_v2(output as *mut c_void, op, n * m * 4, st.cu_stream())
+                        .result()
+                        .map_err(|e| gpu_err("copying answers from the GPU", e))?;
+                }
             } else {
-                dst.chunks_mut(cols_pad).enumerate().for_each(|(j, d)| fill(j, d));
-            }
-        };
-        fill_range(&mut input[..nq * cols_pad]);
-        let output = pin_out.as_mut_slice().map_err(|e| gpu_err("page-locked memory", e))?;
-        let mut sh = Shared {
-            f: &self.f,
-            d: &self.d,
-            lt: &mut self.lt,
-            rows,
-            rows_pad,
-            cols_pad,
-        };
-        let chunk = if nq <= small_batch { nq.max(1) } else { chunk };
-        let mut j0 = 0;
-        let mut i = 0;
-        while j0 < nq {
-            let g = chunk.min(nq - j0);
-            let lane = &mut self.lanes[i % 2];
-            lane.ensure(g, g > small_batch, rows, rows_pad, cols_pad)?;
-            let s = lane.stream.clone();
-            {
-                let qd = lane.qd.as_mut().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
-                let (qp, _r) = qd.device_ptr_mut(&s);
-                // SAFETY: the source is page-locked and outlives the copy (the lanes
-                // are synchronized before this function returns); the destination
-                // holds ≥ g·cols_pad elements.
+                // The part's rows of every answer, straight into its columns of the
+                // shared result buffer.
+                let copy = cusys::CUDA_MEMCPY2D {
+                    srcXInBytes: 0,
+                    srcY: 0,
+                    srcMemoryType: cusys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                    srcHost: core::ptr::null(),
+                    srcDevice: op,
+                    srcArray: core::ptr::null_mut(),
+                    srcPitch: rows * 4,
+                    dstXInBytes: r0 * 4,
+                    dstY: 0,
+                    dstMemoryType: cusys::CUmemorytype::CU_MEMORYTYPE_HOST,
+                    dstHost: output as *mut c_void,
+                    dstDevice: 0,
+                    dstArray: core::ptr::null_mut(),
+                    dstPitch: m * 4,
+                    WidthInBytes: rows * 4,
+                    Height: n,
+                };
+                // SAFETY: as above; rows r0..r0+rows of each of the n answers lie
+                // inside `output` (r0 + rows ≤ m).
                 unsafe {
-                    cudarc::driver::result::memcpy_htod_async(
-                        qp,
-                        &input[j0 * cols_pad..(j0 + g) * cols_pad],
-                        s.cu_stream(),
-                    )
+                    cusys::cuMemcpy2DAsync_v2(&copy, st.cu_stream())
+                        .result()
+                        .map_err(|e| gpu_err("copying answers from the GPU", e))?;
                 }
-                .map_err(|e| gpu_err("copying queries to the GPU", e))?;
             }
-            sh.compute(lane, g, small_batch)?;
-            {
-                let out = lane.out.as_ref().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
-                let (op, _r) = out.device_ptr(&s);
-                // SAFETY: as above, for the answers.
-                unsafe {
-                    cudarc::driver::result::memcpy_dtoh_async(
-                        &mut output[j0 * rows..(j0 + g) * rows],
-                        op,
-                        s.cu_stream(),
-                    )
-                }
-                .map_err(|e| gpu_err("copying answers from the GPU", e))?;
-            }
-            j0 += g;
-            i += 1;
         }
-        for lane in &self.lanes {
-            lane.stream
-                .synchronize()
-                .map_err(|e| gpu_err("waiting for the GPU", e))?;
+        lane.done.record(&st).map_err(|e| gpu_err("recording an event", e))?;
+        Ok(())
+    }
+
+    fn sync_lanes(&self) -> Result<()> {
+        for l in &self.lanes {
+            l.stream.synchronize().map_err(|e| gpu_err("waiting for the GPU", e))?;
         }
         Ok(())
     }
 }
 
+/// Bandwidth and latency floors of one GPU, measured by
+/// [`GpuLweServer::transfer_floors`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransferFloors {
+    /// An empty kernel launched and waited for (ms).
+    pub launch_ms: f64,
+    /// One query's `ℓ` values from page-locked memory to the GPU, waited for (ms).
+    pub h2d_one_ms: f64,
+    /// One answer's rows from the GPU to page-locked memory, waited for (ms).
+    pub d2h_one_ms: f64,
+    /// Page-locked to GPU, a chunk of queries at once (GB/s).
+    pub h2d_gb_s: f64,
+    /// GPU to page-locked, a chunk of answers at once (GB/s).
+    pub d2h_gb_s: f64,
+    /// Both directions at once, on two streams (GB/s in all).
+    pub duplex_gb_s: f64,
+    /// Queries in the chunk the bandwidths were measured on.
+    pub chunk: usize,
+}
 /// The centred matrix, row-major with `cols_pad` columns, rows `[r0, r0 + n)` (zero
 /// rows past `m`).
 fn centred_rows(params: &LweParams, table: &Table, r0: usize, n: usize, cols_pad: usize) -> Vec<i8> {
@@ -738,8 +820,27 @@ fn centred_rows(params: &LweParams, table: &Table, r0: usize, n: usize, cols_pad
     out
 }
 
-fn lock(p: &Part) -> Result<std::sync::MutexGuard<'_, PartState>> {
-    p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))
+/// The `lwe-gpu` server: the parts of `D` on the GPUs, the hint and the table id
+/// (on the host, identical to [`crate::lwe::LweServer`]'s), and the pipeline.
+pub struct GpuLweServer {
+    params: LweParams,
+    cols_pad: usize,
+    hint: Arc<Vec<u32>>,
+    id: TableId,
+    /// `(device, first row, rows)` per part.
+    layout: Vec<(usize, usize, usize)>,
+    pipe: Mutex<Pipe>,
+    config: GpuConfig,
+    devices: Vec<String>,
+}
+
+impl core::fmt::Debug for GpuLweServer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("GpuLweServer")
+            .field("params", &self.params)
+            .field("parts", &self.layout.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl GpuLweServer {
@@ -776,15 +877,32 @@ impl GpuLweServer {
             if let std::collections::hash_map::Entry::Vacant(slot) = contexts.entry(dev) {
                 let ctx = CudaContext::new(dev).map_err(|e| gpu_err(&format!("opening GPU {dev}"), e))?;
                 // SAFETY: each lane's buffers are used by its own stream only; the
-                // matrix is written only while no batch runs (setup, `&mut self`
-                // updates) and every batch synchronizes both lanes before returning.
+                // matrix is written only while no chunk is in flight (setup, and
+                // `&mut self` updates after draining every stream); the page-locked
+                // slots are reused only after their chunk's event completed.
                 unsafe { ctx.disable_event_tracking() };
                 let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
                 slot.insert((ctx, name));
             }
             let ctx = contexts[&dev].0.clone();
             let f = load(&ctx, &ptx)?;
-            let lanes = [Lane::new(&ctx)?, Lane::new(&ctx)?];
+            let attr = |a| ctx.attribute(a).map_err(|e| gpu_err("device attribute", e));
+            let sms = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+            let optin = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+            // The persistent kernels keep their queries in shared memory: allow them
+            // all the device offers (without it, 48 KB).
+            let mut smem_optin = 0usize;
+            for func in &f.rows {
+                let static_smem = func.shared_size_bytes().map_err(|e| gpu_err("a kernel attribute", e))?;
+                let dynamic = optin - static_smem;
+                func.set_attribute(
+                    cusys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dynamic,
+                )
+                .map_err(|e| gpu_err("opting in to shared memory", e))?;
+                smem_optin = dynamic.max(0) as usize;
+            }
+            let lanes = (0..SLOTS).map(|_| Lane::new(&ctx)).collect::<Result<Vec<_>>>()?;
             let host = centred_rows(&params, table, r0, rows_pad, cols_pad);
             let d = lanes[0]
                 .stream
@@ -802,18 +920,16 @@ impl GpuLweServer {
                 r0,
                 rows,
                 rows_pad,
-                state: Mutex::new(PartState {
-                    ctx,
-                    f,
-                    d,
-                    lt: Lt {
-                        handle,
-                        shapes: HashMap::new(),
-                    },
-                    lanes,
-                    pin_in: None,
-                    pin_out: None,
-                }),
+                ctx,
+                f,
+                d,
+                lt: Lt {
+                    handle,
+                    shapes: HashMap::new(),
+                },
+                sms,
+                smem_optin,
+                lanes,
             });
         }
         // A GPU listed for a table too small to give it rows holds no part and has
@@ -823,17 +939,31 @@ impl GpuLweServer {
             .filter_map(|d| contexts.get(d).map(|c| format!("{d}: {}", c.1)))
             .collect();
         names.dedup();
+        let layout = parts.iter().map(|p| (p.device, p.r0, p.rows)).collect();
+        let slots = (0..SLOTS)
+            .map(|_| Slot {
+                input: None,
+                output: None,
+                cap: 0,
+                busy: None,
+            })
+            .collect();
         let mut server = GpuLweServer {
             params,
             cols_pad,
             hint: Arc::new(Vec::new()),
             id: [0; 32],
-            parts,
+            layout,
+            pipe: Mutex::new(Pipe { parts, slots }),
             config,
             devices: names,
         };
         server.compute_hint()?;
         Ok(server)
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Pipe>> {
+        self.pipe.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))
     }
 
     /// `H = D·A` on the GPUs (the columns of `A` as 1024 queries), then the table id.
@@ -848,82 +978,152 @@ impl GpuLweServer {
         // Query j is column j of A.
         let fill = |j: usize, dst: &mut [u32]| {
             for (c, v) in dst.iter_mut().enumerate() {
-                *v = if c < l { a_rows[c * LWE_N + j] } else { 0 };
+                *v = a_rows[c * LWE_N + j];
             }
         };
         let mut h = vec![0u32; m * LWE_N];
-        self.raw_batch(LWE_N, &fill, true, &mut |p, rows, part| {
-            h.par_chunks_mut(LWE_N)
-                .enumerate()
-                .skip(p)
-                .take(rows)
-                .for_each(|(r, hr)| {
-                    for (j, v) in hr.iter_mut().enumerate() {
-                        *v = part[j * rows + (r - p)];
+        let chunk = self.config.chunk;
+        let mut in_flight: std::collections::VecDeque<(usize, Ticket)> = std::collections::VecDeque::new();
+        let take = |first: usize, t: Ticket, h: &mut Vec<u32>| -> Result<()> {
+            self.finish(t, &mut |a| {
+                let n = a.len();
+                h.par_chunks_mut(LWE_N).enumerate().for_each(|(r, hr)| {
+                    for j in 0..n {
+                        hr[first + j] = a.get(j)[r];
                     }
                 });
-        })?;
+            })
+        };
+        let mut j0 = 0;
+        while j0 < LWE_N {
+            let g = chunk.min(LWE_N - j0);
+            let fill_chunk = |j: usize, dst: &mut [u32]| fill(j0 + j, dst);
+            // The tensor-core path for every chunk (exact either way).
+            match self.submit_with(g, &mut |st| st.fill_par(&fill_chunk), true)? {
+                Some(t) => {
+                    in_flight.push_back((j0, t));
+                    j0 += g;
+                }
+                None => {
+                    let (first, t) = in_flight
+                        .pop_front()
+                        .ok_or_else(|| Error::Gpu("no staging slot".into()))?;
+                    take(first, t, &mut h)?;
+                }
+            }
+        }
+        while let Some((first, t)) = in_flight.pop_front() {
+            take(first, t, &mut h)?;
+        }
+        let _ = m;
         self.id = reference::table_id(&self.params, &h);
         self.hint = Arc::new(h);
         Ok(())
     }
 
-    /// Answers `nq` queries (`fill(j, dst)` writes padded query `j`) on every part,
-    /// the parts in parallel; `take(first_row, rows, answers)` receives each part's
-    /// `nq × rows` answers.
-    fn raw_batch(
-        &self,
-        nq: usize,
-        fill: &(dyn Fn(usize, &mut [u32]) + Sync),
-        force_large: bool,
-        take: &mut dyn FnMut(usize, usize, &[u32]),
-    ) -> Result<()> {
-        let cols_pad = self.cols_pad;
+    /// [`PipelinedLwe::submit`], with every chunk on the tensor-core path when
+    /// `force_large`.
+    fn submit_with(&self, n: usize, fill: &mut dyn FnMut(Staging<'_>), force_large: bool) -> Result<Option<Ticket>> {
+        if n == 0 || n > self.config.chunk {
+            return Err(Error::Gpu(format!(
+                "a submission holds 1 to {} queries, not {n}",
+                self.config.chunk
+            )));
+        }
+        let (m, l, cols_pad) = (self.params.matrix_rows(), self.params.cols(), self.cols_pad);
         let small = if force_large { 0 } else { self.config.small_batch };
-        let chunk = self.config.chunk;
-        if self.parts.len() == 1 {
-            let p = &self.parts[0];
-            let mut st = lock(p)?;
-            st.batch(p.rows, p.rows_pad, cols_pad, nq, fill, small, chunk)?;
-            let out = st.pin_out.as_ref().ok_or_else(|| Error::Gpu("staging".into()))?;
-            take(
-                p.r0,
-                p.rows,
-                &out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?[..nq * p.rows],
-            );
-            return Ok(());
+        let mut guard = self.lock()?;
+        let Pipe { parts, slots } = &mut *guard;
+        let Some(s) = slots.iter().position(|x| x.busy.is_none()) else {
+            return Ok(None);
+        };
+        let slot = &mut slots[s];
+        if slot.cap < n {
+            // The slot is free, so no copy uses its buffers.
+            slot.input = None;
+            slot.output = None;
+            let cap = self.config.chunk;
+            let ctx = &parts.first().ok_or_else(|| Error::Gpu("no GPU part".into()))?.ctx;
+            // SAFETY: written by the fill (queries) and by the copies out (answers)
+            // before anything reads them. Portable: every part's context copies from
+            // and to them.
+            unsafe {
+                slot.input = Some(
+                    ctx.alloc_pinned_with_flags::<u32>(cap * cols_pad, cusys::CU_MEMHOSTALLOC_PORTABLE)
+                        .map_err(|e| gpu_err("allocating page-locked memory", e))?,
+                );
+                slot.output = Some(
+                    ctx.alloc_pinned_with_flags::<u32>(cap * m, cusys::CU_MEMHOSTALLOC_PORTABLE)
+                        .map_err(|e| gpu_err("allocating page-locked memory", e))?,
+                );
+            }
+            slot.cap = cap;
         }
-        let results: Vec<Result<()>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = self
-                .parts
-                .iter()
-                .map(|p| {
-                    sc.spawn(move || -> Result<()> {
-                        let mut st = lock(p)?;
-                        st.batch(p.rows, p.rows_pad, cols_pad, nq, fill, small, chunk)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Gpu("a GPU worker panicked".into())))
-                })
-                .collect()
-        });
-        for r in results {
-            r?;
+        let (Some(input), Some(output)) = (slot.input.as_mut(), slot.output.as_mut()) else {
+            return Err(Error::Gpu("staging buffers".into()));
+        };
+        let inp = input.as_mut_slice().map_err(|e| gpu_err("page-locked memory", e))?;
+        if cols_pad > l {
+            for row in inp[..n * cols_pad].chunks_mut(cols_pad) {
+                row[l..].iter_mut().for_each(|v| *v = 0);
+            }
         }
-        for p in &self.parts {
-            let st = lock(p)?;
-            let out = st.pin_out.as_ref().ok_or_else(|| Error::Gpu("staging".into()))?;
-            take(
-                p.r0,
-                p.rows,
-                &out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?[..nq * p.rows],
-            );
+        fill(Staging::new(&mut inp[..n * cols_pad], cols_pad, l)?);
+        let in_ptr = inp.as_ptr();
+        let out_ptr = output.as_mut_ptr().map_err(|e| gpu_err("page-locked memory", e))?;
+        for (pi, p) in parts.iter_mut().enumerate() {
+            // SAFETY: the slot is marked busy below and stays so, its buffers
+            // allocated and untouched by the host, until `finish` has waited for
+            // every part's event.
+            let r = unsafe { p.enqueue(s, n, in_ptr, out_ptr, m, cols_pad, small) };
+            if let Err(e) = r {
+                // Leave the slot free with nothing in flight on it.
+                for q in parts.iter().take(pi + 1) {
+                    let _ = q.ctx.bind_to_thread();
+                    let _ = q.lanes[s].stream.synchronize();
+                }
+                return Err(e);
+            }
         }
+        // Unique across servers, so that a ticket handed to the wrong server is
+        // refused.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        slot.busy = Some(id);
+        Ok(Some(Ticket(TicketKind::Gpu { id, slot: s, n })))
+    }
+
+    fn finish_gpu(&self, id: u64, s: usize, n: usize, take: &mut dyn FnMut(&Answers<'_>)) -> Result<()> {
+        let m = self.params.matrix_rows();
+        let mut guard = self.lock()?;
+        let Pipe { parts, slots } = &mut *guard;
+        let slot = slots
+            .get_mut(s)
+            .ok_or_else(|| Error::Gpu("no such staging slot".into()))?;
+        if slot.busy != Some(id) {
+            return Err(Error::Gpu("a ticket of another submission or server".into()));
+        }
+        let mut waited = Ok(());
+        for p in parts.iter() {
+            let r = p.lanes[s]
+                .done
+                .synchronize()
+                .map_err(|e| gpu_err("waiting for the GPU", e));
+            if waited.is_ok() {
+                waited = r;
+            }
+        }
+        if let Err(e) = waited {
+            slot.busy = None;
+            return Err(e);
+        }
+        let out = slot
+            .output
+            .as_ref()
+            .ok_or_else(|| Error::Gpu("staging buffers".into()))?;
+        let data = out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?;
+        take(&Answers::flat(&data[..n * m], m));
+        slot.busy = None;
         Ok(())
     }
 
@@ -952,12 +1152,20 @@ impl GpuLweServer {
 
     /// Parts of the table (rows split across GPUs): `(device, first row, rows)`.
     pub fn parts(&self) -> Vec<(usize, usize, usize)> {
-        self.parts.iter().map(|p| (p.device, p.r0, p.rows)).collect()
+        self.layout.clone()
+    }
+
+    /// Queries per chunk ([`GpuConfig::chunk`]).
+    pub fn chunk(&self) -> usize {
+        self.config.chunk
     }
 
     /// Bytes of `D` on the GPUs (padding included).
     pub fn matrix_bytes(&self) -> usize {
-        self.parts.iter().map(|p| p.rows_pad * self.cols_pad).sum()
+        self.layout
+            .iter()
+            .map(|&(_, _, rows)| rows.div_ceil(ROW_ALIGN) * ROW_ALIGN * self.cols_pad)
+            .sum()
     }
 
     fn check(&self, queries: &[&LweQuery]) -> Result<()> {
@@ -982,70 +1190,102 @@ impl GpuLweServer {
 
     /// Device-side timings for the bench, with the queries already on the GPU:
     /// milliseconds per batch of `nq` random queries through the server's own path
-    /// (median of `reps`), on part 0.
+    /// (median of `reps`), on part 0, as one product (no chunks).
     pub fn time_device_batch(&self, nq: usize, reps: usize, force_large: bool) -> Result<f64> {
         self.time_part(0, nq, reps, force_large)
     }
 
     /// Device-side milliseconds per batch of `nq` queries with every part computing
-    /// its rows at the same time (the slowest part's median), queries already on
-    /// the GPUs.
+    /// its rows at the same time (median of `reps` until the last part is done),
+    /// queries already on the GPUs.
     pub fn time_device_all(&self, nq: usize, reps: usize) -> Result<f64> {
-        let times: Vec<Result<f64>> = std::thread::scope(|sc| {
-            let hs: Vec<_> = (0..self.parts.len())
-                .map(|i| sc.spawn(move || self.time_part(i, nq, reps, false)))
-                .collect();
-            hs.into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Gpu("a GPU worker panicked".into())))
-                })
-                .collect()
-        });
-        let mut worst = 0.0f64;
-        for t in times {
-            worst = worst.max(t?);
-        }
-        Ok(worst)
-    }
-
-    fn time_part(&self, i: usize, nq: usize, reps: usize, force_large: bool) -> Result<f64> {
-        let p = self.parts.get(i).ok_or_else(|| Error::Gpu("no such part".into()))?;
-        let mut guard = p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))?;
-        let st = &mut *guard;
-        st.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
-        let small = if force_large { 0 } else { self.config.small_batch };
-        let lane = &mut st.lanes[0];
-        lane.ensure(nq, nq > small, p.rows, p.rows_pad, self.cols_pad)?;
-        let s = lane.stream.clone();
-        let host: Vec<u32> = (0..nq * self.cols_pad)
+        let small = self.config.small_batch;
+        let cols_pad = self.cols_pad;
+        let mut guard = self.lock()?;
+        let host: Vec<u32> = (0..nq * cols_pad)
             .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7))
             .collect();
-        {
+        for p in guard.parts.iter_mut() {
+            p.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+            p.sync_lanes()?;
+            let (rows, rows_pad) = (p.rows, p.rows_pad);
+            let lane = &mut p.lanes[0];
+            lane.ensure(nq, nq > small, rows, rows_pad, cols_pad)?;
+            let s = lane.stream.clone();
             let qd = lane.qd.as_mut().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
-            s.memcpy_htod(&host, &mut qd.slice_mut(..nq * self.cols_pad))
+            s.memcpy_htod(&host, &mut qd.slice_mut(..nq * cols_pad))
                 .map_err(|e| gpu_err("copying queries", e))?;
         }
-        let mut sh = Shared {
-            f: &st.f,
-            d: &st.d,
-            lt: &mut st.lt,
-            rows: p.rows,
-            rows_pad: p.rows_pad,
-            cols_pad: self.cols_pad,
-        };
+        // Every part's product enqueued at once (they run at the same time), then
+        // waited for.
         let mut times = Vec::new();
         for i in 0..reps.max(1) + 2 {
-            s.synchronize().map_err(|e| gpu_err("sync", e))?;
+            for p in guard.parts.iter() {
+                p.lanes[0].stream.synchronize().map_err(|e| gpu_err("sync", e))?;
+            }
             let t = std::time::Instant::now();
-            sh.compute(lane, nq, small)?;
-            s.synchronize().map_err(|e| gpu_err("sync", e))?;
+            for p in guard.parts.iter_mut() {
+                p.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+                let (mut work, lanes) = p.work(cols_pad);
+                work.compute(&mut lanes[0], nq, small)?;
+            }
+            for p in guard.parts.iter() {
+                p.lanes[0].stream.synchronize().map_err(|e| gpu_err("sync", e))?;
+            }
             if i >= 2 {
                 times.push(t.elapsed().as_secs_f64() * 1e3);
             }
         }
         times.sort_by(f64::total_cmp);
         Ok(times[times.len() / 2])
+    }
+
+    /// Runs `f` with part `i` and the lane of slot 0 drained (no chunk of its in
+    /// flight any more) and the part's context bound.
+    fn with_part<R>(&self, i: usize, f: impl FnOnce(&mut Part, usize) -> Result<R>) -> Result<R> {
+        let mut guard = self.lock()?;
+        let cols_pad = self.cols_pad;
+        let p = guard
+            .parts
+            .get_mut(i)
+            .ok_or_else(|| Error::Gpu("no such part".into()))?;
+        p.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+        p.lanes[0]
+            .stream
+            .synchronize()
+            .map_err(|e| gpu_err("waiting for the GPU", e))?;
+        f(p, cols_pad)
+    }
+
+    fn time_part(&self, i: usize, nq: usize, reps: usize, force_large: bool) -> Result<f64> {
+        let small = if force_large { 0 } else { self.config.small_batch };
+        self.with_part(i, |p, cols_pad| {
+            let (rows, rows_pad) = (p.rows, p.rows_pad);
+            let (mut work, lanes) = p.work(cols_pad);
+            let lane = &mut lanes[0];
+            lane.ensure(nq, nq > small, rows, rows_pad, cols_pad)?;
+            let s = lane.stream.clone();
+            let host: Vec<u32> = (0..nq * cols_pad)
+                .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7))
+                .collect();
+            {
+                let qd = lane.qd.as_mut().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
+                s.memcpy_htod(&host, &mut qd.slice_mut(..nq * cols_pad))
+                    .map_err(|e| gpu_err("copying queries", e))?;
+            }
+            let mut times = Vec::new();
+            for i in 0..reps.max(1) + 2 {
+                s.synchronize().map_err(|e| gpu_err("sync", e))?;
+                let t = std::time::Instant::now();
+                work.compute(lane, nq, small)?;
+                s.synchronize().map_err(|e| gpu_err("sync", e))?;
+                if i >= 2 {
+                    times.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            times.sort_by(f64::total_cmp);
+            Ok(times[times.len() / 2])
+        })
     }
 
     /// The floors on part 0's GPU, measured now: `(ms for one read of the part's D,
@@ -1056,74 +1296,215 @@ impl GpuLweServer {
 
     /// [`GpuLweServer::floors`] for part `i` (its rows, on its GPU).
     pub fn part_floors(&self, i: usize, nq: usize, reps: usize) -> Result<(f64, f64)> {
-        let p = self.parts.get(i).ok_or_else(|| Error::Gpu("no such part".into()))?;
-        let mut guard = p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))?;
-        let st = &mut *guard;
-        st.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
-        let s = st.lanes[0].stream.clone();
-        let bytes = p.rows_pad * self.cols_pad;
-        let n16 = (bytes / 16) as u64;
-        let mut acc: CudaSlice<u32> = s.alloc_zeros(1).map_err(|e| gpu_err("alloc", e))?;
-        let sms = st
-            .ctx
-            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(|e| gpu_err("device attribute", e))? as u32;
-        let mut scan = Vec::new();
-        for i in 0..reps.max(1) + 2 {
-            s.synchronize().map_err(|e| gpu_err("sync", e))?;
-            let t = std::time::Instant::now();
-            let mut b = s.launch_builder(&st.f.scan);
-            b.arg(&st.d).arg(&n16).arg(&mut acc);
-            // SAFETY: D holds `bytes` = 16·n16 bytes (cols_pad is a multiple of 16).
+        self.with_part(i, |p, cols_pad| {
+            let s = p.lanes[0].stream.clone();
+            let bytes = p.rows_pad * cols_pad;
+            let n16 = (bytes / 16) as u64;
+            let mut acc: CudaSlice<u32> = s.alloc_zeros(1).map_err(|e| gpu_err("alloc", e))?;
+            let mut scan = Vec::new();
+            for i in 0..reps.max(1) + 2 {
+                s.synchronize().map_err(|e| gpu_err("sync", e))?;
+                let t = std::time::Instant::now();
+                let mut b = s.launch_builder(&p.f.scan);
+                b.arg(&p.d).arg(&n16).arg(&mut acc);
+                // SAFETY: D holds `bytes` = 16·n16 bytes (cols_pad is a multiple of 16).
+                unsafe {
+                    b.launch(LaunchConfig {
+                        grid_dim: (p.sms * 8, 1, 1),
+                        block_dim: (256, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+                }
+                .map_err(|e| gpu_err("the scan kernel", e))?;
+                s.synchronize().map_err(|e| gpu_err("sync", e))?;
+                if i >= 2 {
+                    scan.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            scan.sort_by(f64::total_cmp);
+            // The bare product: random int8 limbs, one K-chunk at a time, no split or
+            // recombination.
+            let n = 4 * nq;
+            let host: Vec<i8> = (0..n * cols_pad)
+                .map(|i| (i as u32).wrapping_mul(2_654_435_761) as i8)
+                .collect();
+            let limbs = s.clone_htod(&host).map_err(|e| gpu_err("copying limbs", e))?;
+            drop(host);
+            // SAFETY: written by cuBLASLt (beta = 0) before anything reads it.
+            let mut c: CudaSlice<i32> = unsafe { s.alloc(p.rows_pad * n) }.map_err(|e| gpu_err("alloc", e))?;
+            let rows_pad = p.rows_pad;
+            let handle = p.lt.handle;
+            let mut gemm = Vec::new();
+            for i in 0..reps.max(1) + 2 {
+                s.synchronize().map_err(|e| gpu_err("sync", e))?;
+                let t = std::time::Instant::now();
+                let mut k0 = 0;
+                while k0 < cols_pad {
+                    let kc = K_CHUNK.min(cols_pad - k0);
+                    let g = p.lt.gemm(rows_pad, cols_pad, kc, n)?;
+                    let (dp, _r1) = p.d.device_ptr(&s);
+                    let (lp, _r2) = limbs.device_ptr(&s);
+                    let (cp, _r3) = c.device_ptr_mut(&s);
+                    let (wp, _r4) = p.lanes[0].workspace.device_ptr_mut(&s);
+                    // SAFETY: as in `Work::compute`.
+                    unsafe { matmul_i8(handle, g, dp, lp, k0, cp, wp, &s)? };
+                    k0 += kc;
+                }
+                s.synchronize().map_err(|e| gpu_err("sync", e))?;
+                if i >= 2 {
+                    gemm.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            gemm.sort_by(f64::total_cmp);
+            Ok((scan[scan.len() / 2], gemm[gemm.len() / 2]))
+        })
+    }
+
+    /// The launch and copy floors on part 0's GPU, measured now through the
+    /// staging slot's page-locked buffers (median of `reps`): an empty kernel, one
+    /// query in and one answer out, and the bandwidth of a whole chunk each way and
+    /// both ways at once.
+    pub fn transfer_floors(&self, reps: usize) -> Result<TransferFloors> {
+        let chunk = self.config.chunk;
+        let (m, cols_pad) = (self.params.matrix_rows(), self.cols_pad);
+        // Two chunks through the pipeline, so that slots 0 and 1 and their lanes
+        // hold a chunk's buffers.
+        let ones = |_: usize, dst: &mut [u32]| dst.iter_mut().for_each(|v| *v = 1);
+        crate::stream::answer_all(self, 2 * chunk, &ones, &mut |_, _| {})?;
+        let mut guard = self.lock()?;
+        let Pipe { parts, slots } = &mut *guard;
+        if slots[0].busy.is_some() || slots[1].busy.is_some() {
+            return Err(Error::Gpu("the staging slots are in use".into()));
+        }
+        let p = parts.first_mut().ok_or_else(|| Error::Gpu("no GPU part".into()))?;
+        p.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+        p.sync_lanes()?;
+        let (rows, rows_pad) = (p.rows, p.rows_pad);
+        for lane in p.lanes.iter_mut().take(2) {
+            lane.ensure(chunk, false, rows, rows_pad, cols_pad)?;
+        }
+        let (i0, o0) = {
+            let Slot { input, output, .. } = &mut slots[0];
+            let (Some(i), Some(o)) = (input.as_mut(), output.as_mut()) else {
+                return Err(Error::Gpu("staging buffers".into()));
+            };
+            (
+                i.as_mut_ptr().map_err(|e| gpu_err("page-locked memory", e))?,
+                o.as_mut_ptr().map_err(|e| gpu_err("page-locked memory", e))?,
+            )
+        };
+        let o1 = slots[1]
+            .output
+            .as_mut()
+            .ok_or_else(|| Error::Gpu("staging buffers".into()))?
+            .as_mut_ptr()
+            .map_err(|e| gpu_err("page-locked memory", e))?;
+        let (a, b) = p.lanes.split_at_mut(1);
+        let (la, lb) = (&mut a[0], &mut b[0]);
+        let (sa, sb) = (la.stream.clone(), lb.stream.clone());
+        let qa = {
+            let q = la.qd.as_mut().ok_or_else(|| Error::Gpu("lane buffers".into()))?;
+            q.device_ptr_mut(&sa).0
+        };
+        let oa = la
+            .out
+            .as_ref()
+            .ok_or_else(|| Error::Gpu("lane buffers".into()))?
+            .device_ptr(&sa)
+            .0;
+        let ob = lb
+            .out
+            .as_ref()
+            .ok_or_else(|| Error::Gpu("lane buffers".into()))?
+            .device_ptr(&sb)
+            .0;
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+            let mut v = Vec::new();
+            for i in 0..reps.max(1) + 2 {
+                sa.synchronize().map_err(|e| gpu_err("sync", e))?;
+                sb.synchronize().map_err(|e| gpu_err("sync", e))?;
+                let t = std::time::Instant::now();
+                f()?;
+                sa.synchronize().map_err(|e| gpu_err("sync", e))?;
+                sb.synchronize().map_err(|e| gpu_err("sync", e))?;
+                if i >= 2 {
+                    v.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            Ok(median(v))
+        };
+        let noop = &p.f.noop;
+        let launch_ms = time(&mut || {
+            let mut b = sa.launch_builder(noop);
+            // SAFETY: the kernel takes no argument and touches nothing.
             unsafe {
                 b.launch(LaunchConfig {
-                    grid_dim: (sms * 8, 1, 1),
-                    block_dim: (256, 1, 1),
+                    grid_dim: (1, 1, 1),
+                    block_dim: (32, 1, 1),
                     shared_mem_bytes: 0,
                 })
             }
-            .map_err(|e| gpu_err("the scan kernel", e))?;
-            s.synchronize().map_err(|e| gpu_err("sync", e))?;
-            if i >= 2 {
-                scan.push(t.elapsed().as_secs_f64() * 1e3);
-            }
+            .map(|_| ())
+            .map_err(|e| gpu_err("the empty kernel", e))
+        })?;
+        // SAFETY (every copy below): the page-locked slots and the lanes' buffers are
+        // allocated for a whole chunk (`ensure` above and the pipeline's slot), no
+        // chunk is in flight (checked under the mutex), and each copy is waited for
+        // before the next.
+        let h2d = |n: usize, st: &CudaStream| unsafe {
+            cusys::cuMemcpyHtoDAsync_v2(qa, i0 as *const c_void, n * cols_pad * 4, st.cu_stream())
+                .result()
+                .map_err(|e| gpu_err("a copy to the GPU", e))
+        };
+        let d2h = |n: usize, dst: *mut u32, src: u64, st: &CudaStream| unsafe {
+            cusys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, n * rows * 4, st.cu_stream())
+                .result()
+                .map_err(|e| gpu_err("a copy from the GPU", e))
+        };
+        let h2d_one_ms = time(&mut || h2d(1, &sa))?;
+        let d2h_one_ms = time(&mut || d2h(1, o0, oa, &sa))?;
+        let h2d_ms = time(&mut || h2d(chunk, &sa))?;
+        let d2h_ms = time(&mut || d2h(chunk, o0, oa, &sa))?;
+        let duplex_ms = time(&mut || {
+            h2d(chunk, &sa)?;
+            d2h(chunk, o1, ob, &sb)
+        })?;
+        let (qbytes, abytes) = ((chunk * cols_pad * 4) as f64, (chunk * rows * 4) as f64);
+        let _ = m;
+        Ok(TransferFloors {
+            launch_ms,
+            h2d_one_ms,
+            d2h_one_ms,
+            h2d_gb_s: qbytes / h2d_ms / 1e6,
+            d2h_gb_s: abytes / d2h_ms / 1e6,
+            duplex_gb_s: (qbytes + abytes) / duplex_ms / 1e6,
+            chunk,
+        })
+    }
+}
+
+impl PipelinedLwe for GpuLweServer {
+    fn pipeline_table_id(&self) -> TableId {
+        self.id
+    }
+
+    fn chunk_queries(&self) -> usize {
+        self.config.chunk
+    }
+
+    fn submit(&self, n: usize, fill: &mut dyn FnMut(Staging<'_>)) -> Result<Option<Ticket>> {
+        self.submit_with(n, fill, false)
+    }
+
+    fn finish(&self, ticket: Ticket, take: &mut dyn FnMut(&Answers<'_>)) -> Result<()> {
+        match ticket.0 {
+            TicketKind::Gpu { id, slot, n } => self.finish_gpu(id, slot, n, take),
+            TicketKind::Ready(_) => crate::stream::finish_ready(ticket, take),
         }
-        scan.sort_by(f64::total_cmp);
-        // The bare product: random int8 limbs, one K-chunk at a time, no split or
-        // recombination.
-        let n = 4 * nq;
-        let host: Vec<i8> = (0..n * self.cols_pad)
-            .map(|i| (i as u32).wrapping_mul(2_654_435_761) as i8)
-            .collect();
-        let limbs = s.clone_htod(&host).map_err(|e| gpu_err("copying limbs", e))?;
-        drop(host);
-        // SAFETY: written by cuBLASLt (beta = 0) before anything reads it.
-        let mut c: CudaSlice<i32> = unsafe { s.alloc(p.rows_pad * n) }.map_err(|e| gpu_err("alloc", e))?;
-        let (cols_pad, rows_pad) = (self.cols_pad, p.rows_pad);
-        let handle = st.lt.handle;
-        let mut gemm = Vec::new();
-        for i in 0..reps.max(1) + 2 {
-            s.synchronize().map_err(|e| gpu_err("sync", e))?;
-            let t = std::time::Instant::now();
-            let mut k0 = 0;
-            while k0 < cols_pad {
-                let kc = K_CHUNK.min(cols_pad - k0);
-                let g = st.lt.gemm(rows_pad, cols_pad, kc, n)?;
-                let (dp, _r1) = st.d.device_ptr(&s);
-                let (lp, _r2) = limbs.device_ptr(&s);
-                let (cp, _r3) = c.device_ptr_mut(&s);
-                let (wp, _r4) = st.lanes[0].workspace.device_ptr_mut(&s);
-                // SAFETY: as in `Shared::compute`.
-                unsafe { matmul_i8(handle, g, dp, lp, k0, cp, wp, &s)? };
-                k0 += kc;
-            }
-            s.synchronize().map_err(|e| gpu_err("sync", e))?;
-            if i >= 2 {
-                gemm.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-        gemm.sort_by(f64::total_cmp);
-        Ok((scan[scan.len() / 2], gemm[gemm.len() / 2]))
     }
 }
 
@@ -1148,50 +1529,34 @@ impl PirServer for GpuLweServer {
         self.answer_batch_refs(&queries.iter().collect::<Vec<_>>())
     }
 
+    /// The queries are written straight into the staging slots and each answer is
+    /// copied once, out of the slot its chunk arrived in, while the GPUs answer the
+    /// next chunk.
     fn answer_batch_refs(&self, queries: &[&LweQuery]) -> Result<Vec<LweAnswer>> {
         if queries.is_empty() {
             return Ok(Vec::new());
         }
         self.check(queries)?;
-        let (m, l) = (self.params.matrix_rows(), self.params.cols());
-        let fill = |j: usize, dst: &mut [u32]| {
-            dst[..l].copy_from_slice(&queries[j].values);
-            dst[l..].iter_mut().for_each(|v| *v = 0);
-        };
+        let fill = |j: usize, dst: &mut [u32]| dst.copy_from_slice(&queries[j].values);
         let id = self.id;
-        let nq = queries.len();
-        let mut answers: Vec<LweAnswer> = Vec::new();
-        self.raw_batch(nq, &fill, false, &mut |r0, rows, part| {
-            if rows == m {
-                // One part holds every row: each answer is one slice, copied (and its
-                // pages touched) in parallel.
-                answers = part
-                    .par_chunks(m)
-                    .map(|v| LweAnswer {
-                        table_id: id,
-                        values: v.to_vec(),
-                    })
-                    .collect();
-                return;
-            }
-            if answers.is_empty() {
-                answers = (0..nq)
-                    .into_par_iter()
-                    .map(|_| LweAnswer {
-                        table_id: id,
-                        values: vec![0u32; m],
-                    })
-                    .collect();
-            }
-            answers.par_iter_mut().enumerate().for_each(|(j, a)| {
-                a.values[r0..r0 + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);
-            });
+        let mut answers: Vec<LweAnswer> = Vec::with_capacity(queries.len());
+        crate::stream::answer_all(self, queries.len(), &fill, &mut |_, a| {
+            let n = a.len();
+            let got: Vec<LweAnswer> = (0..n)
+                .into_par_iter()
+                .map(|j| LweAnswer {
+                    table_id: id,
+                    values: a.get(j).to_vec(),
+                })
+                .collect();
+            answers.extend(got);
         })?;
         Ok(answers)
     }
 
     /// Writes the row's `d` entries on the GPU holding them and updates the hint
-    /// exactly as the CPU server does.
+    /// exactly as the CPU server does. Chunks in flight are answered over the old
+    /// entries first.
     fn update_row(&mut self, row: u64, bytes: &[u8]) -> Result<LweHintUpdate> {
         let shape = self.params.shape();
         shape.check_row(row)?;
@@ -1207,8 +1572,6 @@ impl PirServer for GpuLweServer {
         let half = 1i32 << (self.params.log_p() - 1);
         let mut a_c = vec![0u32; LWE_N];
         reference::a_row(&self.params.seed(), c, &mut a_c);
-        // The old entries come from the hint's own definition: read them back from
-        // the GPU holding the slot.
         let new: Vec<i8> = self
             .params
             .symbols()
@@ -1217,34 +1580,45 @@ impl PirServer for GpuLweServer {
             .map(|v| (v as i32 - half) as i8)
             .collect();
         let mut old = vec![0i8; d];
-        for (k, o) in old.iter_mut().enumerate() {
-            let r = s * d + k;
-            let p = self
-                .parts
-                .iter()
-                .find(|p| r >= p.r0 && r < p.r0 + p.rows)
-                .ok_or_else(|| Error::Gpu("no part holds the row".into()))?;
-            let mut guard = p.state.lock().map_err(|_| Error::Gpu("a GPU worker panicked".into()))?;
-            let st = &mut *guard;
-            st.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
-            let at = (r - p.r0) * self.cols_pad + c;
-            let stream = st.lanes[0].stream.clone();
-            let v = stream
-                .clone_dtoh(&st.d.slice(at..at + 1))
-                .map_err(|e| gpu_err("reading an entry", e))?;
-            *o = v[0];
-            let idx_d = stream
-                .clone_htod(&[at as u64])
-                .map_err(|e| gpu_err("copying an update", e))?;
-            let val_d = stream
-                .clone_htod(&[new[k]])
-                .map_err(|e| gpu_err("copying an update", e))?;
-            let one = 1u64;
-            let mut b = stream.launch_builder(&st.f.set_entries);
-            b.arg(&mut st.d).arg(&idx_d).arg(&val_d).arg(&one);
-            // SAFETY: `at` is inside the part's D.
-            unsafe { b.launch(LaunchConfig::for_num_elems(1)) }.map_err(|e| gpu_err("the update kernel", e))?;
-            stream.synchronize().map_err(|e| gpu_err("waiting for the GPU", e))?;
+        let cols_pad = self.cols_pad;
+        {
+            let pipe = self
+                .pipe
+                .get_mut()
+                .map_err(|_| Error::Gpu("a GPU worker panicked".into()))?;
+            for p in &pipe.parts {
+                p.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+                p.sync_lanes()?;
+            }
+            // The old entries come from the hint's own definition: read them back
+            // from the GPU holding the slot.
+            for (k, o) in old.iter_mut().enumerate() {
+                let r = s * d + k;
+                let p = pipe
+                    .parts
+                    .iter_mut()
+                    .find(|p| r >= p.r0 && r < p.r0 + p.rows)
+                    .ok_or_else(|| Error::Gpu("no part holds the row".into()))?;
+                p.ctx.bind_to_thread().map_err(|e| gpu_err("binding the context", e))?;
+                let at = (r - p.r0) * cols_pad + c;
+                let stream = p.lanes[0].stream.clone();
+                let v = stream
+                    .clone_dtoh(&p.d.slice(at..at + 1))
+                    .map_err(|e| gpu_err("reading an entry", e))?;
+                *o = v[0];
+                let idx_d = stream
+                    .clone_htod(&[at as u64])
+                    .map_err(|e| gpu_err("copying an update", e))?;
+                let val_d = stream
+                    .clone_htod(&[new[k]])
+                    .map_err(|e| gpu_err("copying an update", e))?;
+                let one = 1u64;
+                let mut b = stream.launch_builder(&p.f.set_entries);
+                b.arg(&mut p.d).arg(&idx_d).arg(&val_d).arg(&one);
+                // SAFETY: `at` is inside the part's D.
+                unsafe { b.launch(LaunchConfig::for_num_elems(1)) }.map_err(|e| gpu_err("the update kernel", e))?;
+                stream.synchronize().map_err(|e| gpu_err("waiting for the GPU", e))?;
+            }
         }
         let hint = Arc::make_mut(&mut self.hint);
         for k in 0..d {

@@ -198,10 +198,31 @@ impl Encode for LweQuery {
 
 impl Decode for LweQuery {
     fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
-        r.envelope(TAG_QUERY, "lwe query")?;
-        let table_id = r.array::<32>("table id")?;
-        let values = read_u32s(r, "lwe query", MAX_COLS as usize)?;
+        let (table_id, bytes) = read_query_raw(r)?;
+        let values = bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
         Ok(LweQuery { table_id, values })
+    }
+}
+
+/// Reads an [`LweQuery`] without converting its values: its table id and the
+/// big-endian bytes of its values. It accepts exactly what [`LweQuery::decode`]
+/// accepts (which is built on it).
+pub fn read_query_raw<'a>(r: &mut Reader<'a>) -> tacit_wire::Result<([u8; 32], &'a [u8])> {
+    r.envelope(TAG_QUERY, "lwe query")?;
+    let table_id = r.array::<32>("table id")?;
+    let n = r.count("lwe query", MAX_COLS as usize, 4)?;
+    let bytes = r.fixed("lwe query", 4 * n)?;
+    Ok((table_id, bytes))
+}
+
+/// `dst[i] = u32::from_be_bytes(src[4i..4i+4])` for `i < dst.len()` (`src` holds at
+/// least `4·dst.len()` bytes); one pass, the swaps vectorise.
+pub fn be_bytes_to_u32s(src: &[u8], dst: &mut [u32]) {
+    for (d, c) in dst.iter_mut().zip(src.chunks_exact(4)) {
+        *d = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
     }
 }
 

@@ -42,7 +42,10 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use zeroize::{Zeroize, Zeroizing};
 
-pub use messages::{LweAnswer, LweHint, LweHintUpdate, LweQuery, TAG_ANSWER, TAG_HINT, TAG_HINT_UPDATE, TAG_QUERY};
+pub use messages::{
+    LweAnswer, LweHint, LweHintUpdate, LweQuery, TAG_ANSWER, TAG_HINT, TAG_HINT_UPDATE, TAG_QUERY, be_bytes_to_u32s,
+    read_query_raw,
+};
 
 use crate::backend::{Decoded, PirClient, PirServer, Selection, Sizes, SymbolLayout, Table, TableShape};
 use crate::{Error, Result};

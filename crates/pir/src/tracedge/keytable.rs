@@ -422,6 +422,20 @@ fn root_hash(rows: u64, top: &[u8; 32]) -> [u8; 32] {
 }
 
 impl Directory {
+    /// A directory of `rows` rows that all hold `key` (memory is reserved first: a
+    /// size that does not fit is an error, not an abort).
+    pub fn filled(rows: u64, key: [u8; 32]) -> Result<Self> {
+        let n = usize::try_from(rows).map_err(|_| Error::InvalidParams("too many rows".into()))?;
+        let mut keys: Vec<[u8; 32]> = Vec::new();
+        keys.try_reserve_exact(n).map_err(|_| {
+            Error::InvalidParams(format!(
+                "a directory of {rows} rows does not fit in this process's memory"
+            ))
+        })?;
+        keys.resize(n, key);
+        Self::build(keys)
+    }
+
     /// The tree over `keys` (row `i` → `keys[i]`).
     pub fn build(keys: Vec<[u8; 32]>) -> Result<Self> {
         if keys.is_empty() {

@@ -56,9 +56,13 @@ pub const MAX_SEGMENT_ENTRIES: usize = 256;
 /// The most bytes of changes one [`LogSegment`] carries (a single entry may exceed
 /// it: a segment always carries at least one entry).
 pub const SEGMENT_CHANGE_BYTES: usize = 4 << 20;
-/// Clients ask for the log from a multiple of this (so that the server learns where
-/// a client's copy ends only to within this many entries).
-pub const SYNC_ALIGN: u64 = 64;
+/// Clients ask for the log from the first entry of the period (by the entries' signed
+/// times) in which their copy ends: the server learns in which hour a client's copy
+/// ended, whatever the rate at which it appends entries.
+pub const SYNC_PERIOD_MS: u64 = 3_600_000;
+/// The most rows of a TracEdge table (2²⁶: a client's copy of the directory is then
+/// at most 2 GiB; the paper's tables have 10⁷).
+pub const MAX_TABLE_ROWS: u64 = 1 << 26;
 
 /// A directory change: row `row` now holds public key `key` (the server's own key
 /// for an emptied row).
@@ -145,7 +149,7 @@ impl LogEntry {
         let time_ms = r.u64()?;
         let prev = r.array("previous entry hash")?;
         let rows = r.u64()?;
-        if rows == 0 || rows > crate::MAX_ROWS {
+        if rows == 0 || rows > MAX_TABLE_ROWS {
             return Err(tacit_wire::Error::invalid("table log entry", "row count out of range"));
         }
         let empty_key = r.array("empty-row key")?;
@@ -374,11 +378,21 @@ impl EnrolmentReceipt {
     }
 
     pub(crate) fn read(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
+        let server_key = r.array("server key")?;
+        let row = r.u64()?;
+        let subscriber_key = r.array("subscriber key")?;
+        let rows = r.u64()?;
+        if rows == 0 || rows > MAX_TABLE_ROWS || row >= rows {
+            return Err(tacit_wire::Error::invalid(
+                "enrolment receipt",
+                "row count out of range",
+            ));
+        }
         Ok(EnrolmentReceipt {
-            server_key: r.array("server key")?,
-            row: r.u64()?,
-            subscriber_key: r.array("subscriber key")?,
-            rows: r.u64()?,
+            server_key,
+            row,
+            subscriber_key,
+            rows,
             empty_key: r.array("empty-row key")?,
             seq: r.u64()?,
             time_ms: r.u64()?,
@@ -480,7 +494,10 @@ impl TableLog {
     /// encrypt to `empty_key` (no subscriber, no table).
     pub fn genesis(signing: &SigningKey, rows: u64, empty_key: [u8; 32], time_ms: u64) -> Result<Self> {
         crate::TableShape::new(rows, super::keytable::ROW_BYTES)?;
-        let dir = Directory::build(vec![empty_key; rows as usize])?;
+        if rows > MAX_TABLE_ROWS {
+            return Err(Error::InvalidParams(format!("at most {MAX_TABLE_ROWS} rows")));
+        }
+        let dir = Directory::filled(rows, empty_key)?;
         let mut entry = LogEntry {
             seq: 0,
             time_ms,
@@ -512,9 +529,12 @@ impl TableLog {
         let mut from = 0;
         while from < records.len() {
             let to = (from + MAX_SEGMENT_ENTRIES).min(records.len());
-            view.apply(&LogSegment {
-                records: records[from..to].to_vec(),
-            })
+            view.apply(
+                &LogSegment {
+                    records: records[from..to].to_vec(),
+                },
+                u64::MAX,
+            )
             .map_err(|e| match e {
                 ViewError::Invalid(e) => e,
                 ViewError::Caught(p) => Error::InvalidParams(format!("the stored table log is inconsistent: {p:?}")),
@@ -610,6 +630,18 @@ impl TableLog {
         Ok(out)
     }
 
+    /// Takes back the records after the first `keep` (a change that could not be
+    /// stored), undoing their directory changes with `undo` (the previous keys of the
+    /// rows they changed, newest change first).
+    pub(crate) fn rollback(&mut self, keep: usize, undo: &[Change]) -> Result<()> {
+        if keep == 0 || keep > self.records.len() {
+            return Err(Error::InvalidParams("a rollback past the genesis entry".into()));
+        }
+        self.records.truncate(keep);
+        self.dir.set_many(undo)?;
+        Ok(())
+    }
+
     /// The records `from..=to` (clamped to the log), at most [`MAX_SEGMENT_ENTRIES`]
     /// and about [`SEGMENT_CHANGE_BYTES`] of changes (always at least one record when
     /// `from` is in the log).
@@ -641,8 +673,8 @@ pub struct OwnRow {
     pub key: [u8; 32],
     /// The receipt that registered it.
     pub receipt: EnrolmentReceipt,
-    /// The log entry that set the row to another key after the receipt (a removal),
-    /// if any.
+    /// The first log entry after which the row no longer holds the client's key
+    /// (a removal), while it does not hold it again.
     pub removed_at: Option<u64>,
 }
 
@@ -678,7 +710,7 @@ pub enum ViewError {
     /// proof.
     Caught(Box<super::MisbehaviourProof>),
     /// The segment is unusable (a bad signature, a gap, changes that are not the
-    /// signed ones): not provable, the session stops.
+    /// signed ones, an entry from the future): not provable, the session stops.
     Invalid(Error),
 }
 
@@ -688,10 +720,38 @@ impl From<Error> for ViewError {
     }
 }
 
+/// What is wrong with an entry's changes on their own, if anything: a row twice, a
+/// row outside the table, a key that is not a point. The changes are bound to the
+/// entry by its signed hash, so this is provable ([`super::ProofKind::BadChanges`]).
+pub(crate) fn changes_defect(rows: u64, changes: &[Change]) -> Option<String> {
+    use rayon::prelude::*;
+    if let Some(&(r, _)) = changes.iter().find(|(r, _)| *r >= rows) {
+        return Some(format!("it changes row {r}, outside the table of {rows} rows"));
+    }
+    let mut seen: Vec<u64> = changes.iter().map(|c| c.0).collect();
+    seen.sort_unstable();
+    if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+        return Some(format!("it changes row {} twice", w[0]));
+    }
+    changes
+        .par_iter()
+        .find_any(|(_, k)| decode_public(k).is_err())
+        .map(|(r, _)| format!("it gives row {r} a key that is not a valid public key"))
+}
+
 impl ClientView {
     /// The view of a subscriber from its receipt (which names the server, `n` and
-    /// the empty-row key), empty, to be filled from the genesis entry on.
-    pub fn for_receipt(receipt: EnrolmentReceipt) -> Result<Self> {
+    /// the empty-row key), empty, to be filled from the genesis entry on. A receipt
+    /// signed more than the skew after `now_ms` is refused: every later `Commit`
+    /// would name an "older" head than it and stop the subscriber's sessions, and
+    /// only this subscriber would stop — a tag (review H1).
+    pub fn for_receipt(receipt: EnrolmentReceipt, now_ms: u64) -> Result<Self> {
+        if receipt.time_ms > now_ms.saturating_add(super::protocol::MAX_SKEW_MS) {
+            return Err(Error::Refused(format!(
+                "the receipt is signed {} s after this computer's clock; refused",
+                (receipt.time_ms - now_ms) / 1000
+            )));
+        }
         let server = VerifyingKey::from_bytes(&receipt.server_key)
             .map_err(|_| Error::InvalidKey("the receipt's server key is not an Ed25519 key".into()))?;
         let mut v = ClientView::new(server, receipt.rows, receipt.empty_key)?;
@@ -703,13 +763,18 @@ impl ClientView {
     /// `empty_key`), to be filled from the genesis entry on.
     pub fn new(server: VerifyingKey, rows: u64, empty_key: [u8; 32]) -> Result<Self> {
         crate::TableShape::new(rows, super::keytable::ROW_BYTES)?;
+        if rows > MAX_TABLE_ROWS {
+            return Err(Error::InvalidParams(format!(
+                "tables of {rows} rows; TracEdge allows at most {MAX_TABLE_ROWS}"
+            )));
+        }
         decode_public(&empty_key)?;
         Ok(ClientView {
             server,
             rows,
             empty_key,
             entries: Arc::new(Vec::new()),
-            dir: Arc::new(Directory::build(vec![empty_key; rows as usize])?),
+            dir: Arc::new(Directory::filled(rows, empty_key)?),
             own: None,
         })
     }
@@ -720,7 +785,7 @@ impl ClientView {
         receipt.verify(&self.server)?;
         if receipt.rows != self.rows || receipt.empty_key != self.empty_key {
             return Err(Error::Refused(format!(
-                "the receipt is for tables of {} rows; the log's have {}",
+                "the receipt is for tables of {} rows; the view's have {}",
                 receipt.rows, self.rows
             )));
         }
@@ -778,25 +843,50 @@ impl ClientView {
         self.entries.get(seq as usize)
     }
 
+    /// The first log position of the run of entries that ends at `seq` and lists
+    /// `table_id` as their current table (`None` when entry `seq` does not). A hint
+    /// cached under (table id, this position) is not reused when the same table id
+    /// comes back as current after another table: the server could otherwise show a
+    /// table id to chosen sessions, make it current again later and tell those
+    /// sessions by their missing hint download (review 2, F2).
+    pub fn current_since(&self, seq: u64, table_id: &[u8; 32]) -> Option<u64> {
+        let is_current = |e: &LogEntry| e.tables.iter().any(|t| t.expires_ms == 0 && &t.table_id == table_id);
+        if !is_current(self.entry(seq)?) {
+            return None;
+        }
+        let mut first = seq;
+        while first > 0 && self.entry(first - 1).is_some_and(is_current) {
+            first -= 1;
+        }
+        Some(first)
+    }
+
     /// The directory after the newest entry.
     pub fn directory(&self) -> &Directory {
         &self.dir
     }
 
-    /// Where to ask for the log from: the entry after the newest held, rounded down
-    /// to a multiple of [`SYNC_ALIGN`] (the overlap is checked against what is held).
+    /// Where to ask for the log from: the first held entry of the period
+    /// ([`SYNC_PERIOD_MS`], by the entries' signed times) in which the newest held
+    /// entry falls. The overlap is checked against what is held; what the request
+    /// tells the server is the hour in which the client's copy ends, however many
+    /// entries the server appends.
     pub fn sync_from(&self) -> u64 {
-        match self.head_seq() {
-            None => 0,
-            Some(s) => ((s + 1) / SYNC_ALIGN) * SYNC_ALIGN,
-        }
+        let Some(head) = self.head() else { return 0 };
+        let start = head.time_ms - head.time_ms % SYNC_PERIOD_MS;
+        let i = self.entries.partition_point(|e| e.time_ms < start);
+        i as u64
     }
 
-    /// Takes a segment of the log. Entries already held must be identical (else:
-    /// equivocation); the next one must be signed, extend the newest by its hash,
-    /// keep `n` and the empty-row key, carry the changes it signs, lead to the
-    /// directory root it signs, and list tables over that directory.
-    pub fn apply(&mut self, seg: &LogSegment) -> core::result::Result<(), ViewError> {
+    /// Takes a segment of the log at the client's time `now_ms`. Entries already held
+    /// must be identical (else: equivocation); the next one must be signed, extend
+    /// the newest by its hash, keep `n` and the empty-row key, not be signed later
+    /// than `now_ms` plus the allowed skew nor before its predecessor, carry the
+    /// changes it signs (each row once, in the table, a valid key), lead to the
+    /// directory root it signs, and list tables over that root with exactly one
+    /// current table.
+    pub fn apply(&mut self, seg: &LogSegment, now_ms: u64) -> core::result::Result<(), ViewError> {
+        let horizon = now_ms.saturating_add(super::protocol::MAX_SKEW_MS);
         for rec in &seg.records {
             let e = &rec.entry;
             e.verify(&self.server)?;
@@ -819,16 +909,50 @@ impl ClientView {
                     e.seq
                 ))));
             }
-            if let Some(prev) = self.entries.last()
-                && e.prev != prev.hash()
-            {
-                return Err(caught(
-                    &self.server,
-                    super::ProofKind::Equivocation {
-                        a: prev.clone(),
-                        b: e.clone(),
-                    },
-                ));
+            if e.time_ms > horizon {
+                return Err(ViewError::Invalid(Error::Refused(format!(
+                    "log entry {} is signed {} s in the future of this client's clock",
+                    e.seq,
+                    (e.time_ms - now_ms) / 1000
+                ))));
+            }
+            match self.entries.last() {
+                Some(prev) => {
+                    if e.prev != prev.hash() {
+                        return Err(caught(
+                            &self.server,
+                            super::ProofKind::Equivocation {
+                                a: prev.clone(),
+                                b: e.clone(),
+                            },
+                        ));
+                    }
+                    if e.time_ms < prev.time_ms {
+                        return Err(ViewError::Invalid(Error::Refused(format!(
+                            "log entry {} is signed before entry {}",
+                            e.seq, prev.seq
+                        ))));
+                    }
+                }
+                None => {
+                    if e.rows != self.rows || e.empty_key != self.empty_key {
+                        // The genesis fixes n and the empty-row key; a receipt that
+                        // names others is the server's contradiction.
+                        return Err(match &self.own {
+                            Some(o) => caught(
+                                &self.server,
+                                super::ProofKind::Receipt {
+                                    receipt: o.receipt.clone(),
+                                    entry: e.clone(),
+                                    changes: rec.changes.clone(),
+                                },
+                            ),
+                            None => ViewError::Invalid(Error::Refused(
+                                "the log is for another table size than this view's".into(),
+                            )),
+                        });
+                    }
+                }
             }
             if entry_defect(e, self.rows, &self.empty_key).is_some() {
                 let genesis = self.entries.first().unwrap_or(e).clone();
@@ -841,13 +965,14 @@ impl ClientView {
                 ));
             }
             rec.check_changes()?;
-            // Keys are decoded where they are used (a row's own check, an audit): a
-            // first sync of a large log does not decompress every key.
-            if let Some(&(r, _)) = rec.changes.iter().find(|(r, _)| *r >= self.rows) {
-                return Err(ViewError::Invalid(Error::Refused(format!(
-                    "log entry {} changes row {r}, outside the table",
-                    e.seq
-                ))));
+            if changes_defect(self.rows, &rec.changes).is_some() {
+                return Err(caught(
+                    &self.server,
+                    super::ProofKind::BadChanges {
+                        entry: e.clone(),
+                        changes: rec.changes.clone(),
+                    },
+                ));
             }
             let before: Vec<Change> = rec
                 .changes
@@ -864,21 +989,21 @@ impl ClientView {
                 return Err(caught(&self.server, proof));
             }
             if let Some(own) = &mut self.own {
-                if e.seq == own.receipt.seq && !rec.changes.iter().any(|&(r, k)| r == own.row && k == own.key) {
-                    return Err(caught(
-                        &self.server,
-                        super::ProofKind::Receipt {
-                            receipt: own.receipt.clone(),
-                            entry: e.clone(),
-                            changes: rec.changes.clone(),
-                        },
-                    ));
-                }
-                if e.seq > own.receipt.seq
-                    && own.removed_at.is_none()
-                    && rec.changes.iter().any(|&(r, k)| r == own.row && k != own.key)
+                let holds = dir.keys()[own.row as usize] == own.key;
+                if e.seq == own.receipt.seq && !rec.changes.iter().any(|&(r, k)| r == own.row && k == own.key) && !holds
                 {
-                    own.removed_at = Some(e.seq);
+                    let proof = super::ProofKind::Receipt {
+                        receipt: own.receipt.clone(),
+                        entry: e.clone(),
+                        changes: rec.changes.clone(),
+                    };
+                    // Leave the view as it was.
+                    let undo: Vec<Change> = before.iter().rev().copied().collect();
+                    dir.set_many(&undo)?;
+                    return Err(caught(&self.server, proof));
+                }
+                if e.seq > own.receipt.seq {
+                    own.removed_at = if holds { None } else { own.removed_at.or(Some(e.seq)) };
                 }
             }
             Arc::make_mut(&mut self.entries).push(e.clone());
@@ -904,12 +1029,19 @@ impl ClientView {
             self.set_own(receipt)?;
             return Ok(());
         }
+        if receipt.rows != self.rows || receipt.empty_key != self.empty_key {
+            return Err(ViewError::Invalid(Error::Refused(
+                "the receipt is for another table size than this view's".into(),
+            )));
+        }
         let mut own = OwnRow {
             row: receipt.row,
             key: receipt.subscriber_key,
             receipt: receipt.clone(),
             removed_at: None,
         };
+        // The row's key after each entry, from the records (last write wins).
+        let mut key_now: Option<[u8; 32]> = None;
         let mut seen = 0u64;
         for rec in records
             .iter()
@@ -922,7 +1054,10 @@ impl ClientView {
                 ))));
             }
             rec.check_changes()?;
-            if rec.entry.seq == receipt.seq && !rec.changes.iter().any(|&(r, k)| r == own.row && k == own.key) {
+            if let Some(&(_, k)) = rec.changes.iter().rev().find(|&&(r, _)| r == own.row) {
+                key_now = Some(k);
+            }
+            if rec.entry.seq == receipt.seq && key_now != Some(own.key) {
                 return Err(caught(
                     &self.server,
                     super::ProofKind::Receipt {
@@ -932,11 +1067,12 @@ impl ClientView {
                     },
                 ));
             }
-            if rec.entry.seq > receipt.seq
-                && own.removed_at.is_none()
-                && rec.changes.iter().any(|&(r, k)| r == own.row && k != own.key)
-            {
-                own.removed_at = Some(rec.entry.seq);
+            if rec.entry.seq > receipt.seq {
+                own.removed_at = if key_now == Some(own.key) {
+                    None
+                } else {
+                    own.removed_at.or(Some(rec.entry.seq))
+                };
             }
             seen += 1;
         }
@@ -952,21 +1088,7 @@ impl ClientView {
     /// Checks another subscriber's view against this one: every entry both hold must
     /// be the same. Returns a proof of equivocation on the first difference.
     pub fn compare(&self, other: &ClientView) -> Result<Option<Box<super::MisbehaviourProof>>> {
-        if self.server.to_bytes() != other.server.to_bytes() {
-            return Err(Error::Refused("the two views are of different servers".into()));
-        }
-        for (a, b) in self.entries.iter().zip(other.entries.iter()) {
-            if a != b {
-                return Ok(Some(Box::new(super::MisbehaviourProof {
-                    server_key: self.server.to_bytes(),
-                    kind: super::ProofKind::Equivocation {
-                        a: a.clone(),
-                        b: b.clone(),
-                    },
-                })));
-            }
-        }
-        Ok(None)
+        compare_entries(&self.server, &self.entries, &other.server, &other.entries)
     }
 
     /// The directory bucket holding `row`, with its path to the newest entry's root.
@@ -978,7 +1100,7 @@ impl ClientView {
     /// are not written).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
-        w.put_fixed(b"tacit-tracedge-view-v1\0");
+        w.put_fixed(VIEW_MAGIC);
         w.put_fixed(&self.server.to_bytes());
         w.put_u64(self.rows);
         w.put_fixed(&self.empty_key);
@@ -1010,69 +1132,32 @@ impl ClientView {
         w.into_bytes()
     }
 
-    /// Decodes a state file written by [`ClientView::to_bytes`] and checks that its
-    /// directory leads to the newest entry's root (signatures were checked when the
-    /// entries were taken; they are checked again here).
+    /// Decodes a state file written by [`ClientView::to_bytes`]: the entries must
+    /// form a hash chain whose newest entry the server signed (entries were each
+    /// checked when they were taken; the chain binds them to the newest), and the
+    /// directory must lead to the newest entry's root. Nothing is allocated for the
+    /// directory beyond what the file's size allows.
     pub fn from_bytes(b: &[u8]) -> Result<Self> {
-        let mut r = Reader::new(b);
-        let magic: [u8; 23] = r.array("view magic")?;
-        if &magic != b"tacit-tracedge-view-v1\0" {
-            return Err(Error::InvalidParams("not a TracEdge view file".into()));
-        }
-        let server = VerifyingKey::from_bytes(&r.array::<32>("server key")?)
-            .map_err(|_| Error::InvalidKey("the view's server key is not an Ed25519 key".into()))?;
-        let rows = r.u64()?;
-        let empty_key = r.array("empty-row key")?;
-        let mut view = ClientView::new(server, rows, empty_key)?;
-        let mut entries: Vec<LogEntry> = Vec::new();
-        let own = match r.u8()? {
-            0 => None,
-            1 => {
-                let receipt = EnrolmentReceipt::read(&mut r)?;
-                let removed = r.u64()?;
-                receipt.verify(&view.server)?;
-                Some(OwnRow {
-                    row: receipt.row,
-                    key: receipt.subscriber_key,
-                    receipt,
-                    removed_at: (removed != u64::MAX).then_some(removed),
-                })
-            }
-            _ => return Err(Error::InvalidParams("a damaged view file".into())),
-        };
+        let (mut view, mut r, own) = read_view_header(b)?;
+        let entries = read_chain(&mut r, &view.server)?;
         view.own = own;
-        let n = r.u64()?;
-        if n > (r.remaining() / 200) as u64 + 1 {
-            return Err(Error::InvalidParams("a damaged view file".into()));
-        }
-        for i in 0..n {
-            let e = LogEntry::read(&mut r)?;
-            if e.seq != i {
-                return Err(Error::InvalidParams("a damaged view file".into()));
-            }
-            e.verify(&view.server)?;
-            if let Some(p) = entries.last()
-                && e.prev != p.hash()
-            {
-                return Err(Error::InvalidParams("a damaged view file (broken chain)".into()));
-            }
-            entries.push(e);
-        }
         view.entries = Arc::new(entries);
         let k = r.u64()?;
-        if k > rows {
+        if k > view.rows || k > (r.remaining() / 40) as u64 {
             return Err(Error::InvalidParams("a damaged view file".into()));
         }
-        let mut keys = vec![empty_key; rows as usize];
+        let mut set = Vec::with_capacity(k as usize);
         for _ in 0..k {
             let i = r.u64()?;
             let key: [u8; 32] = r.array("key")?;
-            *keys
-                .get_mut(i as usize)
-                .ok_or_else(|| Error::InvalidParams("a damaged view file".into()))? = key;
+            if i >= view.rows {
+                return Err(Error::InvalidParams("a damaged view file".into()));
+            }
+            set.push((i, key));
         }
         r.finish()?;
-        view.dir = Arc::new(Directory::build(keys)?);
+        let dir = Arc::make_mut(&mut view.dir);
+        dir.set_many(&set)?;
         if let Some(h) = view.head()
             && h.dir_root != view.dir.root()
         {
@@ -1082,6 +1167,119 @@ impl ClientView {
         }
         Ok(view)
     }
+
+    /// The server key and the entries of a view file, without its directory (to
+    /// compare two subscribers' views: no memory beyond the file's entries).
+    pub fn entries_from_bytes(b: &[u8]) -> Result<(VerifyingKey, Vec<LogEntry>)> {
+        let mut r = Reader::new(b);
+        let (server, _, _) = read_view_fields(&mut r)?;
+        // The subscriber's own row (skipped: only the entries are compared).
+        match r.u8()? {
+            0 => {}
+            1 => {
+                EnrolmentReceipt::read(&mut r)?;
+                r.u64()?;
+            }
+            _ => return Err(Error::InvalidParams("a damaged view file".into())),
+        }
+        let entries = read_chain(&mut r, &server)?;
+        Ok((server, entries))
+    }
+}
+
+const VIEW_MAGIC: &[u8; 23] = b"tacit-tracedge-view-v2\0";
+
+fn read_view_fields(r: &mut Reader<'_>) -> Result<(VerifyingKey, u64, [u8; 32])> {
+    let magic: [u8; 23] = r.array("view magic")?;
+    if &magic != VIEW_MAGIC {
+        return Err(Error::InvalidParams(
+            "not a TracEdge view file (or one of an older version)".into(),
+        ));
+    }
+    let server = VerifyingKey::from_bytes(&r.array::<32>("server key")?)
+        .map_err(|_| Error::InvalidKey("the view's server key is not an Ed25519 key".into()))?;
+    let rows = r.u64()?;
+    if rows == 0 || rows > MAX_TABLE_ROWS {
+        return Err(Error::InvalidParams("a damaged view file (row count)".into()));
+    }
+    let empty_key = r.array("empty-row key")?;
+    Ok((server, rows, empty_key))
+}
+
+fn read_view_header(b: &[u8]) -> Result<(ClientView, Reader<'_>, Option<OwnRow>)> {
+    let mut r = Reader::new(b);
+    let (server, rows, empty_key) = read_view_fields(&mut r)?;
+    let view = ClientView::new(server, rows, empty_key)?;
+    let own = match r.u8()? {
+        0 => None,
+        1 => {
+            let receipt = EnrolmentReceipt::read(&mut r)?;
+            let removed = r.u64()?;
+            receipt.verify(&view.server)?;
+            Some(OwnRow {
+                row: receipt.row,
+                key: receipt.subscriber_key,
+                receipt,
+                removed_at: (removed != u64::MAX).then_some(removed),
+            })
+        }
+        _ => return Err(Error::InvalidParams("a damaged view file".into())),
+    };
+    Ok((view, r, own))
+}
+
+/// Reads a chain of entries: positions 0.., each linked by hash to the one before,
+/// the newest signed by `server`.
+fn read_chain(r: &mut Reader<'_>, server: &VerifyingKey) -> Result<Vec<LogEntry>> {
+    let n = r.u64()?;
+    if n > (r.remaining() / 200) as u64 + 1 {
+        return Err(Error::InvalidParams("a damaged view file".into()));
+    }
+    let mut entries: Vec<LogEntry> = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let e = LogEntry::read(r)?;
+        if e.seq != i {
+            return Err(Error::InvalidParams("a damaged view file".into()));
+        }
+        if let Some(p) = entries.last()
+            && e.prev != p.hash()
+        {
+            return Err(Error::InvalidParams("a damaged view file (broken chain)".into()));
+        }
+        entries.push(e);
+    }
+    if let Some(h) = entries.last() {
+        h.verify(server)?;
+    }
+    Ok(entries)
+}
+
+/// Every entry two views both hold must be the same; the first difference is a
+/// proof of equivocation.
+pub fn compare_entries(
+    a_server: &VerifyingKey,
+    a: &[LogEntry],
+    b_server: &VerifyingKey,
+    b: &[LogEntry],
+) -> Result<Option<Box<super::MisbehaviourProof>>> {
+    if a_server.to_bytes() != b_server.to_bytes() {
+        return Err(Error::Refused("the two views are of different servers".into()));
+    }
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            let p = Box::new(super::MisbehaviourProof {
+                server_key: a_server.to_bytes(),
+                kind: super::ProofKind::Equivocation {
+                    a: x.clone(),
+                    b: y.clone(),
+                },
+            });
+            // Entries in a file were bound by the chain, not checked one by one:
+            // only a proof whose signatures verify is one.
+            return Ok(p.verify().is_ok().then_some(p));
+        }
+    }
+    Ok(None)
 }
 
 fn caught(server: &VerifyingKey, kind: super::ProofKind) -> ViewError {
@@ -1098,6 +1296,9 @@ pub(crate) fn entry_defect(e: &LogEntry, rows: u64, empty_key: &[u8; 32]) -> Opt
     }
     if &e.empty_key != empty_key {
         return Some("it changes the server's empty-row key".into());
+    }
+    if !e.tables.is_empty() && e.tables.iter().filter(|t| t.expires_ms == 0).count() != 1 {
+        return Some("it does not list exactly one current table".into());
     }
     let mut epochs = BTreeMap::new();
     for t in &e.tables {
@@ -1218,15 +1419,17 @@ mod tests {
         let k1 = key(&mut rng);
         log.append(&sk, &[(5, k1)], vec![], 2).unwrap();
         let mut view = ClientView::new(sk.verifying_key(), 300, empty).unwrap();
-        view.apply(&log.segment(&LogRequest { from: 0, to: 10 })).unwrap();
+        view.apply(&log.segment(&LogRequest { from: 0, to: 10 }), u64::MAX / 2)
+            .unwrap();
         assert_eq!(view.head_seq(), Some(1));
         assert_eq!(view.directory().key(5).unwrap(), k1);
         // A fork at entry 2: the view takes one branch, the other is equivocation.
         let mut other = log.clone();
         log.append(&sk, &[(6, key(&mut rng))], vec![], 3).unwrap();
         other.append(&sk, &[(7, key(&mut rng))], vec![], 3).unwrap();
-        view.apply(&log.segment(&LogRequest { from: 0, to: 10 })).unwrap();
-        match view.apply(&other.segment(&LogRequest { from: 2, to: 10 })) {
+        view.apply(&log.segment(&LogRequest { from: 0, to: 10 }), u64::MAX / 2)
+            .unwrap();
+        match view.apply(&other.segment(&LogRequest { from: 2, to: 10 }), u64::MAX / 2) {
             Err(ViewError::Caught(p)) => {
                 p.verify().unwrap();
             }
@@ -1234,7 +1437,9 @@ mod tests {
         }
         // Two views compare.
         let mut view2 = ClientView::new(sk.verifying_key(), 300, empty).unwrap();
-        view2.apply(&other.segment(&LogRequest { from: 0, to: 10 })).unwrap();
+        view2
+            .apply(&other.segment(&LogRequest { from: 0, to: 10 }), u64::MAX / 2)
+            .unwrap();
         view.compare(&view2).unwrap().unwrap().verify().unwrap();
         // A state file round trip.
         let back = ClientView::from_bytes(&view.to_bytes()).unwrap();
@@ -1258,8 +1463,9 @@ mod tests {
         bad.entry.dir_root = hidden.root();
         bad.entry.sig = sk.sign(&bad.entry.signed_bytes());
         let mut view = ClientView::new(sk.verifying_key(), 200, empty).unwrap();
-        view.apply(&log.segment(&LogRequest { from: 0, to: 0 })).unwrap();
-        match view.apply(&LogSegment { records: vec![bad] }) {
+        view.apply(&log.segment(&LogRequest { from: 0, to: 0 }), u64::MAX / 2)
+            .unwrap();
+        match view.apply(&LogSegment { records: vec![bad] }, u64::MAX / 2) {
             Err(ViewError::Caught(p)) => {
                 let f = p.verify().unwrap();
                 assert!(f.what.contains("directory root"), "{}", f.what);

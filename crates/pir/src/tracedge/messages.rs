@@ -257,9 +257,10 @@ impl TableHeader {
 /// `C → S: t_s` (with a nonce, the client's challenge for the mutual authentication).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hello {
-    /// The client's timestamp (unix ms), rounded down to the minute so that the
-    /// offset of the client's clock does not link its sessions (see
-    /// [`super::coarse_time`]).
+    /// Sent as 0 and ignored: the client sends no clock (its offset, even rounded
+    /// to the minute, linked its sessions). The server signs its own time in the
+    /// [`Commit`] and the client checks it against its clock. The field stays for
+    /// the wire format.
     pub t_s: u64,
     /// A fresh random nonce.
     pub nonce: [u8; 32],
@@ -466,15 +467,205 @@ impl Encode for Queries {
 }
 impl Decode for Queries {
     fn decode(r: &mut Reader<'_>) -> tacit_wire::Result<Self> {
-        r.envelope(TAG_QUERIES, "tracedge queries")?;
-        let epoch = r.u64()?;
-        let own = LweQuery::decode(r)?;
-        let n = r.count("audit queries", MAX_AUDIT_QUERIES, 39)?;
-        let audits = (0..n)
-            .map(|_| LweQuery::decode(r))
-            .collect::<tacit_wire::Result<Vec<_>>>()?;
-        Ok(Queries { epoch, own, audits })
+        let mut all = Vec::new();
+        let epoch = walk_queries(r, &mut |id, bytes| {
+            all.push(LweQuery {
+                table_id: id,
+                values: bytes
+                    .chunks_exact(4)
+                    .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            })
+        })?;
+        let mut it = all.into_iter();
+        let own = it
+            .next()
+            .ok_or_else(|| tacit_wire::Error::invalid("tracedge queries", "no own query"))?;
+        Ok(Queries {
+            epoch,
+            own,
+            audits: it.collect(),
+        })
     }
+}
+
+/// Reads the structure of a [`Queries`] message, handing each query's table id and
+/// the big-endian bytes of its values to `each` (own query first); returns the
+/// epoch. [`Queries::decode`] and [`QueriesFrame::parse`] are both built on it, so
+/// they accept exactly the same messages.
+fn walk_queries<'a>(r: &mut Reader<'a>, each: &mut dyn FnMut([u8; 32], &'a [u8])) -> tacit_wire::Result<u64> {
+    r.envelope(TAG_QUERIES, "tracedge queries")?;
+    let epoch = r.u64()?;
+    let (id, bytes) = crate::lwe::read_query_raw(r)?;
+    each(id, bytes);
+    let n = r.count("audit queries", MAX_AUDIT_QUERIES, 39)?;
+    for _ in 0..n {
+        let (id, bytes) = crate::lwe::read_query_raw(r)?;
+        each(id, bytes);
+    }
+    Ok(epoch)
+}
+
+/// A [`Queries`] message as it arrived, checked exactly as [`Queries::from_wire`]
+/// checks it but not decoded: the server hashes these bytes (they are the canonical
+/// encoding, so their hash is [`wire_hash`] of the decoded message) and copies each
+/// query's values from them straight into the memory it answers from.
+#[derive(Clone, PartialEq, Eq)]
+pub struct QueriesFrame {
+    bytes: Vec<u8>,
+    epoch: u64,
+    /// Per query, own first: table id, offset of the values, number of values.
+    queries: Vec<([u8; 32], usize, usize)>,
+}
+
+impl core::fmt::Debug for QueriesFrame {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QueriesFrame")
+            .field("epoch", &self.epoch)
+            .field("queries", &self.queries.len())
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
+}
+
+/// Bytes hashed and copied at a time by [`QueriesFrame::hash_and_write`] (they stay
+/// in the core's cache between the two).
+const FRAME_BLOCK: usize = 32 << 10;
+
+impl QueriesFrame {
+    /// Checks a received message; refuses whatever [`Queries::from_wire`] refuses.
+    pub fn parse(bytes: Vec<u8>) -> tacit_wire::Result<Self> {
+        let mut queries = Vec::new();
+        let base = bytes.as_ptr() as usize;
+        let mut r = Reader::new(&bytes);
+        let epoch = walk_queries(&mut r, &mut |id, v| {
+            queries.push((id, v.as_ptr() as usize - base, v.len() / 4))
+        })?;
+        r.finish()?;
+        Ok(QueriesFrame { bytes, epoch, queries })
+    }
+
+    /// The frame of an encoded message (what a client sends).
+    pub fn of(q: &Queries) -> Self {
+        // An encoding always parses back.
+        Self::parse(q.to_wire()).unwrap_or_else(|_| QueriesFrame {
+            bytes: Vec::new(),
+            epoch: q.epoch,
+            queries: Vec::new(),
+        })
+    }
+
+    /// The epoch the queries are for.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Queries in the message (own and audits).
+    pub fn len(&self) -> usize {
+        self.queries.len()
+    }
+
+    /// Whether there is none (never, for a parsed frame).
+    pub fn is_empty(&self) -> bool {
+        self.queries.is_empty()
+    }
+
+    /// The table id query `i` names.
+    pub fn table_id(&self, i: usize) -> &[u8; 32] {
+        &self.queries[i].0
+    }
+
+    /// How many values query `i` has.
+    pub fn values_len(&self, i: usize) -> usize {
+        self.queries[i].2
+    }
+
+    /// The message's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// BLAKE3 of the message (equal to [`wire_hash`] of the decoded [`Queries`]).
+    pub fn hash(&self) -> [u8; 32] {
+        blake3::hash(&self.bytes).into()
+    }
+
+    /// Writes query `i`'s values into `dst` (`dst.len()` values at most).
+    pub fn write_values(&self, i: usize, dst: &mut [u32]) {
+        let (_, off, n) = self.queries[i];
+        crate::lwe::be_bytes_to_u32s(&self.bytes[off..off + 4 * n], dst);
+    }
+
+    /// [`QueriesFrame::hash`] and [`QueriesFrame::write_values`] of every query in
+    /// one pass over the message: each block is hashed and then copied while it is
+    /// in the cache. Query `i` goes to row `i` of `rows`.
+    pub fn hash_and_write(&self, rows: &mut crate::stream::Staging<'_>) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        let mut pos = 0;
+        for (i, &(_, off, n)) in self.queries.iter().enumerate() {
+            h.update(&self.bytes[pos..off]);
+            let out = rows.row(i);
+            let mut v = 0;
+            while v < n {
+                let k = (FRAME_BLOCK / 4).min(n - v);
+                let block = &self.bytes[off + 4 * v..off + 4 * (v + k)];
+                h.update(block);
+                if v < out.len() {
+                    let e = (v + k).min(out.len());
+                    crate::lwe::be_bytes_to_u32s(block, &mut out[v..e]);
+                }
+                v += k;
+            }
+            pos = off + 4 * n;
+        }
+        h.update(&self.bytes[pos..]);
+        h.finalize().into()
+    }
+
+    /// The decoded message.
+    pub fn to_queries(&self) -> Queries {
+        // Parsed frames always decode.
+        Queries::from_wire(&self.bytes).unwrap_or_else(|_| Queries {
+            epoch: self.epoch,
+            own: LweQuery {
+                table_id: [0; 32],
+                values: Vec::new(),
+            },
+            audits: Vec::new(),
+        })
+    }
+}
+
+/// The encoding of `Response{epoch, answers (each with `table_id`), sig}` built
+/// straight from the answers' values, with the hash the signature covers
+/// ([`answers_hash`], taken of each answer while it is in the cache); `sign` gets
+/// that hash and returns the signature. The bytes equal [`Response::to_wire`].
+pub fn encode_response(
+    epoch: u64,
+    table_id: &TableId,
+    answers: &[&[u32]],
+    sign: impl FnOnce(&[u8; 32]) -> [u8; 64],
+) -> (Vec<u8>, [u8; 32]) {
+    let len = 3 + 8 + 4 + answers.iter().map(|a| 39 + 4 * a.len()).sum::<usize>() + 64;
+    let mut w = Writer::with_capacity(len);
+    w.put_envelope(TAG_RESPONSE);
+    w.put_u64(epoch);
+    let start = w.len();
+    w.put_count(answers.len());
+    let mut h = blake3::Hasher::new();
+    let mut hashed = start;
+    for a in answers {
+        w.put_envelope(crate::lwe::TAG_ANSWER);
+        w.put_fixed(table_id);
+        w.put_count(a.len());
+        w.put_u32s_be(a);
+        h.update(&w.as_bytes()[hashed..]);
+        hashed = w.len();
+    }
+    let ahash: [u8; 32] = h.finalize().into();
+    let sig = sign(&ahash);
+    w.put_fixed(&sig);
+    (w.into_bytes(), ahash)
 }
 
 impl Encode for Response {

@@ -38,11 +38,11 @@
 //! server.install(table, now).unwrap();
 //!
 //! let client = TracEdgeClient::new(server.verifying_key(), 42, alice, ClientConfig::default());
-//! let mut view = ClientView::for_receipt(receipt).unwrap(); // her copy of the log
-//! let (mut cs, hello) = client.start(now, &view, &mut rng);
+//! let mut view = ClientView::for_receipt(receipt, now).unwrap(); // her copy of the log
+//! let (mut cs, hello) = client.start(now, &mut rng);
 //! let (mut ss, commit) = server.hello(&hello, now, &mut rng).unwrap();
 //! while let CommitNeeds::Log(req) = client.commit_needs(&cs, &commit, &view).unwrap() {
-//!     view.apply(&server.log_segment(&req)).unwrap();
+//!     view.apply(&server.log_segment(&req), now).unwrap();
 //! }
 //! let queries = client.on_commit(&mut cs, commit, hint, &view, &mut rng).unwrap();
 //! let response = server.respond(&mut ss, &queries).unwrap();
@@ -57,6 +57,7 @@ pub mod log;
 mod messages;
 mod proof;
 mod protocol;
+mod respond;
 pub mod service;
 
 pub use commit::{CommitScheme, Commitment};
@@ -73,3 +74,4 @@ pub use protocol::{
     audit_selection, authenticate_in_process, build_lwe_table, build_lwe_table_on, coarse_time, expected_audit,
     key_matches, lwe_seed, max_audits, verify_commit, verify_response,
 };
+pub use respond::{Responded, Responder, ResponderStats};

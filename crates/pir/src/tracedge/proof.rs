@@ -298,8 +298,25 @@ pub enum ProofKind {
         /// For each change, its bucket with the path under the root before it.
         buckets: Vec<DirEntry>,
     },
-    /// A receipt whose log entry does not register the key at the row, or names
-    /// another table size.
+    /// A signed response with an answer of the wrong shape (another table id, or
+    /// another length than the signed table's), which no honest server signs and a
+    /// client cannot decode (review 2, F3).
+    MalformedAnswer {
+        /// The session.
+        session: Box<Transcript>,
+        /// Which answer.
+        index: u32,
+    },
+    /// A signed entry whose changes (bound by their signed hash) change a row twice,
+    /// a row outside the table, or give a row a key that is not a valid point.
+    BadChanges {
+        /// The entry.
+        entry: LogEntry,
+        /// Its changes.
+        changes: Vec<Change>,
+    },
+    /// A receipt whose log entry does not register the key at the row, or that names
+    /// another table size or empty-row key than the log's genesis entry.
     Receipt {
         /// The receipt.
         receipt: EnrolmentReceipt,
@@ -470,6 +487,20 @@ impl MisbehaviourProof {
                     ),
                 )
             }
+            ProofKind::MalformedAnswer { session, index } => {
+                let (header, lwe) = session.check(&vk)?;
+                let why = super::protocol::answer_shape_defect(&lwe, &header, &session.response.answers)
+                    .filter(|(i, _)| *i == *index as usize)
+                    .map(|(_, why)| why)
+                    .ok_or_else(|| bad("the answer has the signed table's shape"))?;
+                (
+                    header.epoch,
+                    format!(
+                        "the server signed a malformed answer on table epoch {}: {why}",
+                        header.epoch
+                    ),
+                )
+            }
             ProofKind::Equivocation { a, b } => {
                 a.verify(&vk)?;
                 b.verify(&vk)?;
@@ -527,6 +558,19 @@ impl MisbehaviourProof {
                     ),
                 )
             }
+            ProofKind::BadChanges { entry, changes } => {
+                entry.verify(&vk)?;
+                if changes.len() != entry.n_changes as usize || super::log::changes_hash(changes) != entry.changes_hash
+                {
+                    return Err(bad("the changes are not the ones the entry signs"));
+                }
+                let why = super::log::changes_defect(entry.rows, changes)
+                    .ok_or_else(|| bad("the entry's changes are well formed"))?;
+                (
+                    entry.seq,
+                    format!("the server signed table log entry {}, where {why}", entry.seq),
+                )
+            }
             ProofKind::Receipt {
                 receipt,
                 entry,
@@ -534,27 +578,37 @@ impl MisbehaviourProof {
             } => {
                 receipt.verify(&vk)?;
                 entry.verify(&vk)?;
-                if entry.seq != receipt.seq {
-                    return Err(bad("the entry is not the one the receipt names"));
-                }
                 if changes.len() != entry.n_changes as usize || super::log::changes_hash(changes) != entry.changes_hash
                 {
                     return Err(bad("the changes are not the ones the entry signs"));
                 }
-                if receipt.rows == entry.rows
-                    && changes
-                        .iter()
-                        .any(|&(r, k)| r == receipt.row && k == receipt.subscriber_key)
-                {
-                    return Err(bad("the entry registers the key as the receipt says"));
+                if entry.seq == 0 && (entry.rows != receipt.rows || entry.empty_key != receipt.empty_key) {
+                    (
+                        0,
+                        format!(
+                            "the server's enrolment receipt names tables of {} rows (or another empty-row key); its table log's genesis entry fixes {}",
+                            receipt.rows, entry.rows
+                        ),
+                    )
+                } else {
+                    if entry.seq != receipt.seq {
+                        return Err(bad("the entry is not the one the receipt names"));
+                    }
+                    if receipt.rows == entry.rows
+                        && changes
+                            .iter()
+                            .any(|&(r, k)| r == receipt.row && k == receipt.subscriber_key)
+                    {
+                        return Err(bad("the entry registers the key as the receipt says"));
+                    }
+                    (
+                        entry.seq,
+                        format!(
+                            "the server's enrolment receipt puts a key at row {} in table log entry {}, which does not register it",
+                            receipt.row, entry.seq
+                        ),
+                    )
                 }
-                (
-                    entry.seq,
-                    format!(
-                        "the server's enrolment receipt puts a key at row {} in table log entry {}, which does not register it",
-                        receipt.row, entry.seq
-                    ),
-                )
             }
             ProofKind::CommitNotInLog { hello, commit, entry } => {
                 verify_commit(&vk, hello, commit)?;
@@ -570,13 +624,13 @@ impl MisbehaviourProof {
                             entry.seq
                         ),
                     )
-                } else if entry.tables.contains(&commit.header) {
-                    return Err(bad("the entry lists the commit's table"));
+                } else if entry.tables.iter().find(|t| t.expires_ms == 0) == Some(&commit.header) {
+                    return Err(bad("the commit's table is the entry's current table"));
                 } else {
                     (
                         commit.header.epoch,
                         format!(
-                            "the server ran a session on a table (epoch {}) that its signed log entry {} does not list",
+                            "the server ran a session on a table (epoch {}) that is not the current table of its signed log entry {}",
                             commit.header.epoch, entry.seq
                         ),
                     )
@@ -742,6 +796,16 @@ impl Encode for MisbehaviourProof {
                 entry.put(w);
                 put_changes(w, changes);
             }
+            ProofKind::MalformedAnswer { session, index } => {
+                w.put_u8(10);
+                session.put(w);
+                w.put_u32(*index);
+            }
+            ProofKind::BadChanges { entry, changes } => {
+                w.put_u8(9);
+                entry.put(w);
+                put_changes(w, changes);
+            }
             ProofKind::CommitNotInLog { hello, commit, entry } => {
                 w.put_u8(7);
                 hello.encode(w);
@@ -832,6 +896,14 @@ impl Decode for MisbehaviourProof {
                     2 => Evidence::Receipt(EnrolmentReceipt::read(r)?),
                     _ => return Err(tacit_wire::Error::invalid("proof", "unknown evidence")),
                 },
+            },
+            9 => ProofKind::BadChanges {
+                entry: LogEntry::read(r)?,
+                changes: read_changes(r)?,
+            },
+            10 => ProofKind::MalformedAnswer {
+                session: Box::new(Transcript::read(r)?),
+                index: r.u32()?,
             },
             _ => return Err(tacit_wire::Error::invalid("proof", "unknown kind")),
         };

@@ -1,7 +1,7 @@
 //! The sans-I/O server and client of Algorithm 1.
 //!
 //! ```text
-//! C → S  Hello{t_s (to the minute), nonce}
+//! C → S  Hello{nonce}  (t_s sent as 0: the client sends no clock)
 //! C ← S  Commit{header(epoch, Γ, c, R, dir_root, table_id), t_s, nonce_S,
 //!               log head (seq, hash), Sig}
 //! C → S  LogRequest{from, to}     C ← S  LogSegment     (until the client's copy of
@@ -40,6 +40,8 @@ use super::keytable::{self, BUCKET_ROWS, DirEntry, Directory, Flagged, Subscribe
 use super::log::{Change, ClientView, EnrolmentReceipt, LogRecord, LogRequest, LogSegment, TableLog};
 use super::messages::*;
 use super::proof::{Evidence, MisbehaviourProof, ProofKind, QueryOpening, ROLLBACK_MARGIN_MS, Transcript};
+use super::respond::Responder;
+use crate::stream::PipelinedLwe;
 use rayon::prelude::*;
 
 use crate::lwe::{LweClient, LweHint, LweParams, LweQuery, LweServer};
@@ -274,9 +276,12 @@ pub struct ServerConfig {
     pub skew_ms: u64,
     /// How long keys of a deprecated table stay valid (§3.5).
     pub grace_ms: u64,
-    /// The most `(t_s, nonce)` pairs remembered against replay; beyond it the server
-    /// refuses new sessions as busy until old pairs leave the skew window.
+    /// The most client nonces remembered against replay; beyond it the server
+    /// refuses new sessions as busy until old ones leave the skew window.
     pub max_replay_entries: usize,
+    /// The most audit queries one session may send (the client sends one weighted
+    /// query; each more is another full PIR pass of work for the server).
+    pub max_audit_queries: usize,
 }
 
 impl Default for ServerConfig {
@@ -285,6 +290,7 @@ impl Default for ServerConfig {
             skew_ms: 120_000,
             grace_ms: 3_600_000,
             max_replay_entries: 1 << 20,
+            max_audit_queries: 1,
         }
     }
 }
@@ -336,7 +342,8 @@ pub struct TracEdgeServer<S> {
     dh_public: RistrettoPoint,
     tables: BTreeMap<u64, LiveTable<S>>,
     current: Option<u64>,
-    seen: HashSet<(u64, [u8; 32])>,
+    /// Client nonces seen, and when (the server's clock), oldest first.
+    seen: HashSet<[u8; 32]>,
     seen_order: VecDeque<(u64, [u8; 32])>,
     config: ServerConfig,
     log: TableLog,
@@ -359,6 +366,10 @@ impl<S> core::fmt::Debug for TracEdgeServer<S> {
     }
 }
 
+/// Stores new log records before a change of the server becomes final (returns why
+/// it could not).
+pub type Persist<'a> = &'a mut dyn FnMut(&[LogRecord]) -> core::result::Result<(), String>;
+
 /// A registration the server applied: its log records and the receipts of the keys
 /// it registered.
 #[derive(Debug, Clone)]
@@ -369,7 +380,7 @@ pub struct Applied {
     pub receipts: Vec<EnrolmentReceipt>,
 }
 
-impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource> TracEdgeServer<S> {
+impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource + PipelinedLwe> TracEdgeServer<S> {
     /// A server with tables of `rows` rows, no subscriber and no table yet: its log
     /// starts with the genesis entry.
     pub fn new(signing: SigningKey, dh_secret: Scalar, config: ServerConfig, rows: u64, now_ms: u64) -> Result<Self> {
@@ -442,7 +453,15 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
     /// the log and in every served table at once (§3.5), and returns the log records
     /// and one receipt per registered key.
     pub fn apply_changes(&mut self, changes: &[Change], now_ms: u64) -> Result<Applied> {
-        let records = self.apply_changes_unreceipted(changes, now_ms)?;
+        self.apply_changes_durable(changes, now_ms, &mut |_| Ok(()))
+    }
+
+    /// [`TracEdgeServer::apply_changes`], all or nothing: the new log records are
+    /// handed to `persist` (to be stored) before anything changes for good; if it
+    /// fails, the log, the directory and every table are put back as they were and
+    /// the error is [`Error::Storage`].
+    pub fn apply_changes_durable(&mut self, changes: &[Change], now_ms: u64, persist: Persist<'_>) -> Result<Applied> {
+        let records = self.apply_changes_durable_unreceipted(changes, now_ms, persist)?;
         let receipts = self.receipts_for(&records, now_ms);
         Ok(Applied { records, receipts })
     }
@@ -450,19 +469,55 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
     /// [`TracEdgeServer::apply_changes`] without receipts (a bulk load whose
     /// subscribers get theirs later, [`TracEdgeServer::receipts_for`]).
     pub fn apply_changes_unreceipted(&mut self, changes: &[Change], now_ms: u64) -> Result<Vec<LogRecord>> {
-        if let Some(&(r, _)) = changes.iter().find(|(r, _)| *r >= self.rows()) {
-            return Err(Error::RowOutOfRange {
-                row: r,
-                rows: self.rows(),
-            });
+        self.apply_changes_durable_unreceipted(changes, now_ms, &mut |_| Ok(()))
+    }
+
+    fn apply_changes_durable_unreceipted(
+        &mut self,
+        changes: &[Change],
+        now_ms: u64,
+        persist: Persist<'_>,
+    ) -> Result<Vec<LogRecord>> {
+        if let Some(why) = super::log::changes_defect(self.rows(), changes) {
+            return Err(Error::InvalidParams(format!("directory changes refused: {why}")));
         }
+        // The served tables are all over the log's directory: its keys undo them.
+        let undo: Vec<Change> = changes
+            .iter()
+            .rev()
+            .map(|&(r, _)| (r, self.log.directory().keys()[r as usize]))
+            .collect();
         let epochs: Vec<u64> = self.tables.keys().copied().collect();
-        for e in epochs {
-            if let Some(t) = self.tables.get_mut(&e) {
-                t.set_rows(changes)?;
+        let mut done: Vec<u64> = Vec::new();
+        let mut result = Ok(());
+        for e in &epochs {
+            if let Some(t) = self.tables.get_mut(e) {
+                match t.set_rows(changes) {
+                    Ok(()) => done.push(*e),
+                    Err(err) => {
+                        result = Err(err);
+                        break;
+                    }
+                }
             }
         }
-        self.log.append(&self.signing, changes, self.headers(), now_ms)
+        let kept = self.log.records().len();
+        let outcome = result
+            .and_then(|()| self.log.append(&self.signing, changes, self.headers(), now_ms))
+            .and_then(|records| persist(&records).map(|()| records).map_err(Error::Storage));
+        match outcome {
+            Ok(records) => Ok(records),
+            Err(err) => {
+                for e in done {
+                    if let Some(t) = self.tables.get_mut(&e) {
+                        // Undoing restores the exact previous content.
+                        let _ = t.set_rows(&undo);
+                    }
+                }
+                self.log.rollback(kept, &undo)?;
+                Err(err)
+            }
+        }
     }
 
     /// The receipts of the keys `records` register (not of emptied rows).
@@ -495,13 +550,32 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
 
     /// Makes `table` current (brought up to the log's directory first, if it was
     /// built from an older one); the previous current table is deprecated and its
-    /// keys expire `grace_ms` after `now_ms` (§3.5 rekeying). Returns the log record.
-    pub fn install(&mut self, mut table: LiveTable<S>, now_ms: u64) -> Result<Vec<LogRecord>> {
+    /// keys expire `grace_ms` after `now_ms` (§3.5 rekeying). When as many tables as
+    /// one log entry lists are already served, the deprecated ones that expire first
+    /// are retired early. Returns the log record.
+    pub fn install(&mut self, table: LiveTable<S>, now_ms: u64) -> Result<Vec<LogRecord>> {
+        self.install_durable(table, now_ms, &mut |_| Ok(()))
+    }
+
+    /// [`TracEdgeServer::install`], all or nothing (see
+    /// [`TracEdgeServer::apply_changes_durable`]).
+    pub fn install_durable(
+        &mut self,
+        mut table: LiveTable<S>,
+        now_ms: u64,
+        persist: Persist<'_>,
+    ) -> Result<Vec<LogRecord>> {
         if table.header.rows != self.rows() {
             return Err(Error::InvalidParams(format!(
                 "the table has {} rows; the log's tables have {}",
                 table.header.rows,
                 self.rows()
+            )));
+        }
+        if self.tables.contains_key(&table.header.epoch) {
+            return Err(Error::InvalidParams(format!(
+                "a table of epoch {} is already served",
+                table.header.epoch
             )));
         }
         if table.dir.root() != self.log.directory().root() {
@@ -512,7 +586,24 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
                 .collect();
             table.set_rows(&behind)?;
         }
-        if let Some(cur) = self.current
+        // Room for the new table in one entry: retire the deprecated tables that
+        // expire first.
+        let mut retired = Vec::new();
+        while self.tables.len() + 1 > super::log::MAX_TABLES_PER_ENTRY {
+            let oldest = self
+                .tables
+                .iter()
+                .filter(|(e, _)| Some(**e) != self.current)
+                .min_by_key(|(_, t)| t.header.expires_ms)
+                .map(|(e, _)| *e);
+            match oldest.and_then(|e| self.tables.remove(&e)) {
+                Some(t) => retired.push(t),
+                None => break,
+            }
+        }
+        let previous = self.current;
+        let previous_expiry = previous.and_then(|c| self.tables.get(&c)).map(|t| t.header.expires_ms);
+        if let Some(cur) = previous
             && let Some(t) = self.tables.get_mut(&cur)
         {
             t.header.expires_ms = now_ms.saturating_add(self.config.grace_ms);
@@ -520,27 +611,72 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
         let e = table.header.epoch;
         self.tables.insert(e, table);
         self.current = Some(e);
-        self.log.append(&self.signing, &[], self.headers(), now_ms)
+        let kept = self.log.records().len();
+        let outcome = self
+            .log
+            .append(&self.signing, &[], self.headers(), now_ms)
+            .and_then(|records| persist(&records).map(|()| records).map_err(Error::Storage));
+        match outcome {
+            Ok(records) => Ok(records),
+            Err(err) => {
+                self.tables.remove(&e);
+                self.current = previous;
+                if let (Some(cur), Some(x)) = (previous, previous_expiry)
+                    && let Some(t) = self.tables.get_mut(&cur)
+                {
+                    t.header.expires_ms = x;
+                }
+                for t in retired {
+                    self.tables.insert(t.header.epoch, t);
+                }
+                self.log.rollback(kept, &[])?;
+                Err(err)
+            }
+        }
     }
 
     /// Drops deprecated tables whose keys have expired (a log record when any did)
     /// and forgets replay entries outside the skew window.
     pub fn expire(&mut self, now_ms: u64) -> Result<Vec<LogRecord>> {
-        let before = self.tables.len();
-        self.tables
-            .retain(|_, t| t.header.expires_ms == 0 || t.header.expires_ms > now_ms);
+        self.expire_durable(now_ms, &mut |_| Ok(()))
+    }
+
+    /// [`TracEdgeServer::expire`], all or nothing (see
+    /// [`TracEdgeServer::apply_changes_durable`]).
+    pub fn expire_durable(&mut self, now_ms: u64, persist: Persist<'_>) -> Result<Vec<LogRecord>> {
         let horizon = now_ms.saturating_sub(2 * self.config.skew_ms + CLOCK_RESOLUTION_MS);
         while let Some(&(t, n)) = self.seen_order.front() {
             if t >= horizon {
                 break;
             }
             self.seen_order.pop_front();
-            self.seen.remove(&(t, n));
+            self.seen.remove(&n);
         }
-        if self.tables.len() != before {
-            return self.log.append(&self.signing, &[], self.headers(), now_ms);
+        let gone: Vec<u64> = self
+            .tables
+            .iter()
+            .filter(|(_, t)| t.header.expires_ms != 0 && t.header.expires_ms <= now_ms)
+            .map(|(e, _)| *e)
+            .collect();
+        if gone.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(Vec::new())
+        let after: Vec<TableHeader> = self
+            .tables
+            .iter()
+            .filter(|(e, _)| !gone.contains(e))
+            .map(|(_, t)| t.header)
+            .collect();
+        let kept = self.log.records().len();
+        let records = self.log.append(&self.signing, &[], after, now_ms)?;
+        if let Err(why) = persist(&records) {
+            self.log.rollback(kept, &[])?;
+            return Err(Error::Storage(why));
+        }
+        for e in gone {
+            self.tables.remove(&e);
+        }
+        Ok(records)
     }
 
     /// The current table.
@@ -566,25 +702,17 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
         self.tables.values().map(|t| t.hint.to_wire().len()).max().unwrap_or(0)
     }
 
-    /// Step 1: answers `t_s` with the signed commitment of the current table and the
-    /// log head. Refuses a timestamp outside the allowed skew and a replayed
-    /// `(t_s, nonce)`; refuses as busy when the replay set is full.
+    /// Step 1: answers a `Hello` with the signed commitment of the current table,
+    /// the log head and the server's own time `t_s` (the client sends no clock).
+    /// Refuses a replayed nonce; refuses as busy when the replay set is full.
     pub fn hello<R: RngCore + CryptoRng>(
         &mut self,
         hello: &Hello,
         now_ms: u64,
         rng: &mut R,
     ) -> Result<(ServerSession, Commit)> {
-        let allowed = self.config.skew_ms + CLOCK_RESOLUTION_MS;
-        if hello.t_s.abs_diff(now_ms) > allowed {
-            return Err(Error::Refused(format!(
-                "timestamp {} is {} ms from the server's clock; at most {allowed} ms is accepted",
-                hello.t_s,
-                hello.t_s.abs_diff(now_ms),
-            )));
-        }
-        if self.seen.contains(&(hello.t_s, hello.nonce)) {
-            return Err(Error::Refused("replayed timestamp and nonce".into()));
+        if self.seen.contains(&hello.nonce) {
+            return Err(Error::Refused("replayed nonce".into()));
         }
         if self.seen.len() >= self.config.max_replay_entries {
             return Err(Error::Busy("too many sessions in the replay window".into()));
@@ -593,15 +721,16 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
             .current()
             .ok_or_else(|| Error::Refused("the server has no table yet".into()))?;
         let header = table.header;
-        self.seen.insert((hello.t_s, hello.nonce));
-        self.seen_order.push_back((hello.t_s, hello.nonce));
+        self.seen.insert(hello.nonce);
+        self.seen_order.push_back((now_ms, hello.nonce));
         let mut server_nonce = [0u8; 32];
         rng.fill_bytes(&mut server_nonce);
         let head = self.log.head();
         let (log_seq, log_hash) = (head.seq, head.hash());
+        let t_s = now_ms;
         let sig = self.signing.sign(&commit_signed_bytes(
             &header,
-            hello.t_s,
+            t_s,
             &hello.nonce,
             &server_nonce,
             log_seq,
@@ -609,7 +738,7 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
         ));
         let commit = Commit {
             header,
-            t_s: hello.t_s,
+            t_s,
             server_nonce,
             log_seq,
             log_hash,
@@ -620,7 +749,7 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
         transcript.update(commit.to_wire());
         Ok((
             ServerSession {
-                t_s: hello.t_s,
+                t_s,
                 client_nonce: hello.nonce,
                 server_nonce,
                 epoch: header.epoch,
@@ -635,36 +764,110 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
     /// table id and length against the table (so that one bad session never fails a
     /// batch it would have joined).
     pub fn check_queries(&self, sess: &ServerSession, q: &Queries) -> Result<()> {
+        self.check_session_queries(sess, q.epoch, &mut q.all().map(|x| (&x.table_id, x.values.len())))
+    }
+
+    /// [`TracEdgeServer::check_queries`] of a message as received: the same checks,
+    /// on the frame the server answers from.
+    pub fn check_frame(&self, sess: &ServerSession, q: &QueriesFrame) -> Result<()> {
+        self.check_session_queries(
+            sess,
+            q.epoch(),
+            &mut (0..q.len()).map(|i| (q.table_id(i), q.values_len(i))),
+        )
+    }
+
+    fn check_session_queries(
+        &self,
+        sess: &ServerSession,
+        epoch: u64,
+        queries: &mut dyn Iterator<Item = (&[u8; 32], usize)>,
+    ) -> Result<()> {
         if sess.step != ServerStep::AwaitQueries {
             return Err(Error::Refused("queries out of order".into()));
         }
-        if q.epoch != sess.epoch {
+        if epoch != sess.epoch {
             return Err(Error::Refused(format!(
-                "queries for epoch {}; the session runs on epoch {}",
-                q.epoch, sess.epoch
+                "queries for epoch {epoch}; the session runs on epoch {}",
+                sess.epoch
             )));
         }
         let t = self
             .tables
-            .get(&q.epoch)
-            .ok_or_else(|| Error::Refused(format!("the table of epoch {} has expired", q.epoch)))?;
+            .get(&epoch)
+            .ok_or_else(|| Error::Refused(format!("the table of epoch {epoch} has expired")))?;
+        let queries: Vec<(&[u8; 32], usize)> = queries.collect();
+        let audits = queries.len().saturating_sub(1);
+        if audits > self.config.max_audit_queries {
+            return Err(Error::Refused(format!(
+                "{audits} audit queries; this server answers at most {} per session",
+                self.config.max_audit_queries
+            )));
+        }
         let cols = t.hint.params.cols();
-        for query in q.all() {
-            if query.table_id != t.header.table_id {
+        for &(table_id, len) in &queries {
+            if *table_id != t.header.table_id {
                 return Err(Error::WrongTable {
                     ours: keytable::hex(&t.header.table_id[..8]),
-                    theirs: keytable::hex(&query.table_id[..8]),
+                    theirs: keytable::hex(&table_id[..8]),
                 });
             }
-            if query.values.len() != cols {
+            if len != cols {
                 return Err(Error::WrongLength {
                     what: "a query",
-                    got: query.values.len(),
+                    got: len,
                     expected: cols,
                 });
             }
         }
         Ok(())
+    }
+
+    /// The table of `epoch`, if it is still served.
+    pub(crate) fn table(&self, epoch: u64) -> Option<&LiveTable<S>> {
+        self.tables.get(&epoch)
+    }
+
+    /// Signs a session's response (over the hashes of its queries and answers),
+    /// enters it into the session's transcript and moves the session on.
+    pub(crate) fn seal_response(
+        &self,
+        sess: &mut ServerSession,
+        epoch: u64,
+        qhash: &[u8; 32],
+        ahash: &[u8; 32],
+    ) -> [u8; 64] {
+        let sig = self.signing.sign(&response_signed_bytes(
+            sess.t_s,
+            &sess.client_nonce,
+            &sess.server_nonce,
+            epoch,
+            qhash,
+            ahash,
+        ));
+        sess.transcript.update(qhash);
+        sess.transcript.update(response_transcript_bytes(epoch, ahash, &sig));
+        sess.step = ServerStep::AwaitAuth;
+        sig
+    }
+
+    /// Step 2 for sessions whose queries arrived as frames, through the PIR
+    /// backend's pipeline ([`Responder`]): each session's [`Response`] encoded,
+    /// ready to send, in the order given. A session whose queries fail their checks
+    /// gets its error alone.
+    pub fn respond_frames(&self, items: Vec<(ServerSession, QueriesFrame)>) -> Vec<(ServerSession, Result<Vec<u8>>)> {
+        let n = items.len();
+        let mut r = Responder::new(usize::MAX);
+        let mut out: Vec<Option<(ServerSession, Result<Vec<u8>>)>> = (0..n).map(|_| None).collect();
+        for (i, (sess, frame)) in items.into_iter().enumerate() {
+            if let Some(d) = r.push(self, sess, frame, i) {
+                out[d.tag] = Some((d.session, d.response));
+            }
+        }
+        for d in r.drain(self) {
+            out[d.tag] = Some((d.session, d.response));
+        }
+        out.into_iter().flatten().collect()
     }
 
     /// Step 2: answers one session's queries.
@@ -713,19 +916,8 @@ impl<S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource
                             let Some(answers) = ans.take() else { return };
                             let qhash = wire_hash(*q);
                             let ahash = answers_hash(&answers);
-                            let sig = self.signing.sign(&response_signed_bytes(
-                                sess.t_s,
-                                &sess.client_nonce,
-                                &sess.server_nonce,
-                                epoch,
-                                &qhash,
-                                &ahash,
-                            ));
-                            sess.transcript.update(qhash);
-                            sess.transcript.update(response_transcript_bytes(epoch, &ahash, &sig));
-                            let resp = Response { epoch, answers, sig };
-                            sess.step = ServerStep::AwaitAuth;
-                            *res = Some(Ok(resp));
+                            let sig = self.seal_response(sess, epoch, &qhash, &ahash);
+                            *res = Some(Ok(Response { epoch, answers, sig }));
                         });
                 }
             }
@@ -798,8 +990,9 @@ impl Default for ClientConfig {
 pub fn max_audits(params: &LweParams) -> usize {
     let rows = params.shape().rows;
     let slots = params.slots() as u64;
-    // The fullest slot holds ⌈rows/slots⌉ rows; a client's own may be one of them.
-    (rows.div_ceil(slots) as usize).saturating_sub(1).max(1)
+    // The fullest slot holds ⌈rows/slots⌉ rows (the client's own may be one of them:
+    // it is audited like any other, so that an audit proof does not point at it).
+    (rows.div_ceil(slots) as usize).max(1)
 }
 
 /// A subscriber: its row, its key pair, the server's signature key.
@@ -822,8 +1015,8 @@ enum ClientStep {
 /// The client's view of one authentication (holds the per-query seeds: secret).
 pub struct ClientSession {
     hello: Hello,
-    /// The client's log head when the session started (for rollback evidence).
-    head_at_start: Option<super::log::LogEntry>,
+    /// The client's clock when the session started.
+    now_ms: u64,
     commit: Option<Commit>,
     queries: Option<Queries>,
     /// `wire_hash` of `queries`, taken once when they were sent.
@@ -835,6 +1028,8 @@ pub struct ClientSession {
     own_entry: Option<DirEntry>,
     audit_entries: Vec<DirEntry>,
     key: Option<TableKey>,
+    /// The signed response, kept for the audit check that runs after `ClientAuth`.
+    response: Option<Response>,
     proof: Option<Box<MisbehaviourProof>>,
     transcript: Sha256,
     step: ClientStep,
@@ -948,21 +1143,20 @@ impl TracEdgeClient {
         &self.secret
     }
 
-    /// Step 1: `t_s` (the clock to the minute) and a nonce. `view` is the client's
-    /// copy of the log (its head is kept as rollback evidence).
-    pub fn start<R: RngCore + CryptoRng>(&self, now_ms: u64, view: &ClientView, rng: &mut R) -> (ClientSession, Hello) {
+    /// Step 1: a nonce (and no clock). `now_ms` is the client's clock, against which
+    /// the server's signed time and the log's entries are checked.
+    pub fn start<R: RngCore + CryptoRng>(&self, now_ms: u64, rng: &mut R) -> (ClientSession, Hello) {
         let mut nonce = [0u8; 32];
         rng.fill_bytes(&mut nonce);
-        let hello = Hello {
-            t_s: coarse_time(now_ms),
-            nonce,
-        };
+        // No clock: the server signs its own time in the commit (the offset of a
+        // device's clock would link its sessions).
+        let hello = Hello { t_s: 0, nonce };
         let mut transcript = Sha256::new();
         transcript.update(hello.to_wire());
         (
             ClientSession {
                 hello,
-                head_at_start: view.head().cloned(),
+                now_ms,
                 commit: None,
                 queries: None,
                 queries_hash: [0; 32],
@@ -973,6 +1167,7 @@ impl TracEdgeClient {
                 own_entry: None,
                 audit_entries: Vec::new(),
                 key: None,
+                response: None,
                 proof: None,
                 transcript,
                 step: ClientStep::AwaitCommit,
@@ -1006,18 +1201,27 @@ impl TracEdgeClient {
         if view.server().to_bytes() != self.server.to_bytes() {
             return Err(Error::Refused("the view is of another server's log".into()).into());
         }
-        let mut evidence: Option<Evidence> = None;
-        if let Some(h) = &sess.head_at_start
-            && h.seq > commit.log_seq
-        {
-            evidence = Some(Evidence::Entry(h.clone()));
+        if commit.t_s.abs_diff(sess.now_ms) > MAX_SKEW_MS {
+            return Err(Error::Refused(format!(
+                "the server's clock is {} s from this client's; at most {} s is accepted",
+                commit.t_s.abs_diff(sess.now_ms) / 1000,
+                MAX_SKEW_MS / 1000
+            ))
+            .into());
         }
-        if let Some(o) = view.own()
-            && o.receipt.seq > commit.log_seq
-            && evidence.is_none()
-        {
-            evidence = Some(Evidence::Receipt(o.receipt.clone()));
-        }
+        // A commit must not name an older log head than one the client holds, nor
+        // one before its receipt's entry. The oldest such evidence is the likeliest
+        // to be older than the commit by the margin that makes it a proof (entry and
+        // receipt times are never later than the client's clock plus the skew: they
+        // are refused otherwise).
+        let evidence = view
+            .entry(commit.log_seq + 1)
+            .map(|e| Evidence::Entry(e.clone()))
+            .or_else(|| {
+                view.own()
+                    .filter(|o| o.receipt.seq > commit.log_seq)
+                    .map(|o| Evidence::Receipt(o.receipt.clone()))
+            });
         if let Some(ev) = evidence {
             let (seq, time) = match &ev {
                 Evidence::Entry(e) => (e.seq, e.time_ms),
@@ -1031,8 +1235,9 @@ impl TracEdgeClient {
                 }));
             }
             return Err(Error::Refused(format!(
-                "the server names log entry {} as its newest; this client already holds entry {seq}",
-                commit.log_seq
+                "the server names log entry {} as its newest; this client already holds entry {seq} (signed less than {} min before: not yet a proof)",
+                commit.log_seq,
+                ROLLBACK_MARGIN_MS / 60_000
             ))
             .into());
         }
@@ -1064,7 +1269,10 @@ impl TracEdgeClient {
         let entry = view
             .entry(commit.log_seq)
             .ok_or_else(|| Error::Refused("the client's log does not reach the commit's log head".into()))?;
-        if entry.hash() != commit.log_hash || !entry.tables.contains(&commit.header) {
+        // The session must run on the entry's current table (a deprecated one that
+        // the entry still lists is not offered: the server would choose per session).
+        let current = entry.tables.iter().find(|t| t.expires_ms == 0);
+        if entry.hash() != commit.log_hash || current != Some(&commit.header) {
             return Err(self.caught(ProofKind::CommitNotInLog {
                 hello: sess.hello,
                 commit: commit.clone(),
@@ -1119,8 +1327,11 @@ impl TracEdgeClient {
             return Err(Error::Refused("the table's LWE matrix is not the one its epoch derives".into()).into());
         }
         let params = *lwe.params();
-        if params.shape().rows != header.rows {
-            return Err(Error::Refused("the hint is for another table size".into()).into());
+        // The layout is the one n derives (a server that chose few slots would cap
+        // the audits).
+        let canonical = LweParams::new(crate::TableShape::new(header.rows, keytable::ROW_BYTES)?, params.seed())?;
+        if params != canonical {
+            return Err(Error::Refused("the hint's layout is not the one the table size derives".into()).into());
         }
         let cap = max_audits(&params);
         if self.config.audits > cap {
@@ -1204,6 +1415,29 @@ impl TracEdgeClient {
             &resp,
         )?;
         let header = commit.header;
+        // Every signed answer must have the table's shape before anything is
+        // decoded or any MAC is sent: a malformed one is provable (review 2, F3).
+        if let Some((index, _)) = answer_shape_defect(lwe, &header, &resp.answers) {
+            sess.transcript
+                .update(response_transcript_bytes(resp.epoch, &ahash, &resp.sig));
+            sess.proof = Some(Box::new(MisbehaviourProof {
+                server_key: self.server.to_bytes(),
+                kind: ProofKind::MalformedAnswer {
+                    session: Box::new(Transcript {
+                        hello: sess.hello,
+                        commit: commit.clone(),
+                        queries: queries.clone(),
+                        response: resp,
+                        hint: hint.clone(),
+                    }),
+                    index: index as u32,
+                },
+            }));
+            sess.step = ClientStep::AwaitServerAuth;
+            let mut mac = [0u8; 32];
+            rng.fill_bytes(&mut mac);
+            return Ok(ClientAuth { mac });
+        }
         let row = own.decode(lwe, &resp.answers[0])?.to_row_bytes(keytable::ROW_BYTES);
         let ephemeral = decode_public(&header.ephemeral)?;
         let server_dh = decode_public(&header.server_dh_key)?;
@@ -1235,18 +1469,11 @@ impl TracEdgeClient {
                 dleq,
                 entry,
             });
-        } else if let Some(a) = &sess.audit {
-            let decoded = a.decode(lwe, &resp.answers[1])?;
-            let expected = expected_audit(&k, &header, a.selection(), &sess.audit_entries, lwe.symbols())?;
-            if decoded.symbols != expected {
-                proof = Some(ProofKind::Audit {
-                    session: session(&resp),
-                    opening: a.clone(),
-                    key: *k.as_bytes(),
-                    entries: sess.audit_entries.clone(),
-                });
-            }
         }
+        // The audit is checked after ClientAuth is sent (in `on_server_auth`): its
+        // cost grows with α, and a delay before ClientAuth that grows with α would
+        // show the server which clients audit more (review L3). The MAC depends only
+        // on the client's own row; the audit's outcome is not the server's to see.
         sess.step = ClientStep::AwaitServerAuth;
         if let Some(kind) = proof {
             sess.proof = Some(Box::new(MisbehaviourProof {
@@ -1260,6 +1487,7 @@ impl TracEdgeClient {
         let transcript: [u8; 32] = sess.transcript.clone().finalize().into();
         let mac = k.session_mac_key("client", &transcript);
         sess.key = Some(k);
+        sess.response = Some(resp);
         Ok(ClientAuth { mac })
     }
 
@@ -1271,6 +1499,18 @@ impl TracEdgeClient {
         reply: core::result::Result<ServerAuth, String>,
     ) -> ClientOutcome {
         sess.step = ClientStep::Done;
+        if sess.proof.is_none() {
+            match self.check_audit(sess) {
+                Ok(Some(kind)) => {
+                    sess.proof = Some(Box::new(MisbehaviourProof {
+                        server_key: self.server.to_bytes(),
+                        kind,
+                    }))
+                }
+                Ok(None) => {}
+                Err(e) => return ClientOutcome::Refused(format!("the audit could not be checked: {e}")),
+            }
+        }
         if let Some(p) = sess.proof.take() {
             return ClientOutcome::Caught(p);
         }
@@ -1291,6 +1531,46 @@ impl TracEdgeClient {
             epoch: commit.header.epoch,
             expires_ms: commit.header.expires_ms,
         }
+    }
+}
+
+impl TracEdgeClient {
+    /// The audit of a session whose own row checked: the weighted sum of the audited
+    /// rows against the one the client computes from `K` and its copy of the
+    /// directory. `Some(proof)` when they differ.
+    fn check_audit(&self, sess: &ClientSession) -> Result<Option<ProofKind>> {
+        let (Some(a), Some(k), Some(resp), Some(lwe), Some(commit), Some(queries), Some(hint)) = (
+            &sess.audit,
+            &sess.key,
+            &sess.response,
+            &sess.lwe,
+            &sess.commit,
+            &sess.queries,
+            &sess.hint,
+        ) else {
+            return Ok(None);
+        };
+        let answer = resp
+            .answers
+            .get(1)
+            .ok_or_else(|| Error::Refused("the response has no audit answer".into()))?;
+        let decoded = a.decode(lwe, answer)?;
+        let expected = expected_audit(k, &commit.header, a.selection(), &sess.audit_entries, lwe.symbols())?;
+        if decoded.symbols == expected {
+            return Ok(None);
+        }
+        Ok(Some(ProofKind::Audit {
+            session: Box::new(Transcript {
+                hello: sess.hello,
+                commit: commit.clone(),
+                queries: queries.clone(),
+                response: resp.clone(),
+                hint: hint.clone(),
+            }),
+            opening: a.clone(),
+            key: *k.as_bytes(),
+            entries: sess.audit_entries.clone(),
+        }))
     }
 }
 
@@ -1330,9 +1610,6 @@ pub fn key_matches(header: &TableHeader, server_dh: &RistrettoPoint, k: &TableKe
 
 /// Checks the server's signature on a commit and that it answers `hello`.
 pub fn verify_commit(server: &VerifyingKey, hello: &Hello, commit: &Commit) -> Result<()> {
-    if commit.t_s != hello.t_s {
-        return Err(Error::Refused("the commit echoes another timestamp".into()));
-    }
     server
         .verify(
             &commit_signed_bytes(
@@ -1385,7 +1662,7 @@ fn verify_response_hashed(
     server
         .verify(
             &response_signed_bytes(
-                hello.t_s,
+                commit.t_s,
                 &hello.nonce,
                 &commit.server_nonce,
                 resp.epoch,
@@ -1398,11 +1675,13 @@ fn verify_response_hashed(
     Ok(ahash)
 }
 
-/// A weighted selection of `alpha` rows of one random slot, other than `own`, with
-/// random odd weights (a row that differs changes the sum: `p` is a power of two).
+/// A weighted selection of `alpha` rows of one random slot with random odd weights
+/// (a row that differs changes the sum: `p` is a power of two). The client's own row
+/// is a candidate like any other (`_own` is not excluded): excluding it made an audit
+/// proof that covered a whole slot point at the prover's row.
 pub fn audit_selection<R: RngCore + CryptoRng>(
     params: &LweParams,
-    own: u64,
+    _own: u64,
     alpha: usize,
     rng: &mut R,
 ) -> Option<Selection> {
@@ -1411,7 +1690,7 @@ pub fn audit_selection<R: RngCore + CryptoRng>(
     let slot = tacit_crypto::rng::uniform_below(rng, slots);
     let mut candidates: Vec<u64> = (0..params.cols() as u64)
         .map(|c| c * slots + slot)
-        .filter(|&r| r < rows && r != own)
+        .filter(|&r| r < rows)
         .collect();
     if candidates.is_empty() {
         return None;
@@ -1453,6 +1732,26 @@ pub fn expected_audit(
     Ok(acc.into_iter().map(|v| v as u32).collect())
 }
 
+/// The first answer of a signed response whose shape is not the signed table's:
+/// another table id, or another length than the table's answers have. Its index and
+/// what is wrong.
+pub fn answer_shape_defect(
+    lwe: &LweClient,
+    header: &TableHeader,
+    answers: &[crate::lwe::LweAnswer],
+) -> Option<(usize, String)> {
+    let m = lwe.params().matrix_rows();
+    answers.iter().enumerate().find_map(|(i, a)| {
+        if a.table_id != header.table_id {
+            Some((i, format!("answer {i} is for another table")))
+        } else if a.values.len() != m {
+            Some((i, format!("answer {i} has {} values, not {m}", a.values.len())))
+        } else {
+            None
+        }
+    })
+}
+
 /// How an in-process run ended ([`authenticate_in_process`]).
 #[derive(Debug)]
 pub struct InProcess {
@@ -1478,7 +1777,7 @@ pub fn authenticate_in_process<S, R>(
     rng: &mut R,
 ) -> InProcess
 where
-    S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource,
+    S: PirServer<Query = LweQuery, Answer = crate::lwe::LweAnswer> + HintSource + PipelinedLwe,
     R: RngCore + CryptoRng,
 {
     let mut out = InProcess {
@@ -1486,7 +1785,7 @@ where
         key_index: None,
         log_records: 0,
     };
-    let (mut cs, hello) = client.start(now_ms, view, rng);
+    let (mut cs, hello) = client.start(now_ms, rng);
     let (mut ss, commit) = match server.hello(&hello, now_ms, rng) {
         Ok(x) => x,
         Err(e) => {
@@ -1504,7 +1803,7 @@ where
             Ok(CommitNeeds::Log(req)) => {
                 let seg = server.log_segment(&req);
                 let before = view.head_seq();
-                if let Err(e) = view.apply(&seg) {
+                if let Err(e) = view.apply(&seg, now_ms) {
                     out.client = Err(e.into());
                     return out;
                 }

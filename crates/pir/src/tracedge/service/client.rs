@@ -150,6 +150,19 @@ fn write_private(path: &Path, bytes: &[u8], replace: bool) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a receipt signed in the future of this client's clock (its time is what
+/// a rollback proof compares with, so the server must not choose it freely).
+fn check_receipt_time(r: &EnrolmentReceipt) -> Result<()> {
+    let now = now_ms();
+    if r.time_ms > now.saturating_add(crate::tracedge::MAX_SKEW_MS) {
+        return Err(ServiceError::Config(format!(
+            "the receipt is signed {} s in the future of this computer's clock; refused",
+            (r.time_ms - now) / 1000
+        )));
+    }
+    Ok(())
+}
+
 /// The view file of an identity: `ID.view`.
 pub fn view_path(identity: &Path) -> PathBuf {
     let mut p = identity.as_os_str().to_owned();
@@ -205,7 +218,7 @@ fn view_of(identity: &Path, id: &LoadedIdentity) -> Result<ClientView> {
         }
         return Ok(v);
     }
-    Ok(ClientView::for_receipt(receipt)?)
+    Ok(ClientView::for_receipt(receipt, now_ms())?)
 }
 
 /// Connects to the server over TLS with its key pinned.
@@ -268,7 +281,7 @@ async fn sync(
             .await
             .map_err(SyncStop::Error)?;
         let before = view.head_seq();
-        view.apply(&seg).map_err(SyncStop::View)?;
+        view.apply(&seg, now_ms()).map_err(SyncStop::View)?;
         fetched += seg.records.len() as u64;
         match view.head_seq() {
             Some(h) if h >= req.to => return Ok(fetched),
@@ -335,6 +348,25 @@ pub async fn enroll(addr: &str, pin: [u8; 32], server_key: [u8; 32], label: &str
     if receipt.subscriber_key != secret.public_bytes() {
         return Err(ServiceError::Protocol("the receipt is for another key".into()));
     }
+    check_receipt_time(&receipt)?;
+    // The log up to the receipt's entry, in this connection: the receipt is checked
+    // against it now, before any session.
+    let mut view = ClientView::for_receipt(receipt.clone(), now_ms())?;
+    let fetched = match sync(
+        &mut conn,
+        &mut view,
+        LogRequest {
+            from: 0,
+            to: receipt.seq,
+        },
+    )
+    .await
+    {
+        Ok(n) => n,
+        Err(SyncStop::View(ViewError::Caught(p))) => return Err(ServiceError::Caught(p)),
+        Err(SyncStop::View(ViewError::Invalid(e))) => return Err(e.into()),
+        Err(SyncStop::Error(e)) => return Err(e),
+    };
     let id = Identity {
         connect: addr.to_owned(),
         pin: hex::encode(pin),
@@ -344,11 +376,12 @@ pub async fn enroll(addr: &str, pin: [u8; 32], server_key: [u8; 32], label: &str
         receipt: Some(hex::encode(receipt.to_wire())),
     };
     id.create(out)?;
+    save_view(out, &view)?;
     let _ = conn.shutdown().await;
     Ok(EnrollReport {
         row: receipt.row,
         rows: receipt.rows,
-        log_entries: 0,
+        log_entries: fetched,
     })
 }
 
@@ -377,6 +410,7 @@ pub fn import_receipt(identity: &Path, receipt: &[u8]) -> Result<EnrolmentReceip
     let id = Identity::load(identity)?;
     let r = EnrolmentReceipt::from_wire(receipt)?;
     r.verify(&id.server)?;
+    check_receipt_time(&r)?;
     if r.subscriber_key != id.secret.public_bytes() {
         return Err(ServiceError::Config(
             "the receipt is for another key than this identity's".into(),
@@ -491,19 +525,21 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn cached_hint_path(dir: &Path, table_id: &[u8; 32]) -> PathBuf {
-    dir.join(format!("{}.hint", hex::encode(table_id)))
+/// A cached hint's file: the table id and the log position from which that id has
+/// been current without a break ([`ClientView::current_since`]).
+fn cached_hint_path(dir: &Path, table_id: &[u8; 32], since: u64) -> PathBuf {
+    dir.join(format!("{}-{since}.hint", hex::encode(table_id)))
 }
 
-fn read_cached_hint(dir: &Path, table_id: &[u8; 32]) -> Option<LweHint> {
-    let bytes = std::fs::read(cached_hint_path(dir, table_id)).ok()?;
+fn read_cached_hint(dir: &Path, table_id: &[u8; 32], since: u64) -> Option<LweHint> {
+    let bytes = std::fs::read(cached_hint_path(dir, table_id, since)).ok()?;
     LweHint::from_wire(&bytes).ok()
 }
 
 /// Writes the hint of `table_id` (temporary file and rename) and removes others.
-fn write_cached_hint(dir: &Path, table_id: &[u8; 32], hint: &LweHint) -> Result<()> {
+fn write_cached_hint(dir: &Path, table_id: &[u8; 32], since: u64, hint: &LweHint) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(file_err(dir))?;
-    let path = cached_hint_path(dir, table_id);
+    let path = cached_hint_path(dir, table_id, since);
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, hint.to_wire()).map_err(file_err(&tmp))?;
     std::fs::rename(&tmp, &path).map_err(file_err(&path))?;
@@ -586,7 +622,7 @@ async fn authenticate_once(identity: &Path, opts: &AuthOptions) -> Result<AuthRe
         e => Err(e),
     };
 
-    let (mut cs, hello) = client.start(now_ms(), &view, &mut rng);
+    let (mut cs, hello) = client.start(now_ms(), &mut rng);
     conn.send(&hello.to_wire()).await?;
     let commit: Commit = match recv_expect(&mut conn, TAG_COMMIT, limits::SMALL).await {
         Ok(c) => c,
@@ -632,7 +668,13 @@ async fn authenticate_once(identity: &Path, opts: &AuthOptions) -> Result<AuthRe
         .clone()
         .or_else(|| opts.default_hint_cache.then(|| default_hint_cache(identity)));
     let t2 = Instant::now();
-    let cached = cache.as_deref().and_then(|d| read_cached_hint(d, &header.table_id));
+    // The cache is keyed by the table id and where its current run began in the log
+    // (a table id that comes back after another is downloaded again).
+    let since = view.current_since(commit.log_seq, &header.table_id);
+    let cached = match (cache.as_deref(), since) {
+        (Some(d), Some(since)) => read_cached_hint(d, &header.table_id, since),
+        _ => None,
+    };
     let hint = match cached {
         Some(h) if crate::lwe::LweClient::new(h.clone()).is_ok_and(|c| c.table_id() == header.table_id) => {
             report.hint_cached = true;
@@ -660,10 +702,10 @@ async fn authenticate_once(identity: &Path, opts: &AuthOptions) -> Result<AuthRe
         }
     };
     if !report.hint_cached
-        && let Some(d) = cache.as_deref()
+        && let (Some(d), Some(since)) = (cache.as_deref(), since)
     {
         // Only a hint whose id the server signed in this session gets here.
-        let _ = write_cached_hint(d, &header.table_id, &hint);
+        let _ = write_cached_hint(d, &header.table_id, since, &hint);
     }
     report.audited_rows = cs.audited_rows();
     times.query_ms = ms(t3.elapsed());
@@ -718,7 +760,25 @@ async fn authenticate_once(identity: &Path, opts: &AuthOptions) -> Result<AuthRe
 /// Compares two subscribers' views of one server's log (identity files or view
 /// files): `Some(proof)` if the server showed them different logs.
 pub fn compare(a: &Path, b: &Path) -> Result<Option<Box<MisbehaviourProof>>> {
-    let va = load_view(a)?;
-    let vb = load_view(b)?;
-    Ok(va.compare(&vb)?)
+    let read = |p: &Path| -> Result<(VerifyingKey, Vec<LogEntry>)> {
+        let p = if p.extension().is_some_and(|e| e == "view") {
+            p.to_owned()
+        } else {
+            view_path(p)
+        };
+        let bytes = std::fs::read(&p).map_err(file_err(&p))?;
+        Ok(ClientView::entries_from_bytes(&bytes)?)
+    };
+    let (ka, ea) = read(a)?;
+    let (kb, eb) = read(b)?;
+    Ok(tacit_pir_compare(&ka, &ea, &kb, &eb)?)
+}
+
+fn tacit_pir_compare(
+    ka: &VerifyingKey,
+    ea: &[LogEntry],
+    kb: &VerifyingKey,
+    eb: &[LogEntry],
+) -> crate::Result<Option<Box<MisbehaviourProof>>> {
+    crate::tracedge::log::compare_entries(ka, ea, kb, eb)
 }

@@ -63,6 +63,9 @@ pub enum ServiceError {
         /// The server's words (sanitised before display by the caller).
         reason: String,
     },
+    /// The server was caught misbehaving (at enrolment, say): the proof.
+    #[error("the server was caught misbehaving: {}", .0.verify().map(|f| f.what).unwrap_or_default())]
+    Caught(Box<crate::tracedge::MisbehaviourProof>),
     /// Another process serves this store.
     #[error("the store {store} is already served by process {pid}; stop it first (one serving process per store)")]
     InUse {

@@ -9,7 +9,6 @@
 //! apply it and issue the receipt.
 
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -212,29 +211,36 @@ pub fn directory_diff(current: &[[u8; 32]], desired: &[[u8; 32]]) -> Vec<Change>
         .collect()
 }
 
-/// The serve lock of a store: `STORE.serve-lock`, locked (advisory, released when
-/// the process ends) by the process that writes the table log. Its content is the
-/// holder's process id.
+/// The serve lock of a store: an advisory lock on the database file itself (so that
+/// every path to it — a symbolic or a hard link — meets the same lock), held by the
+/// process that writes the table log and released when it ends; beside it,
+/// `STORE.serve-lock` (at the store's canonical path) names the holder's process id.
+/// SQLite locks with `fcntl` byte ranges, which do not interact with this `flock`.
 #[derive(Debug)]
 pub struct ServeLock {
-    _file: File,
+    _db: File,
     path: PathBuf,
 }
 
 impl ServeLock {
-    /// Takes the lock of the store at `store`, or says who holds it.
+    /// Takes the lock of the (existing) store at `store`, or says who holds it.
     pub fn acquire(store: &Path) -> Result<ServeLock> {
-        let mut p = store.as_os_str().to_owned();
+        if !store.exists() {
+            return Err(ServiceError::Config(format!(
+                "no store at {}; create the TracEdge server with `tacit pir server init --store {}`",
+                store.display(),
+                store.display()
+            )));
+        }
+        let canonical = std::fs::canonicalize(store).map_err(file_err(store))?;
+        let db = std::fs::OpenOptions::new()
+            .read(true)
+            .open(&canonical)
+            .map_err(file_err(&canonical))?;
+        let mut p = canonical.as_os_str().to_owned();
         p.push(".serve-lock");
         let path = PathBuf::from(p);
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(file_err(&path))?;
-        match file.try_lock() {
+        match db.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 let pid = std::fs::read_to_string(&path).unwrap_or_default();
@@ -247,16 +253,21 @@ impl ServeLock {
                     },
                 });
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(file_err(&path)(e)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(file_err(&canonical)(e)),
         }
-        file.set_len(0).map_err(file_err(&path))?;
-        write!(file, "{}", std::process::id()).map_err(file_err(&path))?;
-        Ok(ServeLock { _file: file, path })
+        std::fs::write(&path, std::process::id().to_string()).map_err(file_err(&path))?;
+        Ok(ServeLock { _db: db, path })
     }
 
-    /// The lock file.
+    /// The file naming the holder.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for ServeLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -275,8 +286,9 @@ fn apply_offline(store: &mut Store, keys: &ServerKeys, _lock: &ServeLock) -> Res
         ServerConfig::default(),
         log,
     )?;
-    let applied = server.apply_changes(&changes, now_ms())?;
-    persist(store, &applied.records)?;
+    let applied = server.apply_changes_durable(&changes, now_ms(), &mut |records| {
+        persist(store, records).map_err(|e| e.to_string())
+    })?;
     persist_receipts(store, &applied.receipts)?;
     Ok(applied.receipts)
 }

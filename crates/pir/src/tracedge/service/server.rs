@@ -250,8 +250,9 @@ impl ServerBuilder {
         let desired = operator::desired_directory(&store, &keys)?;
         let changes = operator::directory_diff(server.directory().keys(), &desired);
         if !changes.is_empty() {
-            let applied = server.apply_changes(&changes, now_ms())?;
-            operator::persist(&mut store, &applied.records)?;
+            let applied = server.apply_changes_durable(&changes, now_ms(), &mut |r| {
+                operator::persist(&mut store, r).map_err(|e| e.to_string())
+            })?;
             operator::persist_receipts(&mut store, &applied.receipts)?;
         }
         // Tables of an earlier run are not served after a restart: take the pool's
@@ -284,8 +285,9 @@ impl ServerBuilder {
         let dir_keys = server.directory().keys().to_vec();
         let dh_public = server.dh_public();
         let table = build_table(&keys, &o, epoch, key, dir_keys, &dh_public)?;
-        let records = server.install(table, now_ms())?;
-        operator::persist(&mut store, &records)?;
+        server.install_durable(table, now_ms(), &mut |r| {
+            operator::persist(&mut store, r).map_err(|e| e.to_string())
+        })?;
         // Every row freed before this table was built is retired by it.
         let freed = store.pir_freed()?;
         store.pir_release_freed(&freed)?;
@@ -424,7 +426,13 @@ impl RunningServer {
         };
         let tls = keys.tls.server_config()?;
         let (tx, rx) = mpsc::channel::<BatchItem>(4096);
-        tokio::spawn(batcher(shared.clone(), rx, o.batch));
+        {
+            let (shared, max) = (shared.clone(), o.batch);
+            std::thread::Builder::new()
+                .name("tracedge-batcher".into())
+                .spawn(move || batcher(shared, rx, max))
+                .map_err(|e| ServiceError::Protocol(format!("starting the batcher: {e}")))?;
+        }
         let done = Arc::new(AtomicU64::new(0));
         let ctx = Arc::new(Ctx {
             fatal: fatal.clone(),
@@ -434,6 +442,7 @@ impl RunningServer {
             keys,
             o: o.clone(),
             enrol_rate: Mutex::new(HashMap::new()),
+            hint_slots: tokio::sync::Semaphore::new(HINTS_AT_ONCE),
         });
         // The project's admission guard: a cap on connections (fitted below the
         // descriptor limit), per-address fairness, a deadline per connection, accept
@@ -501,12 +510,21 @@ fn poisoned() -> ServiceError {
 /// positions, which clients rightly take for equivocation).
 type Fatal = Arc<Mutex<Option<String>>>;
 
-fn persist_or_stop(st: &mut Store, records: &[LogRecord], fatal: &Fatal) -> Result<()> {
-    operator::persist(st, records).inspect_err(|e| {
-        if let Ok(mut f) = fatal.lock() {
-            f.get_or_insert_with(|| e.to_string());
-        }
-    })
+/// Stores log records in `st`; a failure is remembered in `fatal` (the server then
+/// stops: the change was taken back, but a store that cannot keep the log should
+/// not serve).
+fn persist_or_stop<'a>(
+    st: &'a mut Store,
+    fatal: &'a Fatal,
+) -> impl FnMut(&[LogRecord]) -> core::result::Result<(), String> + 'a {
+    move |records| {
+        operator::persist(st, records).map_err(|e| {
+            if let Ok(mut f) = fatal.lock() {
+                f.get_or_insert_with(|| e.to_string());
+            }
+            e.to_string()
+        })
+    }
 }
 
 struct Ctx {
@@ -518,44 +536,59 @@ struct Ctx {
     o: Options,
     /// Last enrolment per address (open enrolment: one per address per second).
     enrol_rate: Mutex<HashMap<IpAddr, Instant>>,
+    /// Hints being encoded and sent at once (each holds about twice the hint's
+    /// size: 104 MB at 10⁷ rows); further requests wait their turn.
+    hint_slots: tokio::sync::Semaphore,
 }
+
+/// How many hints a server encodes and sends at once.
+const HINTS_AT_ONCE: usize = 4;
+
+/// Where a session's response goes back to its connection.
+type ReplyTo = oneshot::Sender<(ServerSession, crate::Result<Vec<u8>>)>;
 
 struct BatchItem {
     session: ServerSession,
-    queries: Queries,
-    reply: oneshot::Sender<(ServerSession, crate::Result<Response>)>,
+    queries: QueriesFrame,
+    reply: ReplyTo,
 }
 
-/// Collects the queries of concurrent sessions and answers them in one pass.
-async fn batcher(shared: Shared, mut rx: mpsc::Receiver<BatchItem>, max: usize) {
-    while let Some(first) = rx.recv().await {
-        let mut items = vec![first];
-        // Whatever arrived meanwhile joins the pass.
-        while items.len() < max {
+/// Answers the queries of concurrent sessions on a thread of its own, in a pipeline
+/// ([`Responder`]): whatever arrived while the PIR backend was busy joins the next
+/// chunk (at most `max` sessions), a chunk is staged while the ones before it are on
+/// the GPU, and each response goes back, encoded, as soon as its chunk is done. The
+/// server's lock is held for one step at a time, so hellos and table management go
+/// on between steps.
+fn batcher(shared: Shared, mut rx: mpsc::Receiver<BatchItem>, max: usize) {
+    let mut r: Responder<ReplyTo> = Responder::new(max);
+    let reply = |done: Vec<Responded<ReplyTo>>| {
+        for d in done {
+            let _ = d.tag.send((d.session, d.response));
+        }
+    };
+    loop {
+        let mut arrived = Vec::new();
+        if r.is_idle() {
+            match rx.blocking_recv() {
+                Some(i) => arrived.push(i),
+                None => return,
+            }
+        }
+        // Whatever arrived meanwhile joins (bounded, so that chunks in flight are
+        // finished in time).
+        while arrived.len() < max.saturating_mul(2) {
             match rx.try_recv() {
-                Ok(i) => items.push(i),
+                Ok(i) => arrived.push(i),
                 Err(_) => break,
             }
         }
-        let shared = shared.clone();
-        let _ = tokio::task::spawn_blocking(move || {
-            let Ok(srv) = shared.read() else { return };
-            let mut sessions: Vec<ServerSession> = Vec::with_capacity(items.len());
-            let mut rest = Vec::with_capacity(items.len());
-            for i in items {
-                sessions.push(i.session);
-                rest.push((i.queries, i.reply));
+        let Ok(srv) = shared.read() else { return };
+        for i in arrived {
+            if let Some(d) = r.push(&srv, i.session, i.queries, i.reply) {
+                reply(vec![d]);
             }
-            let results = {
-                let mut refs: Vec<(&mut ServerSession, &Queries)> =
-                    sessions.iter_mut().zip(rest.iter().map(|(q, _)| q)).collect();
-                srv.respond_batch(&mut refs)
-            };
-            for ((s, (_, reply)), r) in sessions.into_iter().zip(rest).zip(results) {
-                let _ = reply.send((s, r));
-            }
-        })
-        .await;
+        }
+        reply(r.step(&srv));
     }
 }
 
@@ -573,13 +606,24 @@ pub fn refusal_of(e: &crate::Error) -> Refusal {
 }
 
 async fn refuse(conn: &mut FramedConn, r: Refusal) -> Result<Option<String>> {
+    Err(refused(conn, r).await)
+}
+
+/// Sends a typed refusal; the error that ends the connection.
+async fn refused(conn: &mut FramedConn, r: Refusal) -> ServiceError {
     conn.set_max_frame(4096);
-    conn.send(&r.to_wire()).await?;
-    Err(ServiceError::Refused {
+    if let Err(e) = conn.send(&r.to_wire()).await {
+        return e.into();
+    }
+    ServiceError::Refused {
         code: r.code,
         reason: r.reason,
-    })
+    }
 }
+
+/// Log records one connection may fetch beyond the log's length (a client asks from
+/// the start of an hour it already holds part of).
+const LOG_OVERLAP: u64 = 4096;
 
 /// The largest frame a client may send at each step.
 const SMALL_FRAME: usize = 4096;
@@ -594,19 +638,27 @@ fn queries_frame(srv: &TracEdgeServer<LweAnyServer>) -> usize {
 async fn handle(conn: &mut FramedConn, ctx: &Ctx, tx: mpsc::Sender<BatchItem>) -> Result<Option<String>> {
     let mut session: Option<ServerSession> = None;
     let mut hint_sent = false;
+    // The log is served inside a session (up to its commit's head) or after an
+    // enrolment (up to the receipt's entry), within a budget per connection.
+    let mut log_limit: Option<u64> = None;
+    let mut log_budget = 0u64;
+    let mut outcome: Option<String> = None;
     let queries_limit = queries_frame(&*ctx.shared.read().map_err(|_| poisoned())?);
     loop {
         let expecting_queries = session.is_some();
         conn.set_max_frame(if expecting_queries { queries_limit } else { SMALL_FRAME });
         let msg = match conn.recv().await {
             Ok(m) => m,
-            Err(tacit_net::Error::Closed) if session.is_none() => return Ok(None),
+            Err(tacit_net::Error::Closed) if session.is_none() => return Ok(outcome),
             Err(e) => return Err(e.into()),
         };
         let tag = Envelope::peek(&msg)?.tag;
         match tag {
             TAG_HINT_REQUEST => {
                 let req = HintRequest::from_wire(&msg)?;
+                if session.is_none() {
+                    return refuse(conn, other("the hint is served inside a session (after a Hello)")).await;
+                }
                 if hint_sent {
                     return refuse(
                         conn,
@@ -617,10 +669,16 @@ async fn handle(conn: &mut FramedConn, ctx: &Ctx, tx: mpsc::Sender<BatchItem>) -
                     )
                     .await;
                 }
+                let _slot = ctx
+                    .hint_slots
+                    .acquire()
+                    .await
+                    .map_err(|_| ServiceError::Protocol("the server is stopping".into()))?;
                 let hint = ctx.shared.read().map_err(|_| poisoned())?.hint(&req);
                 match hint {
                     Ok(h) => {
                         let bytes = h.to_wire();
+                        drop(h);
                         conn.set_max_frame(bytes.len());
                         conn.send(&bytes).await?;
                         hint_sent = true;
@@ -630,14 +688,31 @@ async fn handle(conn: &mut FramedConn, ctx: &Ctx, tx: mpsc::Sender<BatchItem>) -
             }
             TAG_LOG_REQUEST => {
                 let req = LogRequest::from_wire(&msg)?;
+                let Some(limit) = log_limit else {
+                    return refuse(conn, other("the log is served inside a session or an enrolment")).await;
+                };
+                if log_budget == 0 {
+                    return refuse(conn, other("this connection has fetched its share of the log")).await;
+                }
+                let req = LogRequest {
+                    from: req.from,
+                    to: req.to.min(limit),
+                };
                 let seg = ctx.shared.read().map_err(|_| poisoned())?.log_segment(&req);
+                log_budget = log_budget.saturating_sub(seg.records.len().max(1) as u64);
                 let bytes = seg.to_wire();
                 conn.set_max_frame(bytes.len());
                 conn.send(&bytes).await?;
             }
             TAG_ENROLL_REQUEST => {
+                if session.is_some() || outcome.is_some() {
+                    return refuse(conn, other("one enrolment per connection, outside a session")).await;
+                }
                 let req = EnrollRequest::from_wire(&msg)?;
-                return enroll(conn, ctx, &req).await;
+                let (what, seq) = enroll(conn, ctx, &req).await?;
+                outcome = Some(what);
+                log_limit = Some(seq);
+                log_budget = seq + 1 + LOG_OVERLAP;
             }
             TAG_HELLO => {
                 if session.is_some() {
@@ -659,18 +734,22 @@ async fn handle(conn: &mut FramedConn, ctx: &Ctx, tx: mpsc::Sender<BatchItem>) -
                 match r {
                     Ok((s, commit)) => {
                         session = Some(s);
+                        log_limit = Some(commit.log_seq);
+                        log_budget = commit.log_seq + 1 + LOG_OVERLAP;
                         conn.send(&commit.to_wire()).await?;
                     }
                     Err(e) => return refuse(conn, refusal_of(&e)).await,
                 }
             }
             TAG_QUERIES => {
-                let q = Queries::from_wire(&msg)?;
+                // Checked but not decoded: the batcher copies the values from this
+                // frame straight into the backend's staging memory.
+                let q = QueriesFrame::parse(msg)?;
                 let Some(s) = session.take() else {
                     return refuse(conn, other("queries before hello")).await;
                 };
                 // Checked on its own before it joins a batch.
-                let checked = ctx.shared.read().map_err(|_| poisoned())?.check_queries(&s, &q);
+                let checked = ctx.shared.read().map_err(|_| poisoned())?.check_frame(&s, &q);
                 if let Err(e) = checked {
                     return refuse(conn, refusal_of(&e)).await;
                 }
@@ -687,8 +766,7 @@ async fn handle(conn: &mut FramedConn, ctx: &Ctx, tx: mpsc::Sender<BatchItem>) -
                     .map_err(|_| ServiceError::Protocol("the batch was dropped".into()))?;
                 session = Some(s);
                 match r {
-                    Ok(resp) => {
-                        let bytes = resp.to_wire();
+                    Ok(bytes) => {
                         conn.set_max_frame(bytes.len());
                         conn.send(&bytes).await?;
                     }
@@ -736,13 +814,13 @@ fn other(why: &str) -> Refusal {
 /// How far an enrolment request's time may be from the server's clock.
 const ENROL_SKEW_MS: u64 = 600_000;
 
-async fn enroll(conn: &mut FramedConn, ctx: &Ctx, req: &EnrollRequest) -> Result<Option<String>> {
+async fn enroll(conn: &mut FramedConn, ctx: &Ctx, req: &EnrollRequest) -> Result<(String, u64)> {
     if !ctx.o.open_enrollment {
-        return refuse(
+        return Err(refused(
             conn,
             other("enrolment is closed on this server; ask the operator to register your key"),
         )
-        .await;
+        .await);
     }
     if let Ok(ip) = conn.peer_addr().map(|a| a.ip()) {
         let too_soon = {
@@ -761,23 +839,23 @@ async fn enroll(conn: &mut FramedConn, ctx: &Ctx, req: &EnrollRequest) -> Result
             }
         };
         if too_soon {
-            return refuse(
+            return Err(refused(
                 conn,
                 Refusal {
                     code: RefusalCode::Busy,
                     reason: "one enrolment per second per address".into(),
                 },
             )
-            .await;
+            .await);
         }
     }
     let now = now_ms();
     if req.time_ms.abs_diff(now) > ENROL_SKEW_MS {
-        return refuse(
+        return Err(refused(
             conn,
             other("the enrolment request's time is too far from the server's clock"),
         )
-        .await;
+        .await);
     }
     if let Err(e) = decode_public_checked(&req.public_key).and_then(|_| {
         verify_possession(
@@ -788,10 +866,10 @@ async fn enroll(conn: &mut FramedConn, ctx: &Ctx, req: &EnrollRequest) -> Result
             &req.label,
         )
     }) {
-        return refuse(conn, refusal_of(&e)).await;
+        return Err(refused(conn, refusal_of(&e)).await);
     }
     if req.public_key == ctx.keys.empty_key() {
-        return refuse(conn, other("that is the server's own key")).await;
+        return Err(refused(conn, other("that is the server's own key")).await);
     }
     // Register, write the row into every served table, sign the log entry and the
     // receipt, store both — in that order, before anyone sees the entry.
@@ -801,11 +879,17 @@ async fn enroll(conn: &mut FramedConn, ctx: &Ctx, req: &EnrollRequest) -> Result
             None => None,
             Some(row) => {
                 let mut srv = ctx.shared.write().map_err(|_| poisoned())?;
-                let applied = srv.apply_changes(&[(row, req.public_key)], now)?;
-                if let Err(e) = persist_or_stop(&mut st, &applied.records, &ctx.fatal) {
-                    let _ = ctx.stop.try_send(());
-                    return Err(e);
-                }
+                let applied = match srv.apply_changes_durable(
+                    &[(row, req.public_key)],
+                    now,
+                    &mut persist_or_stop(&mut st, &ctx.fatal),
+                ) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        let _ = ctx.stop.try_send(());
+                        return Err(e.into());
+                    }
+                };
                 operator::persist_receipts(&mut st, &applied.receipts)?;
                 (ctx.o.events)(ServerEvent::RowsApplied {
                     rows: vec![row],
@@ -822,11 +906,11 @@ async fn enroll(conn: &mut FramedConn, ctx: &Ctx, req: &EnrollRequest) -> Result
         }
     };
     let Some(receipt) = receipt else {
-        return refuse(conn, other("the key is already registered or the table is full")).await;
+        return Err(refused(conn, other("the key is already registered or the table is full")).await);
     };
-    let row = receipt.row;
+    let (row, seq) = (receipt.row, receipt.seq);
     conn.send(&EnrollReply { receipt }.to_wire()).await?;
-    Ok(Some(format!("enrolled a subscriber at row {row}")))
+    Ok((format!("enrolled a subscriber at row {row}"), seq))
 }
 
 fn decode_public_checked(k: &[u8; 32]) -> crate::Result<()> {
@@ -874,8 +958,8 @@ fn manage(
                     if changes.iter().any(|&(r, _)| current[r as usize] != empty) {
                         rekey_needed = true;
                     }
-                    let applied = srv.apply_changes(&changes, now_ms())?;
-                    persist_or_stop(&mut st, &applied.records, &fatal)?;
+                    let applied =
+                        srv.apply_changes_durable(&changes, now_ms(), &mut persist_or_stop(&mut st, &fatal))?;
                     operator::persist_receipts(&mut st, &applied.receipts)?;
                     (o.events)(ServerEvent::RowsApplied {
                         rows: changes.iter().map(|c| c.0).collect(),
@@ -918,8 +1002,7 @@ fn manage(
                 let mut st = store.lock().map_err(|_| poisoned())?;
                 let mut srv = shared.write().map_err(|_| poisoned())?;
                 let old = srv.current().map(|t| t.header().epoch);
-                let records = srv.install(table, now_ms())?;
-                persist_or_stop(&mut st, &records, &fatal)?;
+                srv.install_durable(table, now_ms(), &mut persist_or_stop(&mut st, &fatal))?;
                 drop(srv);
                 st.pir_set_table_status(e, "current", None)?;
                 if let Some(old) = old {
@@ -932,8 +1015,7 @@ fn manage(
             let mut st = store.lock().map_err(|_| poisoned())?;
             let mut srv = shared.write().map_err(|_| poisoned())?;
             let before: Vec<u64> = srv.tables().map(|t| t.header().epoch).collect();
-            let records = srv.expire(now)?;
-            persist_or_stop(&mut st, &records, &fatal)?;
+            srv.expire_durable(now, &mut persist_or_stop(&mut st, &fatal))?;
             let after: Vec<u64> = srv.tables().map(|t| t.header().epoch).collect();
             drop(srv);
             for e in before.into_iter().filter(|e| !after.contains(e)) {
