@@ -599,8 +599,8 @@ fn a_commit_to_a_table_other_than_the_current_one_is_refused() {
 // R5. The LogRequest links a subscriber's sessions.
 // ---------------------------------------------------------------------------------
 
-/// `LogRequest.from` is where the client's copy of the log ends, rounded down to a
-/// multiple of 64 entries. The server decides how many entries there are: an honest
+/// (First review.) `LogRequest.from` was where the client's copy of the log ends,
+/// rounded down to a multiple of 64 entries. The server decides how many entries there are: an honest
 /// looking server appends empty entries (`apply_changes(&[])`, a table re-listing)
 /// after every session so that each session ends its client's copy at a fresh
 /// multiple of 64. The next session of that client then asks from exactly there:
@@ -631,11 +631,20 @@ fn the_log_request_does_not_link_a_clients_sessions() {
         froms.push(from[0]);
     }
     eprintln!("session ends (head+1): {ends_at:?}; LogRequest.from of each session: {froms:?}");
-    // Sessions 3 and 4 are A's and B's second sessions.
+    // Sessions 3 and 4 are A's and B's second sessions. The fix (second review): a
+    // session's first request is the last SYNC_WINDOW·2^k entries before the head the
+    // server shows it; given that head (which the server chose), the request tells it
+    // only k. Both clients are one session behind: the same window.
     assert_eq!(
-        froms[2], froms[3],
-        "A's second session asks from {} (= where session 1, A's, ended), B's from {} (= where session 2, B's, ended): the server links each session to the client's previous one",
-        froms[2], froms[3]
+        ends_at[2] - froms[2],
+        ends_at[3] - froms[3],
+        "A's second session asks for the last {} entries, B's for the last {}: the request depends on where each client's copy ended",
+        ends_at[2] - froms[2],
+        ends_at[3] - froms[3]
+    );
+    assert!(
+        froms[2] <= ends_at[0] && froms[3] <= ends_at[1],
+        "a window that does not reach the client's copy"
     );
 }
 

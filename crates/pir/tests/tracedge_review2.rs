@@ -442,7 +442,7 @@ fn honest_session(w: &mut World, c: &TracEdgeClient, v: &mut ClientView, now: u6
 /// in the future. Docs: "however many entries the server appends, the request tells
 /// it only the hour in which the client's copy ends (when it last synced)".
 #[test]
-fn a_server_that_appends_an_entry_per_session_links_a_clients_sessions_documented_leak() {
+fn the_log_request_does_not_link_sessions_through_entry_times_the_server_picks() {
     let mut w = world(201, &[]);
     let (a, b) = (client(&w, 10, 4), client(&w, 20, 4));
     let (mut va, mut vb) = (fresh_view(&w, 10), fresh_view(&w, 20));
@@ -472,15 +472,18 @@ fn a_server_that_appends_an_entry_per_session_links_a_clients_sessions_documente
         froms.push(from[0]);
     }
     eprintln!("heads shown per session: {heads:?}; LogRequest.from of each session: {froms:?}");
-    // NOT FIXED: this test documents the leak that docs/pir.md ("What the server
-    // learns") states. A's second session asks from the head the server showed A's
-    // first, B's from B's: a server that appends a signed entry per session links a
-    // client's sessions, and nothing is provable. If a fix lands, this assertion
-    // fails: then turn it into `assert_eq!` and correct the docs.
-    assert_ne!(
-        froms[2], froms[3],
-        "the leak documented in docs/pir.md is gone: update this test and the docs"
-    );
+    // Fixed: a session's first request is the last SYNC_WINDOW·2^k entries before
+    // the head it is shown, whatever the entries' times: both second sessions (one
+    // session behind) ask for the window that their head alone gives (k = 0).
+    for i in [2, 3] {
+        assert_eq!(
+            froms[i],
+            (heads[i] + 1).saturating_sub(tacit_pir::tracedge::log::SYNC_WINDOW),
+            "session {i} (head {}) asks from {}: the request depends on where the client's copy ended",
+            heads[i],
+            froms[i]
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------

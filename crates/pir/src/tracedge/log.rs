@@ -56,10 +56,12 @@ pub const MAX_SEGMENT_ENTRIES: usize = 256;
 /// The most bytes of changes one [`LogSegment`] carries (a single entry may exceed
 /// it: a segment always carries at least one entry).
 pub const SEGMENT_CHANGE_BYTES: usize = 4 << 20;
-/// Clients ask for the log from the first entry of the period (by the entries' signed
-/// times) in which their copy ends: the server learns in which hour a client's copy
-/// ended, whatever the rate at which it appends entries.
-pub const SYNC_PERIOD_MS: u64 = 3_600_000;
+/// Clients ask for the last `SYNC_WINDOW · 2^k` entries before the commit's head, for
+/// the smallest `k` that reaches their copy: what a request tells the server is `k`
+/// (how far behind the client is, in doublings of the window), not where its copy
+/// ends (second review, F1: the hour of the copy's end, by the server's signed times,
+/// let a server that appends an entry per session link a client's sessions).
+pub const SYNC_WINDOW: u64 = 128;
 /// The most rows of a TracEdge table (2²⁶: a client's copy of the directory is then
 /// at most 2 GiB; the paper's tables have 10⁷).
 pub const MAX_TABLE_ROWS: u64 = 1 << 26;
@@ -692,6 +694,9 @@ pub struct ClientView {
     entries: Arc<Vec<LogEntry>>,
     dir: Arc<Directory>,
     own: Option<OwnRow>,
+    /// One past the last entry of the segment taken last (not saved with the view):
+    /// where a session's next log request continues.
+    next_after_segment: Option<u64>,
 }
 
 impl core::fmt::Debug for ClientView {
@@ -776,6 +781,7 @@ impl ClientView {
             entries: Arc::new(Vec::new()),
             dir: Arc::new(Directory::filled(rows, empty_key)?),
             own: None,
+            next_after_segment: None,
         })
     }
 
@@ -866,16 +872,26 @@ impl ClientView {
         &self.dir
     }
 
-    /// Where to ask for the log from: the first held entry of the period
-    /// ([`SYNC_PERIOD_MS`], by the entries' signed times) in which the newest held
-    /// entry falls. The overlap is checked against what is held; what the request
-    /// tells the server is the hour in which the client's copy ends, however many
-    /// entries the server appends.
-    pub fn sync_from(&self) -> u64 {
-        let Some(head) = self.head() else { return 0 };
-        let start = head.time_ms - head.time_ms % SYNC_PERIOD_MS;
-        let i = self.entries.partition_point(|e| e.time_ms < start);
-        i as u64
+    /// Where a session's first log request starts, for a commit whose head is
+    /// `head`: `head + 1 − SYNC_WINDOW · 2^k` (at least 0) for the smallest `k` that
+    /// reaches the first entry the client lacks. It depends on the client's copy only
+    /// through `k`; the entries it already holds come again and are checked equal.
+    pub fn sync_from(&self, head: u64) -> u64 {
+        let need = self.head_seq().map_or(0, |h| h + 1);
+        let mut window = SYNC_WINDOW;
+        loop {
+            let from = (head + 1).saturating_sub(window);
+            if from <= need {
+                return from;
+            }
+            window = window.saturating_mul(2);
+        }
+    }
+
+    /// One past the last entry of the segment this view took last (none before the
+    /// first, and none in a view loaded from a file).
+    pub fn next_after_segment(&self) -> Option<u64> {
+        self.next_after_segment
     }
 
     /// Takes a segment of the log at the client's time `now_ms`. Entries already held
@@ -887,6 +903,9 @@ impl ClientView {
     /// current table.
     pub fn apply(&mut self, seg: &LogSegment, now_ms: u64) -> core::result::Result<(), ViewError> {
         let horizon = now_ms.saturating_add(super::protocol::MAX_SKEW_MS);
+        if let Some(last) = seg.records.last() {
+            self.next_after_segment = Some(last.entry.seq + 1);
+        }
         for rec in &seg.records {
             let e = &rec.entry;
             e.verify(&self.server)?;

@@ -1033,6 +1033,8 @@ pub struct ClientSession {
     proof: Option<Box<MisbehaviourProof>>,
     transcript: Sha256,
     step: ClientStep,
+    /// Where this session's last log request started (none before the first).
+    log_from: core::cell::Cell<Option<u64>>,
 }
 
 impl core::fmt::Debug for ClientSession {
@@ -1168,6 +1170,7 @@ impl TracEdgeClient {
                 audit_entries: Vec::new(),
                 key: None,
                 response: None,
+                log_from: core::cell::Cell::new(None),
                 proof: None,
                 transcript,
                 step: ClientStep::AwaitCommit,
@@ -1243,10 +1246,23 @@ impl TracEdgeClient {
         }
         match view.head_seq() {
             Some(h) if h >= commit.log_seq => Ok(CommitNeeds::Ready),
-            _ => Ok(CommitNeeds::Log(LogRequest {
-                from: view.sync_from(),
-                to: commit.log_seq,
-            })),
+            _ => {
+                // The first request of a session names a window that depends on
+                // the client's copy only through its size class; later ones go on
+                // from where the server's last segment ended (which it knows).
+                let from = match sess.log_from.get() {
+                    None => view.sync_from(commit.log_seq),
+                    Some(prev) => match view.next_after_segment() {
+                        Some(next) if next > prev => next,
+                        _ => return Err(Error::Refused("the server sent no further log entries".into()).into()),
+                    },
+                };
+                sess.log_from.set(Some(from));
+                Ok(CommitNeeds::Log(LogRequest {
+                    from,
+                    to: commit.log_seq,
+                }))
+            }
         }
     }
 
@@ -1802,16 +1818,11 @@ where
             Ok(CommitNeeds::Ready) => break,
             Ok(CommitNeeds::Log(req)) => {
                 let seg = server.log_segment(&req);
-                let before = view.head_seq();
                 if let Err(e) = view.apply(&seg, now_ms) {
                     out.client = Err(e.into());
                     return out;
                 }
                 out.log_records += seg.records.len() as u64;
-                if view.head_seq() == before {
-                    out.client = Err(Error::Refused("the server sent no further log entries".into()).into());
-                    return out;
-                }
             }
         }
     }

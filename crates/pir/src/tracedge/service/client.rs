@@ -280,19 +280,21 @@ async fn sync(
         let seg: LogSegment = recv_expect(conn, TAG_LOG_SEGMENT, limits::SEGMENT)
             .await
             .map_err(SyncStop::Error)?;
-        let before = view.head_seq();
         view.apply(&seg, now_ms()).map_err(SyncStop::View)?;
         fetched += seg.records.len() as u64;
-        match view.head_seq() {
-            Some(h) if h >= req.to => return Ok(fetched),
-            h if h == before => {
+        if view.head_seq().is_some_and(|h| h >= req.to) {
+            return Ok(fetched);
+        }
+        // Go on from where the server's segment ended (never from the client's own
+        // head, which would tell the server where the client's copy ended).
+        match seg.records.last() {
+            Some(last) if last.entry.seq + 1 > req.from => req.from = last.entry.seq + 1,
+            _ => {
                 return Err(SyncStop::Error(ServiceError::Protocol(
                     "the server sent no further log entries".into(),
                 )));
             }
-            _ => {}
         }
-        req.from = view.head_seq().map_or(0, |h| h + 1);
     }
 }
 
