@@ -62,6 +62,10 @@ pub const SEGMENT_CHANGE_BYTES: usize = 4 << 20;
 /// ends (second review, F1: the hour of the copy's end, by the server's signed times,
 /// let a server that appends an entry per session link a client's sessions).
 pub const SYNC_WINDOW: u64 = 128;
+/// The most log positions a client accepts a commit to name (2⁴⁰: a server appending
+/// an entry a microsecond would take 12 days to reach it); larger ones are refused
+/// (third review, G3: `u64::MAX` overflowed).
+pub const MAX_LOG_ENTRIES: u64 = 1 << 40;
 /// The most rows of a TracEdge table (2²⁶: a client's copy of the directory is then
 /// at most 2 GiB; the paper's tables have 10⁷).
 pub const MAX_TABLE_ROWS: u64 = 1 << 26;
@@ -694,9 +698,10 @@ pub struct ClientView {
     entries: Arc<Vec<LogEntry>>,
     dir: Arc<Directory>,
     own: Option<OwnRow>,
-    /// One past the last entry of the segment taken last (not saved with the view):
-    /// where a session's next log request continues.
-    next_after_segment: Option<u64>,
+    /// The shape of the segment passed to [`ClientView::apply`] last (first and last
+    /// position, whether consecutive; `None` for an empty one). Not saved with the
+    /// view: a session checks it against its own request.
+    last_segment: Option<(u64, u64, bool)>,
 }
 
 impl core::fmt::Debug for ClientView {
@@ -781,7 +786,7 @@ impl ClientView {
             entries: Arc::new(Vec::new()),
             dir: Arc::new(Directory::filled(rows, empty_key)?),
             own: None,
-            next_after_segment: None,
+            last_segment: None,
         })
     }
 
@@ -877,10 +882,10 @@ impl ClientView {
     /// reaches the first entry the client lacks. It depends on the client's copy only
     /// through `k`; the entries it already holds come again and are checked equal.
     pub fn sync_from(&self, head: u64) -> u64 {
-        let need = self.head_seq().map_or(0, |h| h + 1);
+        let need = self.head_seq().map_or(0, |h| h.saturating_add(1));
         let mut window = SYNC_WINDOW;
         loop {
-            let from = (head + 1).saturating_sub(window);
+            let from = head.saturating_add(1).saturating_sub(window);
             if from <= need {
                 return from;
             }
@@ -888,10 +893,10 @@ impl ClientView {
         }
     }
 
-    /// One past the last entry of the segment this view took last (none before the
-    /// first, and none in a view loaded from a file).
-    pub fn next_after_segment(&self) -> Option<u64> {
-        self.next_after_segment
+    /// The first and last positions of the segment passed to [`ClientView::apply`]
+    /// last, and whether its positions are consecutive (`None`: empty, or none yet).
+    pub fn last_segment(&self) -> Option<(u64, u64, bool)> {
+        self.last_segment
     }
 
     /// Takes a segment of the log at the client's time `now_ms`. Entries already held
@@ -903,9 +908,16 @@ impl ClientView {
     /// current table.
     pub fn apply(&mut self, seg: &LogSegment, now_ms: u64) -> core::result::Result<(), ViewError> {
         let horizon = now_ms.saturating_add(super::protocol::MAX_SKEW_MS);
-        if let Some(last) = seg.records.last() {
-            self.next_after_segment = Some(last.entry.seq + 1);
-        }
+        self.last_segment = match (seg.records.first(), seg.records.last()) {
+            (Some(a), Some(b)) => Some((
+                a.entry.seq,
+                b.entry.seq,
+                seg.records
+                    .windows(2)
+                    .all(|w| w[0].entry.seq.checked_add(1) == Some(w[1].entry.seq)),
+            )),
+            _ => None,
+        };
         for rec in &seg.records {
             let e = &rec.entry;
             e.verify(&self.server)?;

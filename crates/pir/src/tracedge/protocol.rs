@@ -1033,8 +1033,8 @@ pub struct ClientSession {
     proof: Option<Box<MisbehaviourProof>>,
     transcript: Sha256,
     step: ClientStep,
-    /// Where this session's last log request started (none before the first).
-    log_from: core::cell::Cell<Option<u64>>,
+    /// This session's last log request (from, to); none before the first.
+    log_req: core::cell::Cell<Option<(u64, u64)>>,
 }
 
 impl core::fmt::Debug for ClientSession {
@@ -1170,7 +1170,7 @@ impl TracEdgeClient {
                 audit_entries: Vec::new(),
                 key: None,
                 response: None,
-                log_from: core::cell::Cell::new(None),
+                log_req: core::cell::Cell::new(None),
                 proof: None,
                 transcript,
                 step: ClientStep::AwaitCommit,
@@ -1217,6 +1217,13 @@ impl TracEdgeClient {
         // to be older than the commit by the margin that makes it a proof (entry and
         // receipt times are never later than the client's clock plus the skew: they
         // are refused otherwise).
+        if commit.log_seq >= super::log::MAX_LOG_ENTRIES {
+            return Err(Error::Refused(format!(
+                "the commit names log entry {}; a log has fewer",
+                commit.log_seq
+            ))
+            .into());
+        }
         let evidence = view
             .entry(commit.log_seq + 1)
             .map(|e| Evidence::Entry(e.clone()))
@@ -1244,20 +1251,30 @@ impl TracEdgeClient {
             ))
             .into());
         }
+        // The segment that answered this session's last request must be exactly a
+        // run of it: from its start, consecutive, within it, not empty. Checked
+        // before anything else, so that a segment that skips entries (which a client
+        // accepts only if it held them) stops every client alike (third review, G1).
+        let next = match sess.log_req.get() {
+            None => None,
+            Some((from, to)) => match view.last_segment() {
+                Some((first, last, true)) if first == from && last <= to => Some(last + 1),
+                _ => {
+                    return Err(
+                        Error::Refused("the server's log segment is not the run of entries asked for".into()).into(),
+                    );
+                }
+            },
+        };
         match view.head_seq() {
             Some(h) if h >= commit.log_seq => Ok(CommitNeeds::Ready),
             _ => {
-                // The first request of a session names a window that depends on
-                // the client's copy only through its size class; later ones go on
-                // from where the server's last segment ended (which it knows).
-                let from = match sess.log_from.get() {
-                    None => view.sync_from(commit.log_seq),
-                    Some(prev) => match view.next_after_segment() {
-                        Some(next) if next > prev => next,
-                        _ => return Err(Error::Refused("the server sent no further log entries".into()).into()),
-                    },
-                };
-                sess.log_from.set(Some(from));
+                // The first request of a session names a window that depends on the
+                // client's copy only through its size class; later ones go on from
+                // the end of the server's last segment (which it knows), never from
+                // the client's own head.
+                let from = next.unwrap_or_else(|| view.sync_from(commit.log_seq));
+                sess.log_req.set(Some((from, commit.log_seq)));
                 Ok(CommitNeeds::Log(LogRequest {
                     from,
                     to: commit.log_seq,

@@ -280,21 +280,30 @@ async fn sync(
         let seg: LogSegment = recv_expect(conn, TAG_LOG_SEGMENT, limits::SEGMENT)
             .await
             .map_err(SyncStop::Error)?;
+        // The segment must be exactly a run of what was asked: from its start,
+        // consecutive, within it, not empty — checked before it is applied, so that
+        // a segment that skips entries stops every client alike (third review, G1).
+        let n = seg.records.len() as u64;
+        let exact = n > 0
+            && seg
+                .records
+                .iter()
+                .enumerate()
+                .all(|(i, r)| req.from.checked_add(i as u64) == Some(r.entry.seq))
+            && req.from + n - 1 <= req.to;
+        if !exact {
+            return Err(SyncStop::Error(ServiceError::Protocol(
+                "the server's log segment is not the run of entries asked for".into(),
+            )));
+        }
         view.apply(&seg, now_ms()).map_err(SyncStop::View)?;
-        fetched += seg.records.len() as u64;
+        fetched += n;
         if view.head_seq().is_some_and(|h| h >= req.to) {
             return Ok(fetched);
         }
         // Go on from where the server's segment ended (never from the client's own
         // head, which would tell the server where the client's copy ended).
-        match seg.records.last() {
-            Some(last) if last.entry.seq + 1 > req.from => req.from = last.entry.seq + 1,
-            _ => {
-                return Err(SyncStop::Error(ServiceError::Protocol(
-                    "the server sent no further log entries".into(),
-                )));
-            }
-        }
+        req.from += n;
     }
 }
 
