@@ -3,9 +3,7 @@
 //!
 //! Every test here asserts the SECURE behaviour `docs/pir.md` promises and FAILS on
 //! the reviewed code (branch rev-pir3); `held_*` tests record attacks that did not
-//! work. The harness (`World`, `Hostile`, `hostile_session`) is a copy of the one in
-//! `tests/tracedge_review2.rs (trimmed)`.
-#![allow(dead_code)]
+//! work. The harness (`World`, `Hostile`, `hostile_session`) is `tests/hostile/`.
 
 use rand_core::RngCore;
 use tacit_crypto::sign::SigningKey;
