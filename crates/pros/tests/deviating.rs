@@ -515,8 +515,6 @@ mod review {
     use rand_core::{RngCore, SeedableRng};
     use sha2::{Digest, Sha256};
     use std::sync::{Arc, OnceLock};
-    use std::time::Duration;
-    use tacit_net::{FramedListener, NetConfig};
     use tacit_pros::bn::{self, Nat};
     use tacit_pros::element::{ElementEncoding, match_tag, session_id};
     use tacit_pros::fnp::{self, PsiParams, Sender};
@@ -564,10 +562,9 @@ mod review {
         w.into_bytes()
     }
 
-    /// What a hostile B sees of a round: the round, its pairs, A's ciphertext for each
-    /// position (cached across rounds), A's key, the session id.
+    /// What a hostile B sees of a round: its pairs, A's ciphertext for each position
+    /// (cached across rounds), A's key, the session id.
     struct RoundView<'a> {
-        round: u32,
         pairs: Vec<(u32, u32)>,
         by_pos: &'a std::collections::HashMap<u32, Ciphertext>,
         pk: &'a PublicKey,
@@ -600,7 +597,6 @@ mod review {
                 by_pos.insert(*i, c.clone());
             }
             let view = RoundView {
-                round: query.round,
                 pairs: p.scheme.round_pairs(n, query.round),
                 by_pos: &by_pos,
                 pk: &pk,
@@ -1013,125 +1009,5 @@ mod review {
          sender's {secret} (found {found:?})",
             ans.values.len()
         );
-    }
-
-    // ---------------------------------------------------------------- end to end
-
-    /// Review of issue 26, finding 1, against the binary (ignored: run by hand). A hostile `tacit schedule
-    /// serve` on `$REVIEW_ADDR` (TLS, its own key, any client) that offers no slot at all:
-    /// it agrees to A's window, then spends every answer of every round on A's favourite
-    /// slot, guessing through every slot of the public grid (`$REVIEW_FROM`, `$REVIEW_TO`
-    /// RFC 3339, 30-minute meetings every 30 minutes). It prints the slot it learns; A's
-    /// `tacit schedule connect` prints it as agreed and writes the invitation.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[ignore]
-    async fn e2e_hostile_schedule_server() {
-        use chrono::{DateTime, Utc};
-        use tacit_pros::net::{binding_of, recv_at_most, send};
-        use tacit_pros::schedule::{TAG_WINDOW_OK, WINDOW_LEN, Window};
-        let addr = std::env::var("REVIEW_ADDR").unwrap_or("127.0.0.1:7997".into());
-        let n_claim: u32 = std::env::var("REVIEW_N").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
-        let id = tacit_net::tls::SelfSigned::generate("tacit-pros.invalid").unwrap();
-        let tls = id.server_config_checking_clients(tacit_net::tls::any_key()).unwrap();
-        let net = NetConfig {
-            max_frame: Hello::max_len(4096),
-            read_timeout: Duration::from_secs(600),
-            ..NetConfig::default()
-        };
-        let l = FramedListener::bind(addr.as_str(), &net).await.unwrap();
-        eprintln!(
-            "hostile B: listening on {addr}, key {}",
-            hex(&id.fingerprint().unwrap())
-        );
-        let conn = l.accept().await.unwrap();
-        let mut c = conn.accept_tls(tls).await.unwrap();
-        let w = Window::from_bytes(&recv_at_most(&mut c, WINDOW_LEN).await.unwrap()).unwrap();
-        eprintln!("hostile B: A's window {}", w.describe());
-        let mut ok = Writer::new();
-        ok.put_envelope(TAG_WINDOW_OK);
-        send(&mut c, &ok.into_bytes()).await.unwrap();
-        // the public grid: every slot of the window
-        let mut grid: Vec<(DateTime<Utc>, Vec<u8>)> = Vec::new();
-        let mut t = w.from;
-        while t + w.duration <= w.to {
-            let s = tacit_calendar::Slot {
-                start: t,
-                end: t + w.duration,
-            };
-            grid.push((t, w.element(&s).unwrap()));
-            t += w.step;
-        }
-        let enc = w.encoding.element_encoding();
-        let hello = Hello::from_bytes(&recv_at_most(&mut c, Hello::max_len(4096)).await.unwrap()).unwrap();
-        let pk = hello.key.clone();
-        let n = hello.n.max(n_claim);
-        eprintln!(
-            "hostile B: A offers {} slots; the grid has {} slots; we say n = {n}",
-            hello.n,
-            grid.len()
-        );
-        let mut nonce = [0u8; 32];
-        ChaCha20Rng::from_entropy().fill_bytes(&mut nonce);
-        let sid = session_id(SESSION_DOMAIN, &binding_of(&c), &nonce);
-        send(&mut c, &accept_bytes(n, &nonce)).await.unwrap();
-        let pool = RnPool::new(&pk).unwrap();
-        let mut rng = ChaCha20Rng::seed_from_u64(1);
-        let mut by_pos = std::collections::HashMap::new();
-        let mut next = 0usize;
-        let scheme = hello.params.scheme;
-        let mut last_round = Vec::new();
-        loop {
-            let msg = recv_at_most(&mut c, 64 << 20).await.unwrap();
-            if let Ok(o) = tacit_pros::threepr::Outcome::from_bytes(&msg, 4096) {
-                for v in &o.values {
-                    let hit = last_round.iter().find(|(_, e): &&(DateTime<Utc>, Vec<u8>)| {
-                        enc.value(e).unwrap().to_vec_padded(16).unwrap() == v.to_vec()
-                    });
-                    match hit {
-                        Some((t, _)) => eprintln!("hostile B: learned A's favourite slot: {t} (round {})", o.round),
-                        None => eprintln!("hostile B: outcome value not ours?"),
-                    }
-                }
-                if o.values.is_empty() {
-                    eprintln!("hostile B: no hit after {} guesses", next);
-                }
-                return;
-            }
-            let q = Query::from_bytes(&msg, &pk, tacit_pros::threepr::max_round_pairs(scheme, n)).unwrap();
-            for (i, c) in &q.entries {
-                by_pos.insert(*i, c.clone());
-            }
-            let view = RoundView {
-                round: q.round,
-                pairs: scheme.round_pairs(n, q.round),
-                by_pos: &by_pos,
-                pk: &pk,
-                sid,
-            };
-            let j0 = view.pairs.iter().find(|(i, _)| *i == 0).map(|&(_, j)| j);
-            last_round.clear();
-            let values: Vec<Ciphertext> = view
-                .pairs
-                .iter()
-                .map(|_| match j0 {
-                    Some(j0) if next < grid.len() => {
-                        let (t, e) = grid[next].clone();
-                        next += 1;
-                        let g = enc.value(&e).unwrap();
-                        last_round.push((t, e));
-                        guess_answer(&view, 0, j0, &g, &pool, &mut rng)
-                    }
-                    _ => pk.encrypt_raw(&bn::from_u64(1).unwrap(), &mut rng).unwrap(),
-                })
-                .collect();
-            let _ = view.round;
-            send(&mut c, &Answer { round: q.round, values }.to_bytes(&pk))
-                .await
-                .unwrap();
-        }
-    }
-
-    fn hex(b: &[u8]) -> String {
-        b.iter().map(|x| format!("{x:02x}")).collect()
     }
 }
