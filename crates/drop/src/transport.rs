@@ -152,6 +152,21 @@ pub fn free_space(dir: &Path) -> std::io::Result<u64> {
 /// Whether the receiver can take `files` into `dir` under `limits`; the reason if
 /// not (sent to the sender as the refusal).
 pub fn check_offer(files: &[FileOffer], limits: &Limits, dir: &Path) -> core::result::Result<(), String> {
+    check_offer_limits(files, limits)?;
+    let total = files.iter().fold(0u64, |a, f| a.saturating_add(f.size));
+    let free = free_space(dir).map_err(|e| format!("cannot check free space: {e}"))?;
+    if total.saturating_add(limits.keep_free) > free {
+        return Err(format!(
+            "an offer of {total} bytes does not fit in the receiver's free space"
+        ));
+    }
+    Ok(())
+}
+
+/// The part of [`check_offer`] that depends on the offer and the configured limits
+/// alone (not on the disk): what `/Ask` checks before it identifies the sender, so
+/// that no sender, contact or not, learns the receiver's free space from it.
+pub fn check_offer_limits(files: &[FileOffer], limits: &Limits) -> core::result::Result<(), String> {
     if let Some(f) = files.iter().find(|f| f.size > limits.max_file) {
         return Err(format!(
             "a file of {} bytes; this receiver takes files up to {} bytes",
@@ -163,12 +178,6 @@ pub fn check_offer(files: &[FileOffer], limits: &Limits, dir: &Path) -> core::re
         return Err(format!(
             "an offer of {total} bytes; this receiver takes up to {} bytes at once",
             limits.max_offer
-        ));
-    }
-    let free = free_space(dir).map_err(|e| format!("cannot check free space: {e}"))?;
-    if total.saturating_add(limits.keep_free) > free {
-        return Err(format!(
-            "an offer of {total} bytes does not fit in the receiver's free space"
         ));
     }
     Ok(())
@@ -558,7 +567,7 @@ async fn handle<G: PrimeGroup>(
             // offer alone, the same for a contact and a non-contact, so its size does
             // not say whether we hold the sender.
             let over = match Ask::from_bytes(&body) {
-                Ok(ask) => check_offer(&ask.files, &cfg.limits, &cfg.dir).err(),
+                Ok(ask) => check_offer_limits(&ask.files, &cfg.limits).err(),
                 Err(e) => return refuse(status_of(&e), e),
             };
             let outcome = w.on_ask(&body);
@@ -574,6 +583,12 @@ async fn handle<G: PrimeGroup>(
                 Ok(outcome) => {
                     (cfg.events)(Event::Authenticated(outcome.sender.clone()));
                     if (cfg.decide)(&outcome) {
+                        // Free space only now, for a sender we identified and accepted
+                        // (before, any sender could search the receiver's free space).
+                        if let Err(why) = check_offer(&outcome.ask.files, &cfg.limits, &cfg.dir) {
+                            (cfg.events)(Event::Failed(format!("offer refused: {why}")));
+                            return ask_too_large(&why);
+                        }
                         *st = ConnState::Accepted(outcome.ask.files.into_iter().map(Some).collect());
                         ask_answer(StatusCode::OK, ASK_ACCEPTED)
                     } else {

@@ -67,6 +67,7 @@ async fn observed(
     (alice, bob): (&Arc<DropIdentity<G>>, &Arc<DropIdentity<G>>),
     receiver_knows: bool,
     offer: FileOffer,
+    limits: Limits,
 ) -> (u64, u64) {
     let alice_book = Arc::new(AddressBook::new(&["bob@example.com"]));
     let bob_book = Arc::new(AddressBook::new(&[if receiver_knows {
@@ -84,7 +85,7 @@ async fn observed(
         name: "kitchen".into(),
         dir: std::env::temp_dir(),
         legacy: false,
-        limits: Limits::default(),
+        limits,
         supply: BookSupply::spawn(move || supply_book.fresh_sender::<G>(&params()), 1),
         decide: Arc::new(|_| false),
         events: Arc::new(|_| {}),
@@ -139,8 +140,8 @@ async fn an_offer_over_the_receivers_limits_does_not_say_whether_it_holds_the_se
         media_type: "video/quicktime".into(),
         sha256: [7; 32],
     };
-    let holds = observed(&ca, (&alice, &bob), true, offer.clone()).await;
-    let does_not = observed(&ca, (&alice, &bob), false, offer).await;
+    let holds = observed(&ca, (&alice, &bob), true, offer.clone(), Limits::default()).await;
+    let does_not = observed(&ca, (&alice, &bob), false, offer, Limits::default()).await;
     assert_eq!(
         holds, does_not,
         "bytes (client → server, server → client): receiver holds the sender {holds:?}, does not {does_not:?}"
@@ -160,7 +161,37 @@ async fn a_decline_and_a_contacts_only_refusal_look_the_same() {
         media_type: "image/jpeg".into(),
         sha256: [7; 32],
     };
-    let holds = observed(&ca, (&alice, &bob), true, offer.clone()).await;
-    let does_not = observed(&ca, (&alice, &bob), false, offer).await;
+    let holds = observed(&ca, (&alice, &bob), true, offer.clone(), Limits::default()).await;
+    let does_not = observed(&ca, (&alice, &bob), false, offer, Limits::default()).await;
     assert_eq!(holds, does_not);
+}
+
+/// Review of the fix above: with the offer checked before the sender is identified,
+/// the free-space check answered any sender — a non-contact of a contacts-only
+/// receiver too — 413 "does not fit in the receiver's free space" or not, one bit per
+/// session: a binary search of the receiver's free disk space. Now a sender that is
+/// not accepted gets the same `declined` whatever the offer's size within the limits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_contact_cannot_search_the_receivers_free_space() {
+    let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
+    let alice = identity(&ca, &["alice@example.com"]);
+    let bob = identity(&ca, &["bob@example.com"]);
+    let unlimited = Limits {
+        max_file: u64::MAX,
+        max_offer: u64::MAX,
+        ..Limits::default()
+    };
+    let free = transport::free_space(&std::env::temp_dir()).unwrap();
+    let offer = |size| FileOffer {
+        name: "holiday.mov".into(),
+        size,
+        media_type: "video/quicktime".into(),
+        sha256: [7; 32],
+    };
+    let fits = observed(&ca, (&alice, &bob), false, offer(1000), unlimited.clone()).await;
+    let too_big = observed(&ca, (&alice, &bob), false, offer(free + 1), unlimited).await;
+    assert_eq!(
+        fits, too_big,
+        "bytes (client → server, server → client): an offer that fits {fits:?}, one beyond the free space {too_big:?}"
+    );
 }
