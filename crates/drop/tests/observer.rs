@@ -188,7 +188,7 @@ async fn a_non_contact_cannot_search_the_receivers_free_space() {
         media_type: "video/quicktime".into(),
         sha256: [7; 32],
     };
-    let fits = observed(&ca, (&alice, &bob), false, offer(1000), unlimited.clone()).await;
+    let fits = observed(&ca, (&alice, &bob), false, offer(1000), unlimited).await;
     let too_big = observed(&ca, (&alice, &bob), false, offer(free + 1), unlimited).await;
     assert_eq!(
         fits, too_big,
