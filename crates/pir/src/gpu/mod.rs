@@ -67,8 +67,8 @@ pub const KERNELS: &str = include_str!("kernels.cu");
 /// Columns per int8 product: `128·128·K_CHUNK < 2³¹`, so no int32 sum overflows.
 pub const K_CHUNK: usize = 131_056;
 
-/// Staging slots: chunks in flight at once (one being staged or taken by the host,
-/// two on the GPUs).
+/// Staging slots: chunks in flight at once (one being staged and one being taken by
+/// the host, two on the GPUs).
 pub const SLOTS: usize = crate::stream::PIPELINE_DEPTH;
 
 /// Rows of `D` per part are a multiple of this (cuBLASLt alignment).
