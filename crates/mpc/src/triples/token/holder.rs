@@ -370,10 +370,14 @@ impl Pool {
         self.dir.as_ref().map(|dir| dir.join(format!("{d:016x}.claim")))
     }
 
-    /// Adds a sequence, free for any session to claim.
+    /// Adds a sequence, free for any session to claim. The file is written under
+    /// another name and renamed, so a session opening the folder meanwhile (`tacit mpc
+    /// token fill` beside a running server) never reads half of it.
     pub fn put(&mut self, s: StoredSequence) -> Result<(), Error> {
         if let Some(p) = self.path(s.id.d) {
-            write_private(&p, &s.to_wire())?;
+            let tmp = p.with_extension("ca-new");
+            write_private(&tmp, &s.to_wire())?;
+            std::fs::rename(&tmp, &p).map_err(|e| Error::io(format!("storing {}", p.display()), e))?;
         }
         self.seqs.insert(s.id.d, s);
         Ok(())
