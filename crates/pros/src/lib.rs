@@ -66,6 +66,7 @@ pub mod backends;
 pub mod bn;
 pub mod element;
 mod error;
+pub mod facproof;
 pub mod fnp;
 mod messages;
 pub mod modproof;
