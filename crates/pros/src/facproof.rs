@@ -251,7 +251,7 @@ impl RingPedersenParams {
     }
 
     /// Bytes of [`Self::encode`] at `bits`.
-    pub fn encoded_len(bits: u32) -> usize {
+    pub const fn encoded_len(bits: u32) -> usize {
         2 + 3 * (bits as usize).div_ceil(8)
     }
 
@@ -378,7 +378,7 @@ impl RingPedersen {
     }
 
     /// Bytes of [`Self::encode_offer`] for an `N̂` of `bits`.
-    pub fn offer_len(bits: u32) -> usize {
+    pub const fn offer_len(bits: u32) -> usize {
         RingPedersenParams::encoded_len(bits) + PrmProof::encoded_len(bits)
     }
 
@@ -550,7 +550,7 @@ impl PrmProof {
     }
 
     /// Bytes for an `N̂` of `bits`.
-    pub fn encoded_len(bits: u32) -> usize {
+    pub const fn encoded_len(bits: u32) -> usize {
         2 * PRM_ROUNDS * (bits as usize).div_ceil(8)
     }
 
