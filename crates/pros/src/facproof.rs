@@ -296,7 +296,7 @@ impl RingPedersen {
     /// Makes fresh parameters with a `bits`-bit `N̂` (two safe primes from OpenSSL's
     /// `BN_generate_prime_ex`, drawn on two threads): seconds to a minute at 3072 bits.
     pub fn generate(bits: u32, rng: &mut impl CryptoRngCore) -> Result<Self> {
-        if !(MIN_RING_BITS..=MAX_RING_BITS).contains(&bits) || bits % 2 != 0 {
+        if !(MIN_RING_BITS..=MAX_RING_BITS).contains(&bits) || !bits.is_multiple_of(2) {
             return Err(Error::KeySize(format!(
                 "ring-Pedersen moduli have an even size of {MIN_RING_BITS} to {MAX_RING_BITS} bits, not {bits}"
             )));
@@ -778,7 +778,8 @@ impl FacProof {
         }
         let e = fac_challenge(context, n0, params, &self.cp, &self.cq, &self.ca, &self.cb, &self.ct)?;
         let pw = |b: &BigNumRef, x: &BigNumRef| rp.pow_reduced(b, x);
-        let checks: [(&str, Box<dyn Fn() -> Result<bool> + Sync>); 3] = [
+        type Check<'a> = (&'a str, Box<dyn Fn() -> Result<bool> + Sync + 'a>);
+        let checks: [Check<'_>; 3] = [
             (
                 "s^z1·t^w1 ≠ A·P^e",
                 Box::new(|| {
