@@ -1,0 +1,44 @@
+//! Python bindings of tacit (PyO3): the native half of the `tacit` Python package
+//! (`python/`), built by maturin as the extension module `tacit._native`.
+//!
+//! * [`paillier`] — python-paillier's API (`phe`) on tacit's Paillier
+//!   (`tacit-pros`): CRT decryption, CRT encryption when the private key is known,
+//!   batch operations on all cores with the GIL released;
+//! * [`psi`] — the malicious-secure DH-PSI of `tacit-psi` as sans-I/O objects, and a
+//!   client of `tacit psi serve`.
+//!
+//! Errors become Python exceptions carrying the library's one-line messages:
+//! [`TacitError`] (a `ValueError`) for bad input and deviating peers, and Python's
+//! own `TypeError` / `OverflowError` where python-paillier raises those.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+pub mod paillier;
+pub mod psi;
+
+create_exception!(
+    tacit,
+    TacitError,
+    PyValueError,
+    "An error of tacit: bad input, a peer that deviated from the protocol, a network failure. The message is the one the `tacit` command prints."
+);
+
+/// Turns any displayable error into a [`TacitError`] with its one-line message.
+pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
+    TacitError::new_err(e.to_string())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("TacitError", py.get_type::<TacitError>())?;
+    let p = PyModule::new(py, "paillier")?;
+    paillier::register(&p)?;
+    m.add_submodule(&p)?;
+    let s = PyModule::new(py, "psi")?;
+    psi::register(&s)?;
+    m.add_submodule(&s)?;
+    Ok(())
+}

@@ -1,0 +1,6 @@
+from . import paillier as paillier, psi as psi
+
+__version__: str
+
+class TacitError(ValueError):
+    """An error of tacit: bad input, a deviating peer, a network failure."""
