@@ -138,6 +138,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            util::remove_blank_new_stores();
             eprintln!("tacit: error: {}", util::one_line(&e));
             ExitCode::FAILURE
         }

@@ -387,8 +387,8 @@ fn write_file(path: &Path, bytes: &[u8], secret: bool) -> Result<()> {
     Ok(())
 }
 
-fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("reading {what} {}", path.display()))
+fn read(path: &Path, what: &'static str) -> Result<Vec<u8>> {
+    crate::util::read_file(path, what, crate::util::MAX_SMALL_FILE)
 }
 
 fn parse_key(hex_key: &str) -> Result<VerifyingKey> {
@@ -410,7 +410,7 @@ struct Home {
 impl Home {
     fn open(store: Option<&Path>) -> Result<Self> {
         let path = crate::util::store_path(store)?;
-        let st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+        let st = crate::util::open_store(&path)?;
         Ok(Home { path, st })
     }
     /// The current version of `purpose` (zeroized when dropped: some are secret).

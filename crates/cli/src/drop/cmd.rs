@@ -201,7 +201,8 @@ pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
         DropCommand::Receive { params, .. } | DropCommand::Send { params, .. } => params.params()?,
     };
     let path = store_path(store)?;
-    let st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    // sending and receiving need this device's enrolment: never a new, empty store
+    let st = crate::util::open_store_existing(store, "tacit id enroll")?;
     // A receiver serves many senders at once, and so does a sender with several
     // receivers; a sender talking to one receiver runs on one thread, where its HTTP
     // connection needs no cross-thread wake-ups.
@@ -829,7 +830,7 @@ use crate::util::millis as ms;
 
 fn attack(capture: &Path, range: &str, params: &DropParams) -> Result<()> {
     let range = PhoneRange::parse(range)?;
-    let bytes = std::fs::read(capture).with_context(|| format!("cannot read {}", capture.display()))?;
+    let bytes = crate::util::read_file(capture, "capture", 1 << 30)?;
     let summary = read_capture(&bytes, params)?;
     println!("capture {}: {} messages", capture.display(), summary.messages.len());
     let mut kinds: Vec<(String, usize)> = Vec::new();

@@ -115,7 +115,7 @@ fn prepare(a: &SetArgs) -> Result<PreparedSet> {
     if a.max_peer == 0 || a.max_peer > MAX_SET {
         anyhow::bail!("--max-peer must be from 1 to {MAX_SET}");
     }
-    let elements = read_set(&a.set)?;
+    let elements = read_set(&a.set, psi::MAX_SET, "the most `tacit mpc psi` supports")?;
     Ok(PreparedSet::new(&elements, a.bits)?)
 }
 

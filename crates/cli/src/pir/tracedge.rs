@@ -499,7 +499,7 @@ pub fn run_client(cmd: ClientCommand) -> Result<()> {
             Ok(())
         }
         ClientCommand::ImportReceipt(a) => {
-            let text = std::fs::read(&a.receipt).with_context(|| format!("cannot read {}", a.receipt.display()))?;
+            let text = crate::util::read_file(&a.receipt, "receipt", 4097)?;
             if text.len() > 4096 {
                 bail!("{} is not a receipt (too long)", a.receipt.display());
             }
@@ -675,16 +675,7 @@ const MAX_PROOF_FILE: u64 = 1 << 31;
 
 /// Runs `tacit pir verify-proof`.
 pub fn verify_proof(a: VerifyArgs) -> Result<()> {
-    let len = std::fs::metadata(&a.file)
-        .with_context(|| format!("cannot read {}", a.file.display()))?
-        .len();
-    if len > MAX_PROOF_FILE {
-        bail!(
-            "{} is {len} bytes; a proof has at most {MAX_PROOF_FILE}",
-            a.file.display()
-        );
-    }
-    let bytes = std::fs::read(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
+    let bytes = crate::util::read_file(&a.file, "proof", MAX_PROOF_FILE)?;
     let proof = MisbehaviourProof::from_wire(&bytes)
         .with_context(|| format!("{} is not a TracEdge proof", a.file.display()))?;
     if let Some(k) = &a.server_key

@@ -3,7 +3,7 @@
 //! with pinned keys by default; see [`crate::pros::channel`]).
 
 use crate::pros::channel::{ConnectChannel, ServeChannel, client_label, connect, known_name, service_config};
-use crate::util::{read_set, sanitize, store_path};
+use crate::util::{read_set, sanitize};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use rand_core::SeedableRng;
@@ -17,7 +17,6 @@ use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS, PrivateKey, RnPool};
 use tacit_pros::service::{self, Event};
 use tacit_pros::threepr::{Hello, Limits, MAX_ORDERED_SET, ReconcileParams, Reconciled, Responder, Scheme, Variant};
 use tacit_pros::{net, phe};
-use tacit_store::Store;
 
 /// `tacit pros` subcommands.
 #[derive(Debug, Subcommand)]
@@ -334,15 +333,8 @@ Example:
 }
 
 fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if meta.len() > 1 << 20 {
-        bail!(
-            "{} is {} bytes; a key or ciphertext is far smaller",
-            path.display(),
-            meta.len()
-        );
-    }
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // a key or ciphertext is far smaller
+    let text = crate::util::read_text(path, "key or ciphertext file", 1 << 20)?;
     serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
 }
 
@@ -469,7 +461,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             println!("{fp}");
         }
         ProsCommand::Forget { connect } => {
-            let mut st = Store::open(&store_path(store)?)?;
+            let mut st = crate::util::open_store_existing(store, "tacit pros psi query --tofu")?;
             if st.forget_peer(&known_name(&connect))? {
                 println!("forgot the key recorded for {connect}");
             } else {
@@ -486,7 +478,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             channel,
         }) => {
             let params = fnp.params();
-            let elements = read_set(&set)?;
+            let elements = read_set(&set, params.sender_bound as usize, "--max-sender")?;
             let sender = Arc::new(Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS)?);
             // both directions' limits from the bounds, before any work (issue 26, item 4)
             let (q_max, a_max) = (params.query_len(MAX_KEY_BITS), params.answer_len(MAX_KEY_BITS));
@@ -547,7 +539,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
         }) => {
             check_key_bits(key_bits)?;
             let params = fnp.params();
-            let elements = read_set(&set)?;
+            let elements = read_set(&set, params.chooser_bound as usize, "--max-chooser")?;
             let (key, pool) = key_and_pool(key_bits, params.root_slots())?;
             let who = "tacit pros psi query";
             let (found, server_key) = runtime()?.block_on(async {
@@ -591,7 +583,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             channel,
         }) => {
             let params = opts.params();
-            let elements = Arc::new(read_set(&set)?);
+            let elements = Arc::new(read_set(&set, MAX_ORDERED_SET as usize, "the most 3PR supports")?);
             let limits = limits(max_peer_set, max_comparisons)?;
             let probe = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS)?;
             let who = "tacit pros reconcile serve";
@@ -639,7 +631,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 bail!("--max-peer-set must be from 1 to {MAX_ORDERED_SET}");
             }
             let params = opts.params();
-            let elements = read_set(&set)?;
+            let elements = read_set(&set, MAX_ORDERED_SET as usize, "the most 3PR supports")?;
             let (key, pool) = key_and_pool(key_bits, elements.len())?;
             let who = "tacit pros reconcile connect";
             let (r, fp) = runtime()?.block_on(async {

@@ -222,14 +222,20 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
                 .with_deadline(secs("--deadline", deadline)?)
                 .with_read_timeout(secs("--timeout", timeout)?);
             let needs_store = from_contacts || tls;
-            let mut st = if needs_store {
+            let mut st = if from_contacts {
+                // only read: a missing store is an error, not a new empty one
+                Some(crate::util::open_store_existing(
+                    store,
+                    "tacit contacts import FILE.vcf",
+                )?)
+            } else if needs_store {
                 let path = store_path(store)?;
-                Some(Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?)
+                Some(crate::util::open_store(&path)?)
             } else {
                 None
             };
             let elements = match (set, st.as_ref()) {
-                (Some(path), _) => read_set(&path)?,
+                (Some(path), _) => read_set(&path, params.max_sender as usize, "--max-sender")?,
                 (None, Some(st)) => {
                     let book = st.address_book()?;
                     anyhow::ensure!(
@@ -277,14 +283,14 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
             proto,
         } => {
             let params = proto.params()?;
-            let elements = read_set(&set)?;
+            let elements = read_set(&set, params.max_receiver as usize, "--max-receiver")?;
             let net = NetConfig::default()
                 .with_max_frame_at_least(params.max_message_len())
                 .with_deadline(secs("--deadline", deadline)?);
             let trust = match (pin, tofu) {
                 (Some(p), _) => Trust::Pinned(parse_fingerprint(&p)?),
                 (None, true) => Trust::FirstUse {
-                    store: Store::open(&store_path(store)?)?,
+                    store: crate::util::open_store(&store_path(store)?)?,
                     name: known_name(&connect),
                 },
                 (None, false) => Trust::Plain,
@@ -298,7 +304,7 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
             }
         }
         PsiCommand::Forget { connect } => {
-            let mut st = Store::open(&store_path(store)?)?;
+            let mut st = crate::util::open_store_existing(store, "tacit psi query --tofu")?;
             if st.forget_peer(&known_name(&connect))? {
                 println!("forgot the key recorded for {connect}");
                 Ok(())
