@@ -121,6 +121,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    util::shutdown::install();
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
         Command::Ca(c) => drop::ca::run_ca(c),

@@ -268,3 +268,68 @@ fn a_command_that_fails_leaves_no_blank_store_behind() {
     assert!(!out.status.success());
     assert!(store.exists());
 }
+
+#[test]
+fn psi_serve_stops_cleanly_on_sigint_and_sigterm() {
+    let book = write("book.txt", "a\nb\n");
+    for sig in ["-INT", "-TERM"] {
+        let (mut server, _addr, log) = spawn_listening_logged(&[
+            "psi",
+            "serve",
+            "--set",
+            book.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        assert!(
+            Command::new("kill")
+                .args([sig, &server.id().to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = server.wait().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let log = log.lock().unwrap().clone();
+        assert!(status.success(), "{sig}: {status:?} {log:?}");
+        assert!(log.iter().any(|l| l.contains(": stopping")), "{sig}: {log:?}");
+    }
+}
+
+/// Issue 28, item 4: two `psi serve --from-contacts --reuse epoch` started together
+/// on one store: one computes and stores the precomputation, the other waits for it
+/// (saying for whom) and reuses it — not both computing, both storing, with two
+/// keys.
+#[test]
+fn two_epoch_servers_on_one_store_precompute_once() {
+    let store = tmp("store.sqlite3");
+    let s = store.to_str().unwrap();
+    let mut vcf = String::new();
+    for i in 0..3000 {
+        vcf.push_str(&format!(
+            "BEGIN:VCARD\nVERSION:3.0\nFN:C{i}\nEMAIL:c{i}@example.com\nEND:VCARD\n"
+        ));
+    }
+    let vcf = write("book.vcf", &vcf);
+    let out = tacit()
+        .args(["--store", s, "contacts", "import", vcf.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let serve = || {
+        tacit()
+            .args(["--store", s, "psi", "serve", "--from-contacts", "--reuse", "epoch"])
+            .args(["--listen", "127.0.0.1:0", "--sessions", "0", "--semi-honest"])
+            .output()
+            .unwrap()
+    };
+    let (x, y) = std::thread::scope(|sc| {
+        let a = sc.spawn(serve);
+        let b = sc.spawn(serve);
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let logs = format!("{}\n----\n{}", stderr(&x), stderr(&y));
+    assert!(x.status.success() && y.status.success(), "{logs}");
+    assert_eq!(logs.matches("precomputed and stored").count(), 1, "{logs}");
+    assert_eq!(logs.matches("reusing the stored precomputation").count(), 1, "{logs}");
+}

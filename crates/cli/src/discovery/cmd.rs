@@ -554,7 +554,9 @@ pub fn run(cmd: DiscoverCommand, store: Option<&Path>) -> Result<()> {
     match cmd {
         DiscoverCommand::Id(c) => run_id(c, store),
         DiscoverCommand::Root(c) => run_root(c, store),
-        DiscoverCommand::Advertise(a) => runtime()?.block_on(advertise(a, Home::open(store)?)),
+        DiscoverCommand::Advertise(a) => {
+            runtime()?.block_on(crate::util::shutdown::serving(advertise(a, Home::open(store)?)))
+        }
         DiscoverCommand::Browse(a) => runtime()?.block_on(browse(a, Home::open(store)?)),
         DiscoverCommand::Connect(a) => runtime()?.block_on(connect(a, Home::open(store)?)),
     }
@@ -842,14 +844,14 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
                     }
                 }),
             });
-            runtime()?.block_on(async {
+            runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &NetConfig::default())
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
                 eprintln!("tacit discover root serve: listening on {}", l.local_addr()?);
                 root_service::serve_with(l, state, sessions, limits).await?;
                 anyhow::Ok(())
-            })?;
+            }))?;
         }
         RootCommand::Revoke {
             what,

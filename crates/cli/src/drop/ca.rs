@@ -446,7 +446,9 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
                 .worker_threads(2)
                 .enable_all()
                 .build()?;
-            rt.block_on(serve_ca(server, &listen, limits, sessions))
+            rt.block_on(crate::util::shutdown::serving(serve_ca(
+                server, &listen, limits, sessions,
+            )))
         }
         CaCommand::Publish { dir, out, list_hours } => {
             let ca = load_ca(&dir)?;

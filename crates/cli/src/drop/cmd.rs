@@ -225,8 +225,10 @@ pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
         _ => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
     };
     match p.psi.group {
-        GroupId::Ristretto255 => rt.block_on(dispatch::<Ristretto255>(cmd, st, path, p)),
-        GroupId::P256 => rt.block_on(dispatch::<P256>(cmd, st, path, p)),
+        GroupId::Ristretto255 => rt.block_on(crate::util::shutdown::serving(dispatch::<Ristretto255>(
+            cmd, st, path, p,
+        ))),
+        GroupId::P256 => rt.block_on(crate::util::shutdown::serving(dispatch::<P256>(cmd, st, path, p))),
     }
 }
 
@@ -421,6 +423,18 @@ async fn receive<G: PrimeGroup>(
     limits: Limits,
 ) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // partial files an interrupted receiver (killed, or a crash) left behind
+    match tacit_drop::transport::sweep_partial_files(&dir) {
+        Ok(0) => {}
+        Ok(n) => eprintln!(
+            "tacit drop receive: removed {n} partial file(s) an interrupted receive left in {}",
+            dir.display()
+        ),
+        Err(e) => eprintln!(
+            "tacit drop receive: cannot look for partial files in {}: {e}",
+            dir.display()
+        ),
+    }
     let params = identity.params;
     // One worker thread keeps the next sessions' precomputations ready; a session
     // never computes one itself (issue 32).

@@ -463,7 +463,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    rt.block_on(crate::util::shutdown::serving(async move {
         let running = server::Server::builder(&store)
             .listen(a.listen)
             .open_enrollment(a.open_enrollment)
@@ -478,7 +478,7 @@ fn serve(a: ServeArgs) -> Result<()> {
             .await?;
         running.serve().await?;
         anyhow::Ok(())
-    })
+    }))
 }
 
 /// Runs `tacit pir client …`.
@@ -686,10 +686,7 @@ pub fn verify_proof(a: VerifyArgs) -> Result<()> {
             hex::encode(proof.server_key)
         );
     }
-    let finding = proof.verify().map_err(|e| match e {
-        tacit_pir::Error::InvalidProof(why) => anyhow!("the proof does not hold: {why}"),
-        e => anyhow!("the proof does not hold: {e}"),
-    })?;
+    let finding = proof.verify().map_err(proof_failure)?;
     if a.server_key.is_none() {
         // Review L7: a proof signed by a key nobody runs proves nothing about anyone.
         eprintln!(
@@ -708,4 +705,36 @@ pub fn verify_proof(a: VerifyArgs) -> Result<()> {
         println!("{}", finding.what);
     }
     Ok(())
+}
+
+/// The one line `verify-proof` prints for a proof that fails: "the proof does not
+/// hold: WHY", said once however deep the reason was wrapped (issue 28, item 8).
+fn proof_failure(e: tacit_pir::Error) -> anyhow::Error {
+    const HEAD: &str = "the proof does not hold: ";
+    let mut why = match e {
+        tacit_pir::Error::InvalidProof(why) => why,
+        e => e.to_string(),
+    };
+    while let Some(rest) = why.strip_prefix(HEAD) {
+        why = rest.to_string();
+    }
+    anyhow!("{HEAD}{why}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_failed_proof_says_so_once() {
+        for e in [
+            tacit_pir::Error::InvalidProof("the entry is not signed".into()),
+            tacit_pir::Error::InvalidProof("the proof does not hold: the entry is not signed".into()),
+        ] {
+            assert_eq!(
+                super::proof_failure(e).to_string(),
+                "the proof does not hold: the entry is not signed"
+            );
+        }
+        let wrapped = super::proof_failure(tacit_pir::Error::InvalidProof("x".into()));
+        assert_eq!(crate::util::one_line(&wrapped).matches("does not hold").count(), 1);
+    }
 }

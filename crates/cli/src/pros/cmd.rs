@@ -505,7 +505,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             }
             let who = "tacit pros psi serve";
             let cfg = service_config(store, &channel, q_max, who)?;
-            runtime()?.block_on(async {
+            runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
@@ -527,7 +527,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 });
                 service::serve(l, cfg, sessions, handler, events).await?;
                 Ok::<_, anyhow::Error>(())
-            })?;
+            }))?;
         }
         ProsCommand::Psi(PsiCommand::Query {
             set,
@@ -588,7 +588,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             let probe = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS)?;
             let who = "tacit pros reconcile serve";
             let cfg = service_config(store, &channel, Hello::max_len(MAX_KEY_BITS), who)?;
-            runtime()?.block_on(async {
+            runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
@@ -615,7 +615,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 });
                 service::serve(l, cfg, sessions, handler, events).await?;
                 Ok::<_, anyhow::Error>(())
-            })?;
+            }))?;
         }
         ProsCommand::Reconcile(ReconcileCommand::Connect {
             set,

@@ -269,8 +269,18 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
                 tls,
             };
             match params.group {
-                GroupId::Ristretto255 => rt.block_on(serve::<Ristretto255>(params, elements, epoch_store, opts)),
-                GroupId::P256 => rt.block_on(serve::<P256>(params, elements, epoch_store, opts)),
+                GroupId::Ristretto255 => rt.block_on(crate::util::shutdown::serving(serve::<Ristretto255>(
+                    params,
+                    elements,
+                    epoch_store,
+                    opts,
+                ))),
+                GroupId::P256 => rt.block_on(crate::util::shutdown::serving(serve::<P256>(
+                    params,
+                    elements,
+                    epoch_store,
+                    opts,
+                ))),
             }
         }
         PsiCommand::Query {
@@ -352,6 +362,13 @@ fn stored_epoch_sender<G: PrimeGroup>(
     set: &[String],
     rng: &mut SecureRng,
 ) -> Result<Sender<G>> {
+    // One process at a time makes (or loads) the key and precomputation: a second
+    // `psi serve --reuse epoch` on this store waits for the first and reuses what it
+    // stored (issue 28), instead of both computing and both storing.
+    let _lock = match st.path() {
+        Some(p) => Some(crate::util::store_lock(p, "psi-epoch", "its PSI precomputation")?),
+        None => None,
+    };
     let purpose = format!("psi-sender/{}", G::ID.name());
     let version = st.contacts_version()?;
     let key = match st.current_key(&purpose)? {
