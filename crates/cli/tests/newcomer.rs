@@ -333,3 +333,34 @@ fn two_epoch_servers_on_one_store_precompute_once() {
     assert_eq!(logs.matches("precomputed and stored").count(), 1, "{logs}");
     assert_eq!(logs.matches("reusing the stored precomputation").count(), 1, "{logs}");
 }
+
+/// Issue 28, item 9: an empty PSI result keeps stdout empty (for scripts) and says
+/// "no common elements" on stderr.
+#[test]
+fn an_empty_psi_result_says_so_on_stderr_only() {
+    let book = write("book.txt", "a\nb\n");
+    let ids = write("ids.txt", "x\ny\n");
+    let (mut server, addr) = spawn_listening(&[
+        "psi",
+        "serve",
+        "--set",
+        book.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--sessions",
+        "1",
+        "--max-sender",
+        "8",
+        "--max-receiver",
+        "4",
+    ]);
+    let out = tacit()
+        .args(["psi", "query", "--set", ids.to_str().unwrap(), "--connect", &addr])
+        .args(["--max-sender", "8", "--max-receiver", "4"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert!(stderr(&out).contains("no common elements"), "{}", stderr(&out));
+    assert!(server.wait().unwrap().success());
+}

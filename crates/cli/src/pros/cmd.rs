@@ -565,6 +565,9 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                         "server_key": server_key,
                     }))?
                 );
+            } else if items.is_empty() {
+                // stdout stays empty for scripts (issue 28)
+                eprintln!("tacit pros psi query: no common elements");
             } else {
                 for i in items {
                     println!("{}", sanitize(&i));

@@ -135,7 +135,9 @@ over TLS 1.3 with this server's key, which clients pin (--pin) or record on firs
     },
     /// Be the PSI receiver: learn which elements of FILE the server also holds.
     #[command(after_help = "\
-Prints the common elements, one per line, in the order of FILE.
+Prints the common elements, one per line, in the order of FILE (none: stdout stays
+empty and stderr says \"no common elements\"). A set FILE with more than --max-receiver
+distinct elements is refused while it is read.
 Without --pin or --tofu the query runs over plain TCP, which protects nothing against
 someone on the path (see `tacit psi serve --help`).
 Example:
@@ -546,6 +548,9 @@ async fn query<G: PrimeGroup>(
             "tls": out.tls,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if items.is_empty() {
+        // stdout stays empty for scripts; a person sees why there is nothing
+        eprintln!("tacit psi query: no common elements");
     } else {
         for i in items {
             println!("{i}");
