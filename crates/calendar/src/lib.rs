@@ -303,16 +303,18 @@ struct RawEvent<'a> {
 impl Calendar {
     /// Reads an .ics file (at most [`MAX_ICS_BYTES`]).
     pub fn load(path: &Path, from: DateTime<Utc>, to: DateTime<Utc>, default_tz: Tz) -> Result<Calendar> {
-        let io = |why: String| Error::Io {
-            path: path.display().to_string(),
-            why,
-        };
-        let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
-        if meta.len() > MAX_ICS_BYTES as u64 {
-            return Err(io(format!("{} bytes; the limit is {MAX_ICS_BYTES}", meta.len())));
-        }
-        let bytes = std::fs::read(path).map_err(|e| io(e.to_string()))?;
-        let text = String::from_utf8(bytes).map_err(|_| io("not UTF-8 text".into()))?;
+        // refused while reading past the limit, never held whole
+        let text =
+            tacit_wire::file::read_text_bounded(path, "calendar", MAX_ICS_BYTES as u64).map_err(|e| Error::Io {
+                path: path.display().to_string(),
+                why: match e {
+                    tacit_wire::file::FileError::Io { source, .. } => source.to_string(),
+                    tacit_wire::file::FileError::TooLarge { limit, .. } => {
+                        format!("larger than {limit} bytes, the limit")
+                    }
+                    _ => "not UTF-8 text".into(),
+                },
+            })?;
         Self::parse(&text, from, to, default_tz).map_err(|e| match e {
             Error::Ics(m) => Error::Ics(format!("{}: {m}", path.display())),
             other => other,

@@ -121,6 +121,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    util::shutdown::install();
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
         Command::Ca(c) => drop::ca::run_ca(c),
@@ -138,6 +139,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            util::remove_blank_new_stores();
             eprintln!("tacit: error: {}", util::one_line(&e));
             ExitCode::FAILURE
         }

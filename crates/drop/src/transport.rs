@@ -628,6 +628,16 @@ async fn handle<G: PrimeGroup>(
                             .unwrap_or_default(),
                     )
                 }
+                // A local failure (the folder is read-only, the disk failed): the
+                // receiver's log says why; the sender learns only that it failed,
+                // never the receiver's paths (issue 28).
+                Err((StatusCode::INTERNAL_SERVER_ERROR, why)) => {
+                    (cfg.events)(Event::Failed(format!(
+                        "could not store {}: {why}",
+                        safe_file_name(&offer.name)
+                    )));
+                    refuse(StatusCode::INTERNAL_SERVER_ERROR, COULD_NOT_STORE)
+                }
                 Err((status, why)) => refuse(status, why),
             }
         }
@@ -701,6 +711,39 @@ fn place(tmp: &Path, dir: &Path, name: &str) -> std::io::Result<PathBuf> {
     Err(std::io::Error::other("no free file name"))
 }
 
+/// What the sender is told when the receiver fails to store a file (its own
+/// reasons, which name its paths, go to its log only).
+pub const COULD_NOT_STORE: &str = "the receiver could not store the file";
+
+/// Whether `name` is the name of a partial file (`.tacit-<16 hex>.part`).
+fn is_partial_name(name: &str) -> bool {
+    name.strip_prefix(".tacit-")
+        .and_then(|r| r.strip_suffix(".part"))
+        .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Removes the partial files (`.tacit-<hex>.part`) an interrupted receiver left in
+/// `dir` — those no running receiver holds: each is locked (`flock`) while it is
+/// written. Returns how many were removed. Called when `drop receive` starts.
+pub fn sweep_partial_files(dir: &Path) -> std::io::Result<usize> {
+    let mut removed = 0;
+    for e in std::fs::read_dir(dir)? {
+        let Ok(e) = e else { continue };
+        let name = e.file_name();
+        if !name.to_str().is_some_and(is_partial_name) || !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let p = e.path();
+        let Ok(f) = std::fs::OpenOptions::new().read(true).open(&p) else {
+            continue;
+        };
+        if f.try_lock().is_ok() && std::fs::remove_file(&p).is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Removes the temporary file unless disarmed.
 struct TempFile(Option<PathBuf>);
 
@@ -736,17 +779,23 @@ async fn receive_file<G: PrimeGroup>(
         nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
     ));
     let guard = TempFile(Some(tmp_path.clone()));
-    let mut file = tokio::fs::OpenOptions::new()
+    let cannot_write = |e: std::io::Error| {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot write to {}: {e}", cfg.dir.display()),
+        )
+    };
+    let std_file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&tmp_path)
-        .await
-        .map_err(|e| {
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("cannot write to {}: {e}", cfg.dir.display()),
-            )
-        })?;
+        .map_err(cannot_write)?;
+    // Held while the file is written, so that a receiver starting meanwhile on the
+    // same folder does not sweep it away (`sweep_partial_files`).
+    std_file
+        .try_lock()
+        .map_err(|e| cannot_write(std::io::Error::other(e.to_string())))?;
+    let mut file = tokio::fs::File::from_std(std_file);
     let mut body = req.into_body();
     let mut hasher = Sha256::new();
     let mut got = 0u64;

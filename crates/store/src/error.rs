@@ -15,6 +15,13 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// [`crate::Store::open_existing`]: there is no database at the path.
+    #[error("there is no store at {path}")]
+    Missing {
+        /// The path given.
+        path: PathBuf,
+    },
+
     /// The database file could not be created or opened.
     #[error("could not open the database {path}: {source}")]
     Open {

@@ -15,7 +15,10 @@ use crate::schema;
 use crate::vcard::{self, Card, Problem};
 
 /// How long a write waits for another process holding the database lock.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a write waits for another process's write to the same store: longer
+/// than the longest write tacit makes (importing a 64 MiB vCard file, storing the
+/// precomputation of a million-contact address book).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What [`Store::import_vcard`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -119,6 +122,31 @@ pub struct PirSubscriber {
     pub label: String,
 }
 
+/// What a failed [`Store::open`] created and removes again.
+#[derive(Default)]
+struct Made {
+    file: bool,
+    /// Innermost first.
+    dirs: Vec<PathBuf>,
+}
+
+impl Made {
+    fn undo(&self, path: &Path) {
+        if self.file {
+            let _ = std::fs::remove_file(path);
+            for ext in ["-wal", "-shm", "-journal"] {
+                let mut p = path.as_os_str().to_owned();
+                p.push(ext);
+                let _ = std::fs::remove_file(PathBuf::from(p));
+            }
+        }
+        for d in &self.dirs {
+            // only empty folders: never what someone else put there meanwhile
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
 /// All methods are synchronous and take no clock: times are passed in.
 #[derive(Debug)]
 pub struct Store {
@@ -140,12 +168,53 @@ impl Store {
     /// On Unix a new file is created readable by its owner only, since it holds
     /// secret keys. Fails with [`Error::SchemaTooNew`] for a database written by
     /// a newer version of tacit.
+    ///
+    /// When opening fails, whatever this call created (the file, its WAL and shared
+    /// memory files, the folders) is removed again: a failed open leaves nothing
+    /// behind.
     pub fn open(path: &Path) -> Result<Store> {
+        let mut made = Made::default();
+        let r = Self::open_creating(path, &mut made);
+        if r.is_err() {
+            made.undo(path);
+        }
+        r
+    }
+
+    /// Opens the database at `path` only if it exists: never creates a file or a
+    /// folder. A missing database is [`Error::Missing`] (callers name the command
+    /// that creates it). Commands that only read use this.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        use rusqlite::OpenFlags;
+        if !path.exists() {
+            return Err(Error::Missing { path: path.to_owned() });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let open_err = |source: Box<dyn std::error::Error + Send + Sync>| Error::Open {
+            path: PathBuf::from(path),
+            source,
+        };
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| open_err(Box::new(e)))?;
+        Self::init(conn).map_err(|e| match e {
+            Error::Sqlite(source) => open_err(Box::new(source)),
+            other => other,
+        })
+    }
+
+    fn open_creating(path: &Path, made: &mut Made) -> Result<Store> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            // the folders that do not exist yet, outermost last
+            let mut missing = Vec::new();
+            let mut p = Some(parent);
+            while let Some(d) = p.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+                missing.push(d.to_owned());
+                p = d.parent();
+            }
             std::fs::create_dir_all(parent).map_err(|source| Error::CreateDir {
                 path: parent.to_owned(),
                 source,
             })?;
+            made.dirs = missing;
         }
         let open_err = |source: Box<dyn std::error::Error + Send + Sync>| Error::Open {
             path: PathBuf::from(path),
@@ -160,10 +229,14 @@ impl Store {
                 .mode(0o600)
                 .open(path)
             {
-                Ok(_) => {}
+                Ok(_) => made.file = true,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(open_err(Box::new(e))),
             }
+        }
+        #[cfg(not(unix))]
+        {
+            made.file = !path.exists();
         }
         let conn = Connection::open(path).map_err(|e| open_err(Box::new(e)))?;
         Self::init(conn).map_err(|e| match e {
@@ -185,6 +258,34 @@ impl Store {
         let _mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
         schema::migrate(&mut conn, schema::MIGRATIONS)?;
         Ok(Store { conn })
+    }
+
+    /// Whether the database holds nothing but its schema: no row in any table, and
+    /// every counter at its initial 0. A command that created the store and then
+    /// failed removes a blank store again.
+    pub fn is_blank(&self) -> Result<bool> {
+        let tables: Vec<String> = self
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for t in tables {
+            let t = t.replace('"', "\"\"");
+            let q = if t == "counters" || t == "pir_counters" {
+                format!("SELECT EXISTS (SELECT 1 FROM \"{t}\" WHERE value != 0)")
+            } else {
+                format!("SELECT EXISTS (SELECT 1 FROM \"{t}\")")
+            };
+            if self.conn.query_row(&q, [], |r| r.get::<_, bool>(0))? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The database file's path (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.conn.path().filter(|p| !p.is_empty()).map(Path::new)
     }
 
     /// The schema version of the open database (`PRAGMA user_version`).
@@ -1076,6 +1177,39 @@ mod tests {
             .conn
             .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
             .unwrap()
+    }
+
+    #[test]
+    fn open_existing_never_creates_and_a_new_store_is_blank_until_written() {
+        let dir = TempDir::new();
+        let path = dir.0.join("nested/tacit.sqlite3");
+        assert!(matches!(Store::open_existing(&path), Err(Error::Missing { .. })));
+        assert!(!dir.0.exists(), "open_existing made a folder");
+        let mut st = Store::open(&path).unwrap();
+        assert!(st.is_blank().unwrap());
+        st.add_own_identifier("alice@example.com", &NormalizeOptions::new())
+            .unwrap();
+        assert!(!st.is_blank().unwrap());
+        drop(st);
+        let st = Store::open_existing(&path).unwrap();
+        assert!(!st.is_blank().unwrap());
+    }
+
+    #[test]
+    fn a_failed_open_removes_what_it_created() {
+        // a file in the way of the folder: the folders made before are removed again
+        let dir = TempDir::new();
+        std::fs::create_dir_all(&dir.0).unwrap();
+        std::fs::write(dir.0.join("file"), b"x").unwrap();
+        let path = dir.0.join("a/b/file/tacit.sqlite3");
+        std::fs::create_dir_all(dir.0.join("a/b")).unwrap();
+        std::fs::remove_dir_all(dir.0.join("a")).unwrap();
+        assert!(Store::open(&dir.0.join("file/x.sqlite3")).is_err());
+        let mut made = Made::default();
+        made.dirs = vec![dir.0.join("a/b"), dir.0.join("a")];
+        std::fs::create_dir_all(dir.0.join("a/b")).unwrap();
+        made.undo(&path);
+        assert!(!dir.0.join("a").exists());
     }
 
     #[test]

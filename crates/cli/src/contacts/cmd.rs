@@ -1,10 +1,10 @@
 //! `tacit contacts import | list`.
 
 use crate::util::{sanitize, store_path};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Subcommand;
 use std::path::{Path, PathBuf};
-use tacit_store::{NormalizeOptions, Store};
+use tacit_store::NormalizeOptions;
 
 /// Address book commands.
 #[derive(Debug, Subcommand)]
@@ -38,17 +38,9 @@ Example:
 
 pub fn run(cmd: ContactsCommand, store: Option<&Path>) -> Result<()> {
     let path = store_path(store)?;
-    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
     match cmd {
         ContactsCommand::Import { file, region, json } => {
-            let meta = std::fs::metadata(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            anyhow::ensure!(
-                meta.len() <= 64 << 20,
-                "{} is {} bytes; the limit is 64 MiB",
-                file.display(),
-                meta.len()
-            );
-            let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let bytes = crate::util::read_file(&file, "vCard file", tacit_store::vcard::MAX_FILE_BYTES as u64)?;
             let text = String::from_utf8_lossy(&bytes);
             let opts = match &region {
                 Some(r) => NormalizeOptions::with_default_region(r)?,
@@ -60,6 +52,7 @@ pub fn run(cmd: ContactsCommand, store: Option<&Path>) -> Result<()> {
                 "{} holds no vCard (a vCard starts with a BEGIN:VCARD line); nothing imported",
                 file.display()
             );
+            let mut st = crate::util::open_store(&path)?;
             let report = st.import_vcard(&text, &opts)?;
             if report.cards_imported == 0 {
                 for p in &report.problems {
@@ -93,6 +86,7 @@ pub fn run(cmd: ContactsCommand, store: Option<&Path>) -> Result<()> {
             }
         }
         ContactsCommand::List { json } => {
+            let st = crate::util::open_store_existing(store, "tacit contacts import FILE.vcf")?;
             let contacts = st.contacts()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&contacts)?);

@@ -387,8 +387,8 @@ fn write_file(path: &Path, bytes: &[u8], secret: bool) -> Result<()> {
     Ok(())
 }
 
-fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("reading {what} {}", path.display()))
+fn read(path: &Path, what: &'static str) -> Result<Vec<u8>> {
+    crate::util::read_file(path, what, crate::util::MAX_SMALL_FILE)
 }
 
 fn parse_key(hex_key: &str) -> Result<VerifyingKey> {
@@ -410,7 +410,7 @@ struct Home {
 impl Home {
     fn open(store: Option<&Path>) -> Result<Self> {
         let path = crate::util::store_path(store)?;
-        let st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+        let st = crate::util::open_store(&path)?;
         Ok(Home { path, st })
     }
     /// The current version of `purpose` (zeroized when dropped: some are secret).
@@ -554,7 +554,9 @@ pub fn run(cmd: DiscoverCommand, store: Option<&Path>) -> Result<()> {
     match cmd {
         DiscoverCommand::Id(c) => run_id(c, store),
         DiscoverCommand::Root(c) => run_root(c, store),
-        DiscoverCommand::Advertise(a) => runtime()?.block_on(advertise(a, Home::open(store)?)),
+        DiscoverCommand::Advertise(a) => {
+            runtime()?.block_on(crate::util::shutdown::serving(advertise(a, Home::open(store)?)))
+        }
         DiscoverCommand::Browse(a) => runtime()?.block_on(browse(a, Home::open(store)?)),
         DiscoverCommand::Connect(a) => runtime()?.block_on(connect(a, Home::open(store)?)),
     }
@@ -842,14 +844,14 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
                     }
                 }),
             });
-            runtime()?.block_on(async {
+            runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &NetConfig::default())
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
                 eprintln!("tacit discover root serve: listening on {}", l.local_addr()?);
                 root_service::serve_with(l, state, sessions, limits).await?;
                 anyhow::Ok(())
-            })?;
+            }))?;
         }
         RootCommand::Revoke {
             what,

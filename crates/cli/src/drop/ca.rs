@@ -291,7 +291,7 @@ pub fn parse_ca_key(s: &str) -> Result<CaPublicKey> {
 
 fn load_ca(dir: &Path) -> Result<CertificateAuthority> {
     let path = dir.join("ca.key");
-    let text = std::fs::read_to_string(&path).with_context(|| {
+    let text = crate::util::read_text(&path, "CA key", 4096).with_context(|| {
         format!(
             "no CA in {} (create one with `tacit ca init --dir {}`)",
             dir.display(),
@@ -301,10 +301,10 @@ fn load_ca(dir: &Path) -> Result<CertificateAuthority> {
     let seed: [u8; 32] = unhex(&text)?
         .try_into()
         .map_err(|_| anyhow!("{} is corrupt: expected a 32-byte key", path.display()))?;
-    let key_pem = std::fs::read_to_string(dir.join("tls-root.key"))
+    let key_pem = crate::util::read_text(&dir.join("tls-root.key"), "TLS root key", 1 << 16)
         .with_context(|| format!("{} has no tls-root.key", dir.display()))?;
-    let cert =
-        std::fs::read(dir.join("tls-root.der")).with_context(|| format!("{} has no tls-root.der", dir.display()))?;
+    let cert = crate::util::read_file(&dir.join("tls-root.der"), "TLS root certificate", 1 << 16)
+        .with_context(|| format!("{} has no tls-root.der", dir.display()))?;
     let root = TlsRoot::from_parts(&key_pem, &cert)
         .with_context(|| format!("the TLS root in {} is corrupt", dir.display()))?;
     Ok(CertificateAuthority::from_parts(&seed, root))
@@ -383,7 +383,7 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
         } => {
             let ca = load_ca(&dir)?;
             let mut registry = open_registry(&dir)?;
-            let bytes = std::fs::read(&request).with_context(|| format!("cannot read {}", request.display()))?;
+            let bytes = crate::util::read_file(&request, "enrolment request", crate::util::MAX_SMALL_FILE)?;
             let issued = match params.group {
                 GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &mut registry, &bytes, all)?,
                 GroupId::P256 => certify::<P256>(&ca, &mut registry, &bytes, all)?,
@@ -446,7 +446,9 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
                 .worker_threads(2)
                 .enable_all()
                 .build()?;
-            rt.block_on(serve_ca(server, &listen, limits, sessions))
+            rt.block_on(crate::util::shutdown::serving(serve_ca(
+                server, &listen, limits, sessions,
+            )))
         }
         CaCommand::Publish { dir, out, list_hours } => {
             let ca = load_ca(&dir)?;
@@ -919,7 +921,11 @@ fn certify<G: PrimeGroup>(
 
 pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
     let path = store_path(store)?;
-    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    // enrolment makes the store; every other `id` command needs one
+    let mut st = match cmd {
+        IdCommand::Enroll { .. } => crate::util::open_store(&path)?,
+        _ => crate::util::open_store_existing(store, "tacit id enroll")?,
+    };
     match cmd {
         IdCommand::Enroll {
             ca,
@@ -962,7 +968,7 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
                     (list, url)
                 }
                 (Some(f), _) => {
-                    let b = std::fs::read(&f).with_context(|| format!("cannot read {}", f.display()))?;
+                    let b = crate::util::read_file(&f, "revocation list", crate::util::MAX_SMALL_FILE)?;
                     (
                         SignedRevocationList::from_bytes(&b)
                             .with_context(|| format!("{}", f.display()))?
@@ -1003,7 +1009,7 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
             Ok(())
         }
         IdCommand::Finish { issued, group } => {
-            let bytes = std::fs::read(&issued).with_context(|| format!("cannot read {}", issued.display()))?;
+            let bytes = crate::util::read_file(&issued, "issued certificate", crate::util::MAX_SMALL_FILE)?;
             match group {
                 GroupId::Ristretto255 => finish::<Ristretto255>(&mut st, &bytes),
                 GroupId::P256 => finish::<P256>(&mut st, &bytes),

@@ -201,7 +201,8 @@ pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
         DropCommand::Receive { params, .. } | DropCommand::Send { params, .. } => params.params()?,
     };
     let path = store_path(store)?;
-    let st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    // sending and receiving need this device's enrolment: never a new, empty store
+    let st = crate::util::open_store_existing(store, "tacit id enroll")?;
     // A receiver serves many senders at once, and so does a sender with several
     // receivers; a sender talking to one receiver runs on one thread, where its HTTP
     // connection needs no cross-thread wake-ups.
@@ -224,8 +225,10 @@ pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
         _ => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
     };
     match p.psi.group {
-        GroupId::Ristretto255 => rt.block_on(dispatch::<Ristretto255>(cmd, st, path, p)),
-        GroupId::P256 => rt.block_on(dispatch::<P256>(cmd, st, path, p)),
+        GroupId::Ristretto255 => rt.block_on(crate::util::shutdown::serving(dispatch::<Ristretto255>(
+            cmd, st, path, p,
+        ))),
+        GroupId::P256 => rt.block_on(crate::util::shutdown::serving(dispatch::<P256>(cmd, st, path, p))),
     }
 }
 
@@ -420,6 +423,18 @@ async fn receive<G: PrimeGroup>(
     limits: Limits,
 ) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // partial files an interrupted receiver (killed, or a crash) left behind
+    match tacit_drop::transport::sweep_partial_files(&dir) {
+        Ok(0) => {}
+        Ok(n) => eprintln!(
+            "tacit drop receive: removed {n} partial file(s) an interrupted receive left in {}",
+            dir.display()
+        ),
+        Err(e) => eprintln!(
+            "tacit drop receive: cannot look for partial files in {}: {e}",
+            dir.display()
+        ),
+    }
     let params = identity.params;
     // One worker thread keeps the next sessions' precomputations ready; a session
     // never computes one itself (issue 32).
@@ -829,7 +844,7 @@ use crate::util::millis as ms;
 
 fn attack(capture: &Path, range: &str, params: &DropParams) -> Result<()> {
     let range = PhoneRange::parse(range)?;
-    let bytes = std::fs::read(capture).with_context(|| format!("cannot read {}", capture.display()))?;
+    let bytes = crate::util::read_file(capture, "capture", 1 << 30)?;
     let summary = read_capture(&bytes, params)?;
     println!("capture {}: {} messages", capture.display(), summary.messages.len());
     let mut kinds: Vec<(String, usize)> = Vec::new();

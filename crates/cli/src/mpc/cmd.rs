@@ -21,7 +21,6 @@ use tacit_mpc::triples::token::{SOFTWARE_POLICY, TokenKind};
 use tacit_mpc::{Party, gmw};
 use tacit_net::tls::SelfSigned;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_store::Store;
 
 /// `tacit mpc …`
 #[derive(Debug, Subcommand)]
@@ -390,26 +389,9 @@ pub fn announce(ch: &Channel, who: &str) -> Result<()> {
 /// (from its header), would not fit in the memory this process may use
 /// ([`crate::util::memory_budget`]).
 pub fn load_circuit(path: &Path) -> Result<Circuit> {
-    let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
-    if meta.len() > 1 << 31 {
-        bail!(
-            "{} is {} bytes; circuits up to 2 GiB are read",
-            path.display(),
-            meta.len()
-        );
-    }
     let budget = crate::util::memory_budget();
-    if let Some(b) = budget
-        && meta.len() > b
-    {
-        bail!(
-            "{} is {}; this process may use {}",
-            path.display(),
-            crate::util::mib(meta.len()),
-            crate::util::mib(b)
-        );
-    }
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    // circuits up to 2 GiB are read, and no more than this process may hold
+    let text = crate::util::read_text(path, "circuit", budget.map_or(1 << 31, |b| b.min(1 << 31)))?;
     let limits = bristol::ParseLimits {
         max_bytes: budget,
         held_bytes: text.len() as u64,
@@ -635,7 +617,7 @@ pub async fn connect_token(
 /// recorded on first use under `mpc-token/ADDR`).
 pub fn token_link(store: Option<&Path>, addr: &str, pin: Option<&str>) -> Result<(Trust, SelfSigned)> {
     let path = store_path(store)?;
-    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    let mut st = crate::util::open_store(&path)?;
     let id = tls_identity(&mut st, HOST_PURPOSE, "tacit-host.invalid")?;
     let trust = match pin {
         Some(p) => Trust::Pinned(parse_fingerprint(p).context("--token-pin")?),
@@ -682,9 +664,7 @@ fn guard_path(seal_key: &Path, guard: Option<&Path>) -> PathBuf {
 
 /// Reads a seal key file (64 hex digits).
 pub fn read_seal_key(path: &Path) -> Result<SealKey> {
-    let text = zeroize::Zeroizing::new(
-        std::fs::read_to_string(path).with_context(|| format!("reading the seal key {}", path.display()))?,
-    );
+    let text = zeroize::Zeroizing::new(crate::util::read_text(path, "seal key", 256)?);
     let mut b = zeroize::Zeroizing::new([0u8; 32]);
     hex::decode_to_slice(text.trim(), &mut b[..])
         .map_err(|_| anyhow!("{} is not a seal key (64 hex digits)", path.display()))?;
@@ -693,7 +673,7 @@ pub fn read_seal_key(path: &Path) -> Result<SealKey> {
 
 /// Reads a CA signing key file (32 bytes).
 fn read_ca_key(path: &Path) -> Result<SigningKey> {
-    let b = zeroize::Zeroizing::new(std::fs::read(path).with_context(|| {
+    let b = zeroize::Zeroizing::new(crate::util::read_file(path, "CA key", 64).with_context(|| {
         format!(
             "reading the CA key {} (made by `tacit mpc token ca --out {}`)",
             path.display(),
@@ -727,7 +707,7 @@ async fn token(t: TokenCommand, store: Option<&Path>) -> Result<()> {
         }
         TokenCommand::HostKey => {
             let path = store_path(store)?;
-            let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+            let mut st = crate::util::open_store(&path)?;
             let id = tls_identity(&mut st, HOST_PURPOSE, "tacit-host.invalid")?;
             println!("{}", hex::encode(id.fingerprint()?));
             eprintln!("(pair a token with this key: tacit mpc token init ... --pair <this fingerprint>)");

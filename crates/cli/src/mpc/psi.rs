@@ -117,7 +117,7 @@ fn prepare(a: &SetArgs) -> Result<PreparedSet> {
     if a.max_peer == 0 || a.max_peer > MAX_SET {
         anyhow::bail!("--max-peer must be from 1 to {MAX_SET}");
     }
-    let elements = read_set(&a.set)?;
+    let elements = read_set(&a.set, psi::MAX_SET, "the most `tacit mpc psi` supports")?;
     Ok(PreparedSet::new(&elements, a.bits)?)
 }
 
@@ -168,7 +168,11 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
             let set = Arc::new(prepare(&a.set)?);
             // Sessions run side by side on all cores (building a circuit is CPU work).
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            rt.block_on(serve(*a, set, store.map(Path::to_path_buf)))
+            rt.block_on(crate::util::shutdown::serving(serve(
+                *a,
+                set,
+                store.map(Path::to_path_buf),
+            )))
         }
         PsiCommand::Query(a) => {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

@@ -332,7 +332,7 @@ pub fn serve(
     let deadline = crate::pros::channel::secs("--deadline", ch.deadline)?;
     // Sessions run side by side on all cores (a GMW session is CPU work).
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(async {
+    rt.block_on(crate::util::shutdown::serving(async {
         let l = FramedListener::bind(listen, &cfg.net)
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
@@ -381,7 +381,7 @@ pub fn serve(
         })
         .await;
         Ok(())
-    })
+    }))
 }
 
 /// `tacit schedule connect --engine gmw`: party b, over the schedule command's channel

@@ -145,7 +145,8 @@ pub fn read_table(path: &Path, row_bytes: u32) -> Result<Table> {
     if row_bytes == 0 {
         bail!("--bytes must be at least 1");
     }
-    let data = std::fs::read(path).with_context(|| format!("cannot read the table {}", path.display()))?;
+    let limit = (tacit_pir::MAX_ROWS * u64::from(row_bytes)).min(crate::util::memory_budget().unwrap_or(u64::MAX));
+    let data = crate::util::read_file(path, "table", limit)?;
     if data.is_empty() {
         bail!("the table {} is empty", path.display());
     }

@@ -463,7 +463,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    rt.block_on(crate::util::shutdown::serving(async move {
         let running = server::Server::builder(&store)
             .listen(a.listen)
             .open_enrollment(a.open_enrollment)
@@ -478,7 +478,7 @@ fn serve(a: ServeArgs) -> Result<()> {
             .await?;
         running.serve().await?;
         anyhow::Ok(())
-    })
+    }))
 }
 
 /// Runs `tacit pir client …`.
@@ -499,7 +499,7 @@ pub fn run_client(cmd: ClientCommand) -> Result<()> {
             Ok(())
         }
         ClientCommand::ImportReceipt(a) => {
-            let text = std::fs::read(&a.receipt).with_context(|| format!("cannot read {}", a.receipt.display()))?;
+            let text = crate::util::read_file(&a.receipt, "receipt", 4097)?;
             if text.len() > 4096 {
                 bail!("{} is not a receipt (too long)", a.receipt.display());
             }
@@ -675,16 +675,7 @@ const MAX_PROOF_FILE: u64 = 1 << 31;
 
 /// Runs `tacit pir verify-proof`.
 pub fn verify_proof(a: VerifyArgs) -> Result<()> {
-    let len = std::fs::metadata(&a.file)
-        .with_context(|| format!("cannot read {}", a.file.display()))?
-        .len();
-    if len > MAX_PROOF_FILE {
-        bail!(
-            "{} is {len} bytes; a proof has at most {MAX_PROOF_FILE}",
-            a.file.display()
-        );
-    }
-    let bytes = std::fs::read(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
+    let bytes = crate::util::read_file(&a.file, "proof", MAX_PROOF_FILE)?;
     let proof = MisbehaviourProof::from_wire(&bytes)
         .with_context(|| format!("{} is not a TracEdge proof", a.file.display()))?;
     if let Some(k) = &a.server_key
@@ -695,10 +686,7 @@ pub fn verify_proof(a: VerifyArgs) -> Result<()> {
             hex::encode(proof.server_key)
         );
     }
-    let finding = proof.verify().map_err(|e| match e {
-        tacit_pir::Error::InvalidProof(why) => anyhow!("the proof does not hold: {why}"),
-        e => anyhow!("the proof does not hold: {e}"),
-    })?;
+    let finding = proof.verify().map_err(proof_failure)?;
     if a.server_key.is_none() {
         // Review L7: a proof signed by a key nobody runs proves nothing about anyone.
         eprintln!(
@@ -717,4 +705,36 @@ pub fn verify_proof(a: VerifyArgs) -> Result<()> {
         println!("{}", finding.what);
     }
     Ok(())
+}
+
+/// The one line `verify-proof` prints for a proof that fails: "the proof does not
+/// hold: WHY", said once however deep the reason was wrapped (issue 28, item 8).
+fn proof_failure(e: tacit_pir::Error) -> anyhow::Error {
+    const HEAD: &str = "the proof does not hold: ";
+    let mut why = match e {
+        tacit_pir::Error::InvalidProof(why) => why,
+        e => e.to_string(),
+    };
+    while let Some(rest) = why.strip_prefix(HEAD) {
+        why = rest.to_string();
+    }
+    anyhow!("{HEAD}{why}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_failed_proof_says_so_once() {
+        for e in [
+            tacit_pir::Error::InvalidProof("the entry is not signed".into()),
+            tacit_pir::Error::InvalidProof("the proof does not hold: the entry is not signed".into()),
+        ] {
+            assert_eq!(
+                super::proof_failure(e).to_string(),
+                "the proof does not hold: the entry is not signed"
+            );
+        }
+        let wrapped = super::proof_failure(tacit_pir::Error::InvalidProof("x".into()));
+        assert_eq!(crate::util::one_line(&wrapped).matches("does not hold").count(), 1);
+    }
 }

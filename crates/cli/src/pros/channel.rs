@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tacit_net::{FramedConn, NetConfig};
 use tacit_pros::service::ServiceConfig;
-use tacit_store::Store;
 
 /// The store purpose of the pros TLS key (server and client).
 pub const TLS_PURPOSE: &str = "pros-tls-identity";
@@ -140,7 +139,7 @@ pub fn ring_pedersen(store: Option<&Path>, who: &str, bits: u32) -> Result<Arc<t
 /// This store's pros TLS key (made on first use) and its fingerprint.
 pub fn identity(store: Option<&Path>) -> Result<(tacit_net::tls::SelfSigned, String)> {
     let path = store_path(store)?;
-    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    let mut st = crate::util::open_store(&path)?;
     let id = tls_identity(&mut st, TLS_PURPOSE, TLS_NAME)?;
     let fp = hex(&id.fingerprint()?);
     Ok((id, fp))
@@ -222,7 +221,7 @@ pub async fn connect(
         return Ok((c, None));
     }
     let path = store_path(store)?;
-    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    let mut st = crate::util::open_store(&path)?;
     let id = tls_identity(&mut st, TLS_PURPOSE, TLS_NAME)?;
     let mut trust = match &ch.pin {
         Some(p) => Trust::Pinned(parse_fingerprint(p)?),

@@ -3,7 +3,7 @@
 //! with pinned keys by default; see [`crate::pros::channel`]).
 
 use crate::pros::channel::{ConnectChannel, ServeChannel, client_label, connect, known_name, service_config};
-use crate::util::{read_set, sanitize, store_path};
+use crate::util::{read_set, sanitize};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use rand_core::SeedableRng;
@@ -17,7 +17,6 @@ use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS, PrivateKey, RnPool};
 use tacit_pros::service::{self, Event};
 use tacit_pros::threepr::{Hello, Limits, MAX_ORDERED_SET, ReconcileParams, Reconciled, Responder, Scheme, Variant};
 use tacit_pros::{net, phe};
-use tacit_store::Store;
 
 /// `tacit pros` subcommands.
 #[derive(Debug, Subcommand)]
@@ -340,15 +339,8 @@ Example:
 }
 
 fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if meta.len() > 1 << 20 {
-        bail!(
-            "{} is {} bytes; a key or ciphertext is far smaller",
-            path.display(),
-            meta.len()
-        );
-    }
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // a key or ciphertext is far smaller
+    let text = crate::util::read_text(path, "key or ciphertext file", 1 << 20)?;
     serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
 }
 
@@ -475,7 +467,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             println!("{fp}");
         }
         ProsCommand::Forget { connect } => {
-            let mut st = Store::open(&store_path(store)?)?;
+            let mut st = crate::util::open_store_existing(store, "tacit pros psi query --tofu")?;
             if st.forget_peer(&known_name(&connect))? {
                 println!("forgot the key recorded for {connect}");
             } else {
@@ -492,7 +484,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             channel,
         }) => {
             let params = fnp.params();
-            let elements = read_set(&set)?;
+            let elements = read_set(&set, params.sender_bound as usize, "--max-sender")?;
             let rp = super::channel::ring_pedersen(store, "tacit pros psi serve", channel.ring_bits)?;
             let sender = Arc::new(Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS, rp)?);
             // both directions' limits from the bounds, before any work (issue 26, item 4)
@@ -520,7 +512,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             }
             let who = "tacit pros psi serve";
             let cfg = service_config(store, &channel, q_max, who)?;
-            runtime()?.block_on(async {
+            runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
@@ -542,7 +534,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 });
                 service::serve(l, cfg, sessions, handler, events).await?;
                 Ok::<_, anyhow::Error>(())
-            })?;
+            }))?;
         }
         ProsCommand::Psi(PsiCommand::Query {
             set,
@@ -554,7 +546,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
         }) => {
             check_key_bits(key_bits)?;
             let params = fnp.params();
-            let elements = read_set(&set)?;
+            let elements = read_set(&set, params.chooser_bound as usize, "--max-chooser")?;
             let (key, pool) = key_and_pool(key_bits, params.root_slots())?;
             let who = "tacit pros psi query";
             let (found, server_key) = runtime()?.block_on(async {
@@ -580,6 +572,9 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                         "server_key": server_key,
                     }))?
                 );
+            } else if items.is_empty() {
+                // stdout stays empty for scripts (issue 28)
+                eprintln!("tacit pros psi query: no common elements");
             } else {
                 for i in items {
                     println!("{}", sanitize(&i));
@@ -598,13 +593,13 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             channel,
         }) => {
             let params = opts.params();
-            let elements = Arc::new(read_set(&set)?);
+            let elements = Arc::new(read_set(&set, MAX_ORDERED_SET as usize, "the most 3PR supports")?);
             let limits = limits(max_peer_set, max_comparisons)?;
             let who = "tacit pros reconcile serve";
             let rp = super::channel::ring_pedersen(store, who, channel.ring_bits)?;
             let probe = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS, rp.clone())?;
             let cfg = service_config(store, &channel, Hello::max_len(MAX_KEY_BITS), who)?;
-            runtime()?.block_on(async {
+            runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
@@ -632,7 +627,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 });
                 service::serve(l, cfg, sessions, handler, events).await?;
                 Ok::<_, anyhow::Error>(())
-            })?;
+            }))?;
         }
         ProsCommand::Reconcile(ReconcileCommand::Connect {
             set,
@@ -648,7 +643,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 bail!("--max-peer-set must be from 1 to {MAX_ORDERED_SET}");
             }
             let params = opts.params();
-            let elements = read_set(&set)?;
+            let elements = read_set(&set, MAX_ORDERED_SET as usize, "the most 3PR supports")?;
             let (key, pool) = key_and_pool(key_bits, elements.len())?;
             let who = "tacit pros reconcile connect";
             let (r, fp) = runtime()?.block_on(async {

@@ -336,7 +336,7 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
                 ring_pedersen: super::channel::ring_pedersen(store, who, channel.ring_bits)?,
             };
             let cfg = service_config(store, &channel, WINDOW_LEN, who)?;
-            runtime()?.block_on(async {
+            runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
@@ -386,7 +386,7 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
                 });
                 service::serve(l, cfg, sessions, handler, events).await?;
                 Ok::<_, anyhow::Error>(())
-            })
+            }))
         }
         ScheduleCommand::Connect {
             connect: addr,

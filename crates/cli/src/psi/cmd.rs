@@ -135,7 +135,9 @@ over TLS 1.3 with this server's key, which clients pin (--pin) or record on firs
     },
     /// Be the PSI receiver: learn which elements of FILE the server also holds.
     #[command(after_help = "\
-Prints the common elements, one per line, in the order of FILE.
+Prints the common elements, one per line, in the order of FILE (none: stdout stays
+empty and stderr says \"no common elements\"). A set FILE with more than --max-receiver
+distinct elements is refused while it is read.
 Without --pin or --tofu the query runs over plain TCP, which protects nothing against
 someone on the path (see `tacit psi serve --help`).
 Example:
@@ -222,14 +224,20 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
                 .with_deadline(secs("--deadline", deadline)?)
                 .with_read_timeout(secs("--timeout", timeout)?);
             let needs_store = from_contacts || tls;
-            let mut st = if needs_store {
+            let mut st = if from_contacts {
+                // only read: a missing store is an error, not a new empty one
+                Some(crate::util::open_store_existing(
+                    store,
+                    "tacit contacts import FILE.vcf",
+                )?)
+            } else if needs_store {
                 let path = store_path(store)?;
-                Some(Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?)
+                Some(crate::util::open_store(&path)?)
             } else {
                 None
             };
             let elements = match (set, st.as_ref()) {
-                (Some(path), _) => read_set(&path)?,
+                (Some(path), _) => read_set(&path, params.max_sender as usize, "--max-sender")?,
                 (None, Some(st)) => {
                     let book = st.address_book()?;
                     anyhow::ensure!(
@@ -263,8 +271,18 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
                 tls,
             };
             match params.group {
-                GroupId::Ristretto255 => rt.block_on(serve::<Ristretto255>(params, elements, epoch_store, opts)),
-                GroupId::P256 => rt.block_on(serve::<P256>(params, elements, epoch_store, opts)),
+                GroupId::Ristretto255 => rt.block_on(crate::util::shutdown::serving(serve::<Ristretto255>(
+                    params,
+                    elements,
+                    epoch_store,
+                    opts,
+                ))),
+                GroupId::P256 => rt.block_on(crate::util::shutdown::serving(serve::<P256>(
+                    params,
+                    elements,
+                    epoch_store,
+                    opts,
+                ))),
             }
         }
         PsiCommand::Query {
@@ -277,14 +295,14 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
             proto,
         } => {
             let params = proto.params()?;
-            let elements = read_set(&set)?;
+            let elements = read_set(&set, params.max_receiver as usize, "--max-receiver")?;
             let net = NetConfig::default()
                 .with_max_frame_at_least(params.max_message_len())
                 .with_deadline(secs("--deadline", deadline)?);
             let trust = match (pin, tofu) {
                 (Some(p), _) => Trust::Pinned(parse_fingerprint(&p)?),
                 (None, true) => Trust::FirstUse {
-                    store: Store::open(&store_path(store)?)?,
+                    store: crate::util::open_store(&store_path(store)?)?,
                     name: known_name(&connect),
                 },
                 (None, false) => Trust::Plain,
@@ -298,7 +316,7 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
             }
         }
         PsiCommand::Forget { connect } => {
-            let mut st = Store::open(&store_path(store)?)?;
+            let mut st = crate::util::open_store_existing(store, "tacit psi query --tofu")?;
             if st.forget_peer(&known_name(&connect))? {
                 println!("forgot the key recorded for {connect}");
                 Ok(())
@@ -346,6 +364,13 @@ fn stored_epoch_sender<G: PrimeGroup>(
     set: &[String],
     rng: &mut SecureRng,
 ) -> Result<Sender<G>> {
+    // One process at a time makes (or loads) the key and precomputation: a second
+    // `psi serve --reuse epoch` on this store waits for the first and reuses what it
+    // stored (issue 28), instead of both computing and both storing.
+    let _lock = match st.path() {
+        Some(p) => Some(crate::util::store_lock(p, "psi-epoch", "its PSI precomputation")?),
+        None => None,
+    };
     let purpose = format!("psi-sender/{}", G::ID.name());
     let version = st.contacts_version()?;
     let key = match st.current_key(&purpose)? {
@@ -523,6 +548,9 @@ async fn query<G: PrimeGroup>(
             "tls": out.tls,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if items.is_empty() {
+        // stdout stays empty for scripts; a person sees why there is nothing
+        eprintln!("tacit psi query: no common elements");
     } else {
         for i in items {
             println!("{i}");

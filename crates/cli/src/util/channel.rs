@@ -214,7 +214,7 @@ impl Channel {
             });
         }
         let path = crate::util::store_path(store)?;
-        let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+        let mut st = crate::util::open_store(&path)?;
         let identity = tls_identity(&mut st, purpose, tls_name)?;
         Ok(Channel {
             identity: Some(identity),

@@ -4,6 +4,7 @@
 
 pub mod channel;
 pub mod plot;
+pub mod shutdown;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -43,46 +44,59 @@ impl Drop for ScratchDir {
 
 /// The longest element accepted in a set file.
 pub const MAX_ELEMENT_LEN: usize = 1024;
-/// The largest set file accepted.
-pub const MAX_SET_FILE: u64 = 256 << 20;
 
 /// Reads a set file: one element per line (UTF-8), surrounding whitespace trimmed,
-/// empty lines skipped. Order is kept (duplicates are removed by the engines).
-pub fn read_set(path: &Path) -> Result<Vec<String>> {
-    let meta = std::fs::metadata(path).with_context(|| format!("cannot read set file {}", path.display()))?;
-    if meta.len() > MAX_SET_FILE {
-        bail!(
-            "set file {} is {} bytes; the limit is {MAX_SET_FILE}",
-            path.display(),
-            meta.len()
-        );
-    }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read set file {}", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "set file {} is not UTF-8 (first bad byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })?;
+/// empty lines skipped, duplicates removed (the first occurrence is kept, so order
+/// is kept). Reading stops at the first element past `max` distinct ones, with a
+/// one-line error that names `bound` (the flag or limit that sets `max`): memory
+/// stays proportional to `max`, whatever the size of the file
+/// ([`tacit_wire::file::BoundedLines`]).
+pub fn read_set(path: &Path, max: usize, bound: &str) -> Result<Vec<String>> {
+    let mut lines = tacit_wire::file::BoundedLines::open(path, "set file", MAX_ELEMENT_LEN + 2 * 64)?;
+    let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    while let Some((n, line)) = lines.next_line()? {
         let t = line.trim();
         if t.is_empty() {
             continue;
         }
         if t.len() > MAX_ELEMENT_LEN {
             bail!(
-                "{}:{}: element is {} bytes; the limit is {MAX_ELEMENT_LEN}",
+                "{}:{n}: element is {} bytes; the limit is {MAX_ELEMENT_LEN}",
                 path.display(),
-                i + 1,
                 t.len()
             );
         }
+        if seen.contains(t) {
+            continue;
+        }
+        if out.len() == max {
+            bail!(
+                "set file {} has more than {max} elements (line {n}); the limit is {max} ({bound})",
+                path.display()
+            );
+        }
+        seen.insert(t.to_string());
         out.push(t.to_string());
     }
     Ok(out)
 }
+
+/// Reads a user file of at most `limit` bytes, refused while reading past the limit
+/// ([`tacit_wire::file::read_bounded`]); `what` names it in errors.
+pub fn read_file(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u8>> {
+    Ok(tacit_wire::file::read_bounded(path, what, limit)?)
+}
+
+/// [`read_file`] as UTF-8 text.
+pub fn read_text(path: &Path, what: &'static str, limit: u64) -> Result<String> {
+    Ok(tacit_wire::file::read_text_bounded(path, what, limit)?)
+}
+
+/// The limit on small files a person names: keys, blessings, receipts, requests
+/// (the largest of them, a discovery blessing chain or a revocation list, is far
+/// below this).
+pub const MAX_SMALL_FILE: u64 = 16 << 20;
 
 /// The store path: `--store`, else `$TACIT_STORE`, else the user's data directory.
 pub fn store_path(arg: Option<&Path>) -> Result<PathBuf> {
@@ -98,6 +112,113 @@ pub fn store_path(arg: Option<&Path>) -> Result<PathBuf> {
     match std::env::var_os("HOME") {
         Some(h) => Ok(PathBuf::from(h).join(".local/share/tacit/tacit.sqlite3")),
         None => bail!("no --store given and neither TACIT_STORE, XDG_DATA_HOME nor HOME is set"),
+    }
+}
+
+/// A store this process created, with the folders it created for it (innermost
+/// first).
+struct NewStore {
+    path: PathBuf,
+    dirs: Vec<PathBuf>,
+}
+
+static NEW_STORES: std::sync::Mutex<Vec<NewStore>> = std::sync::Mutex::new(Vec::new());
+
+/// Opens the store at `path`, creating it (and its folders) if needed, for a command
+/// that writes. A store this call created is removed again by
+/// [`remove_blank_new_stores`] when the command fails before writing anything to it.
+pub fn open_store(path: &Path) -> Result<tacit_store::Store> {
+    let mut dirs = Vec::new();
+    let mut p = path.parent();
+    while let Some(d) = p.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        dirs.push(d.to_owned());
+        p = d.parent();
+    }
+    let existed = path.exists();
+    let st = tacit_store::Store::open(path).with_context(|| format!("cannot open store {}", path.display()))?;
+    if !existed && let Ok(mut v) = NEW_STORES.lock() {
+        v.push(NewStore {
+            path: path.to_owned(),
+            dirs,
+        });
+    }
+    Ok(st)
+}
+
+/// After a failed command: removes every store this process created that is still
+/// blank ([`tacit_store::Store::is_blank`]), with the folders made for it, so that a
+/// command that fails leaves nothing behind. A store something was written to stays.
+pub fn remove_blank_new_stores() {
+    let Ok(mut v) = NEW_STORES.lock() else { return };
+    for s in v.drain(..) {
+        let blank = tacit_store::Store::open_existing(&s.path)
+            .and_then(|st| st.is_blank())
+            .unwrap_or(false);
+        if !blank {
+            continue;
+        }
+        let _ = std::fs::remove_file(&s.path);
+        for ext in ["-wal", "-shm", "-journal"] {
+            let mut p = s.path.as_os_str().to_owned();
+            p.push(ext);
+            let _ = std::fs::remove_file(PathBuf::from(p));
+        }
+        for d in &s.dirs {
+            let _ = std::fs::remove_dir(d); // only if empty
+        }
+    }
+}
+
+/// An advisory lock (`flock`) on `STORE.<name>.lock`, held until dropped, for work
+/// that one process at a time does on a store; the holder's process id is written in
+/// the file. Waiting for another process says so in one line, naming its PID and
+/// `what` it is doing.
+pub fn store_lock(store: &Path, name: &str, what: &str) -> Result<std::fs::File> {
+    use std::io::{Read, Seek, Write};
+    let mut p = store.as_os_str().to_owned();
+    p.push(format!(".{name}.lock"));
+    let p = PathBuf::from(p);
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&p)
+        .with_context(|| format!("cannot open {}", p.display()))?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", p.display()));
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = f.read_to_string(&mut pid);
+            let pid = pid.trim();
+            eprintln!(
+                "tacit: the store {} is in use by PID {} ({what}); waiting",
+                store.display(),
+                if pid.is_empty() { "?" } else { pid }
+            );
+            f.lock().with_context(|| format!("cannot lock {}", p.display()))?;
+        }
+    }
+    f.set_len(0)?;
+    f.rewind()?;
+    write!(f, "{}", std::process::id())?;
+    f.flush()?;
+    Ok(f)
+}
+
+/// Opens the store for a command that only reads it: never creates the store or its
+/// folders. A missing store is a one-line error naming `creator`, the command that
+/// creates it.
+pub fn open_store_existing(arg: Option<&Path>, creator: &str) -> Result<tacit_store::Store> {
+    let path = store_path(arg)?;
+    match tacit_store::Store::open_existing(&path) {
+        Err(tacit_store::Error::Missing { .. }) => {
+            bail!("there is no store at {}; `{creator}` creates it", path.display())
+        }
+        r => r.with_context(|| format!("cannot open store {}", path.display())),
     }
 }
 

@@ -71,15 +71,11 @@ const MAX_IDENTITY_FILE: u64 = 64 << 10;
 impl Identity {
     /// Reads and checks an identity file.
     pub fn load(path: &Path) -> Result<LoadedIdentity> {
-        let meta = std::fs::metadata(path).map_err(file_err(path))?;
-        if meta.len() > MAX_IDENTITY_FILE {
-            return Err(ServiceError::Config(format!(
-                "{} is {} bytes; an identity file has at most {MAX_IDENTITY_FILE}",
-                path.display(),
-                meta.len()
-            )));
-        }
-        let text = std::fs::read_to_string(path).map_err(file_err(path))?;
+        let text =
+            tacit_wire::file::read_text_bounded(path, "identity file", MAX_IDENTITY_FILE).map_err(|e| match e {
+                tacit_wire::file::FileError::Io { source, .. } => file_err(path)(source),
+                other => ServiceError::Config(other.to_string()),
+            })?;
         let file: Identity = serde_json::from_str(&text)
             .map_err(|e| ServiceError::Config(format!("{} is not an identity file: {e}", path.display())))?;
         let secret = SubscriberSecret::from_bytes(&hex32(&file.secret, "the secret key")?)?;
