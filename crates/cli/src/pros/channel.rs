@@ -107,7 +107,7 @@ pub const RING_PEDERSEN_PURPOSE: &str = "pros-ring-pedersen";
 pub fn ring_pedersen(store: Option<&Path>, who: &str, bits: u32) -> Result<Arc<tacit_pros::facproof::RingPedersen>> {
     use tacit_pros::facproof::RingPedersen;
     let path = store_path(store)?;
-    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    let mut st = crate::util::open_store(&path)?;
     if let Some(k) = st.current_key(RING_PEDERSEN_PURPOSE)? {
         let rp = RingPedersen::from_secret_bytes(&k.secret)
             .with_context(|| format!("the stored {RING_PEDERSEN_PURPOSE} parameters are corrupt"))?;
