@@ -7,7 +7,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&sel, msg)) = data.split_first() else { return };
     let p = tacit_fuzz::pros::fnp_params(sel);
     if sel & 4 == 0 {
-        if let Ok(q) = Query::from_bytes(msg, &p, 0, 4096) {
+        if let Ok(q) = Query::from_bytes(msg, &p, 0, 4096, tacit_pros::testing::ring_pedersen().public()) {
             assert_eq!(q.to_bytes(), msg);
         }
     } else {

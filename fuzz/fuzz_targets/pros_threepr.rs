@@ -1,6 +1,6 @@
 #![no_main]
 //! 3PR messages: hello, accept (through the initiator), query, answer, outcome, and
-//! the responder state fed arbitrary bytes.
+//! the responder state fed arbitrary bytes as A's no-small-factor proof.
 use libfuzzer_sys::fuzz_target;
 use rand_core::SeedableRng;
 use std::sync::Arc;
@@ -40,12 +40,15 @@ fuzz_target!(|data: &[u8]| {
             let _ = w.on_accept(msg, &tacit_pros::NO_CHANNEL_BINDING, &mut rng);
         }
         _ => {
-            // a responder after a valid hello, reading a hostile query or outcome
+            // a responder after a valid hello, reading a hostile no-small-factor proof
+            // (then, were it to pass, the message as a query or outcome)
             let pool = Arc::new(RnPool::new(pk).unwrap());
             let (_, hello) = Initiator::start(ReconcileParams::default(), key.clone(), &["a", "b"], pool).unwrap();
-            let r = Responder::new(ReconcileParams::default(), &["b", "c"], 0, 4096).unwrap();
+            let r = Responder::new(ReconcileParams::default(), &["b", "c"], 0, 4096, tacit_pros::facproof::test_ring_pedersen()).unwrap();
             let (state, _) = r.on_hello(&hello, &tacit_pros::NO_CHANNEL_BINDING, &mut rng).unwrap();
-            let _ = state.on_message(msg, &mut rng);
+            if let Ok(state) = state.on_factor_proof(msg) {
+                let _ = state.on_message(msg, &mut rng);
+            }
         }
     }
 });

@@ -166,24 +166,27 @@ fn pros_seeds(rng: &mut SecureRng) {
     for sel in 0u8..4 {
         let p = tacit_fuzz::pros::fnp_params(sel);
         let pool = RnPool::new(pk).unwrap();
-        let (_, q) = Chooser::start(&p, key.clone(), &["a"], &pool, rng).unwrap();
-        let s = FnpSender::new(&p, &["a", "b"], 0, 4096).unwrap();
-        let (a, _) = s.respond(&q.to_bytes(), &tacit_pros::NO_CHANNEL_BINDING, rng).unwrap();
+        let s = FnpSender::new(&p, &["a", "b"], 0, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
+        let (opening, setup) = s.open(rng);
+        let nb = tacit_pros::NO_CHANNEL_BINDING;
+        let (_, q) = Chooser::start(&p, key.clone(), &["a"], &setup, &nb, &pool, rng).unwrap();
+        let (a, _) = s.respond(&opening, &q.to_bytes(), &nb, rng).unwrap();
         write("pros_fnp", &format!("q{sel}"), &with_sel(sel, &q.to_bytes()));
         write("pros_fnp", &format!("a{sel}"), &with_sel(sel | 4, &a.to_bytes(pk)));
     }
     let params = ReconcileParams::default();
     let pool = Arc::new(RnPool::new(pk).unwrap());
     let (ia, hello) = A::start(params, key.clone(), &["a", "b"], pool).unwrap();
-    let (rb, acc) = B::new(params, &["b", "c"], 0, 4096)
+    let (rb, acc) = B::new(params, &["b", "c"], 0, 4096, tacit_pros::testing::ring_pedersen())
         .unwrap()
         .on_hello(&hello, &tacit_pros::NO_CHANNEL_BINDING, rng)
         .unwrap();
-    let (ia, q) = ia.on_accept(&acc, &tacit_pros::NO_CHANNEL_BINDING, rng).unwrap();
+    let (ia, fac, q) = ia.on_accept(&acc, &tacit_pros::NO_CHANNEL_BINDING, rng).unwrap();
+    write("pros_threepr", "factor_proof", &with_sel(5, &fac));
+    let rb = rb.on_factor_proof(&fac).unwrap();
     write("pros_threepr", "hello", &with_sel(0, &hello));
     write("pros_threepr", "query", &with_sel(1, &q));
     write("pros_threepr", "accept", &with_sel(4, &acc));
-    write("pros_threepr", "query_to_b", &with_sel(5, &q));
     let ResponderStep::Answer(rb, ans) = rb.on_message(&q, rng).unwrap() else {
         panic!()
     };

@@ -46,7 +46,7 @@ fn inverting_server(rt: &tokio::runtime::Runtime, n: u32, b_set: Vec<String>) ->
             Variant::Implicit,
             InvertingResponder::all_positions_round(n),
         );
-        let r = Responder::new(p, &b_set, 0, 4096).unwrap();
+        let r = Responder::new(p, &b_set, 0, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
         testing::respond_over(&mut c, r, &mut |o| bug.act(o), 1).await
     });
     (addr, h)

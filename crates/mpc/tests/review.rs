@@ -128,3 +128,95 @@ async fn a_query_whose_circuit_does_not_fit_the_servers_memory_is_refused_before
         }
     }
 }
+
+/// Review of the issue-27 fixes ("the memory check of `mpc psi serve` per session,
+/// not in total"): the sessions of one server share one budget. A querier whose
+/// session has reserved its circuit (it sent its hello and is running) leaves less for
+/// the next: a second query that would fit the budget alone, but not beside the
+/// first, is refused before anything is built, and the refusal names the sizes in
+/// units a person reads (a budget of a few hundred KiB is not "0 MiB"). When the first
+/// session ends its reservation is given back and the same query is served. Before the
+/// fix each session compared its footprint with the same free memory, so both passed.
+#[tokio::test]
+async fn sessions_side_by_side_share_one_memory_budget() {
+    use tacit_mpc::apps::psi::{self, MemoryBudget, PreparedSet, PsiHello, PsiParams};
+    use tacit_mpc::triples::ot::OtSource;
+    let elems = |n: u64| (0..n).map(|x| (3 * x).to_string()).collect::<Vec<_>>();
+    let server = PreparedSet::new(&elems(8), 16).unwrap();
+    let querier = PreparedSet::new(&elems(4), 16).unwrap();
+    let need = psi::footprint(&PsiParams {
+        sigma: 16,
+        n_a: 8,
+        n_b: 4,
+    })
+    .unwrap();
+    let total = need + need / 2;
+    let budget = MemoryBudget::new(total);
+    let (mut a1, mut b1) = pair().await;
+    let (mut a2, mut b2) = pair().await;
+    let first = async {
+        let mut src = OtSource::new(ChaCha20Rng::seed_from_u64(3));
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        psi::serve_reserving(&mut a1, &server, 1 << 10, Some(&budget), &mut src, &mut rng).await
+    };
+    let rest = {
+        let budget = budget.clone();
+        let (server, querier) = (&server, &querier);
+        async move {
+            // The first querier: its hello, then silence (its session holds the
+            // reservation while it waits for the querier's GMW hello).
+            b1.send(
+                &PsiHello {
+                    sigma: 16,
+                    set_size: 4,
+                    hashed: false,
+                }
+                .to_wire(),
+            )
+            .await
+            .unwrap();
+            while budget.left() == total {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            let (mut sa, mut sb) = (
+                OtSource::new(ChaCha20Rng::seed_from_u64(5)),
+                OtSource::new(ChaCha20Rng::seed_from_u64(6)),
+            );
+            let (mut ra, mut rb) = (ChaCha20Rng::seed_from_u64(7), ChaCha20Rng::seed_from_u64(8));
+            let second = tokio::join!(
+                psi::serve_reserving(&mut a2, server, 1 << 10, Some(&budget), &mut sa, &mut ra),
+                psi::query(&mut b2, querier, 1 << 10, &mut sb, &mut rb)
+            );
+            drop(b1);
+            second
+        }
+    };
+    let (r1, (s2, q2)) = tokio::join!(first, rest);
+    assert!(r1.is_err(), "the silent querier's session ended");
+    assert!(
+        s2.is_err() && q2.is_err(),
+        "a second query was served beside the first though both do not fit: {:?}",
+        q2.as_ref().map(|r| r.elements.len())
+    );
+    let e = q2.unwrap_err().to_string();
+    assert!(e.contains("4 elements") && e.contains("now"), "{e}");
+    assert!(!e.contains(" 0 MiB"), "{e}");
+    assert!(e.contains(&psi::human_bytes(need)), "{e}");
+    assert_eq!(budget.left(), total, "the reservations were not given back");
+    // The same query, alone now: served.
+    let (mut a3, mut b3) = pair().await;
+    let (mut sa, mut sb) = (
+        OtSource::new(ChaCha20Rng::seed_from_u64(9)),
+        OtSource::new(ChaCha20Rng::seed_from_u64(10)),
+    );
+    let (mut ra, mut rb) = (ChaCha20Rng::seed_from_u64(11), ChaCha20Rng::seed_from_u64(12));
+    let (s3, q3) = tokio::join!(
+        psi::serve_reserving(&mut a3, &server, 1 << 10, Some(&budget), &mut sa, &mut ra),
+        psi::query(&mut b3, &querier, 1 << 10, &mut sb, &mut rb)
+    );
+    assert!(s3.is_ok() && q3.is_ok(), "{:?} {:?}", s3.err(), q3.err());
+    assert_eq!(budget.left(), total);
+    assert_eq!(psi::human_bytes(300 << 10), "300 KiB");
+    assert_eq!(psi::human_bytes((1 << 20) - (13 << 10)), "1011 KiB");
+    assert_eq!(psi::human_bytes(3 << 20), "3.0 MiB");
+}

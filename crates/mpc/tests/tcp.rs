@@ -714,3 +714,155 @@ async fn a_crash_after_release_a_never_releases_s_b_early_or_twice() {
         assert_ne!(release_b(&mut s.holder, &req).await.0, sw::OK);
     }
 }
+
+/// A fresh folder for a pool.
+fn pool_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("tacit-pool-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn files_in(d: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Review of the issue-27 fixes (MEDIUM, "concurrent sessions on one --pool knock
+/// each other out"): four sessions of party a at once — as `schedule serve` and `mpc
+/// psi serve --triples token --pool DIR` run them, each with its own token connection
+/// and its own view of one prefilled pool folder — all finish with the right output,
+/// using the prefilled sequences (none generated on the spot), and leave neither the
+/// folder nor the token holding anything. Before the fix each session offered the
+/// same first sequences: the token answered RELEASE A to every one, the first RELEASE
+/// B erased them, and the others failed ("the token no longer holds …", 6A88).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sessions_on_one_prefilled_pool_all_succeed() {
+    use tacit_mpc::triples::token::{decompose, holder::generate};
+    const N: usize = 4;
+    let lc = aes();
+    let count = lc.and_gates();
+    let (ca, card) = manufacture(80);
+    let t = token_process(card, ServeLimits::default(), NetConfig::default()).await;
+    let dir = pool_dir("concurrent");
+    {
+        let mut filler = TokenHolder::new(host_link(&t).await, Pool::open(&dir).unwrap())
+            .await
+            .unwrap();
+        let id = filler.certificate.token_id;
+        for _ in 0..N {
+            for log in decompose(count) {
+                let mut pool = std::mem::take(&mut filler.pool);
+                generate(filler.link(), id, log, &mut pool, &mut |_, _| {})
+                    .await
+                    .unwrap();
+                filler.pool = pool;
+            }
+        }
+    }
+    let prefilled = N * decompose(count).len();
+    assert_eq!(files_in(&dir).len(), prefilled);
+    let sessions = (0..N).map(|i| {
+        let (t, dir, ca, lc) = (&t, &dir, &ca, &lc);
+        async move {
+            let holder = TokenHolder::new(host_link(t).await, Pool::open(dir).unwrap())
+                .await
+                .unwrap();
+            let peer = TokenPeer::new(trust(ca), ChaCha20Rng::seed_from_u64(100 + i as u64));
+            run_both(lc, holder, peer).await
+        }
+    });
+    let results = futures_join_all(sessions).await;
+    let failed: Vec<String> = results
+        .iter()
+        .filter_map(|(a, b)| match (a, b) {
+            (Ok(a), Ok(b)) if hex::encode(a) == AES_CT && hex::encode(b) == AES_CT => None,
+            _ => Some(format!(
+                "a: {:?}, b: {:?}",
+                a.as_ref().err().map(|e| e.to_string()),
+                b.as_ref().err().map(|e| e.to_string())
+            )),
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {N} sessions failed: {failed:#?}",
+        failed.len()
+    );
+    assert_eq!(files_in(&dir), Vec::<String>::new(), "the pool keeps files");
+    let live = t.server.card().lock().unwrap().state().sequences().count();
+    assert_eq!(live, 0, "sequences were generated on the spot or left on the token");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the futures side by side on this task and returns their outputs in order.
+async fn futures_join_all<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut fs: Vec<_> = fs.map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = fs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, o) in fs.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *o = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(|o| o.unwrap()).collect()
+}
+
+/// The pool's claims: a sequence one pool claimed is refused to another pool on the
+/// same folder (in this process, as in another: the lock is the kernel's), used or
+/// given up it leaves the folder, a pool dropped with a claim removes its file, and a
+/// claim file nobody holds (its process crashed) is swept when a pool opens.
+#[tokio::test]
+async fn a_claimed_sequence_is_no_other_pools_and_stale_claims_are_swept() {
+    let (_, card) = manufacture(81);
+    let dir = pool_dir("claims");
+    let mut h = TokenHolder::new(LocalTokenLink { card }, Pool::open(&dir).unwrap())
+        .await
+        .unwrap();
+    let id = h.certificate.token_id;
+    let mut pool = std::mem::take(&mut h.pool);
+    let mut ds = Vec::new();
+    for _ in 0..3 {
+        let s = tacit_mpc::triples::token::holder::generate(h.link(), id, 7, &mut pool, &mut |_, _| {})
+            .await
+            .unwrap();
+        ds.push(s.d);
+    }
+    drop(pool);
+    let (mut p1, mut p2) = (Pool::open(&dir).unwrap(), Pool::open(&dir).unwrap());
+    assert!(p1.claim(ds[0]).unwrap());
+    assert!(!p2.claim(ds[0]).unwrap(), "two pools claimed one sequence");
+    assert_eq!(p2.list(&id).len(), 2);
+    assert_eq!(p1.list(&id).len(), 2);
+    assert!(p2.claim(ds[1]).unwrap());
+    // A third pool opened now sees only the free one, and keeps the live claims.
+    let p3 = Pool::open(&dir).unwrap();
+    assert_eq!(p3.list(&id), vec![SequenceId { d: ds[2], log: 7 }]);
+    assert_eq!(files_in(&dir).iter().filter(|f| f.ends_with(".claim")).count(), 2);
+    // Used: the file goes. Dropped with a claim: the file goes too.
+    assert!(p1.take(ds[0]).unwrap().is_some());
+    drop(p2);
+    assert_eq!(files_in(&dir), vec![format!("{:016x}.ca", ds[2])]);
+    // A crashed process's claim: a claim file nobody holds locked.
+    let stale = dir.join(format!("{:016x}.claim", ds[2]));
+    std::fs::rename(dir.join(format!("{:016x}.ca", ds[2])), &stale).unwrap();
+    let p4 = Pool::open(&dir).unwrap();
+    assert!(p4.list(&id).is_empty());
+    assert_eq!(files_in(&dir), Vec::<String>::new(), "a stale claim was not swept");
+    drop((p3, p4));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,9 +13,10 @@
 use crate::lwe::{LweAnswer, LweQuery, LweServer, TableId};
 use crate::{PirServer, Result};
 
-/// Chunks a pipeline keeps in flight: one being staged or taken by the host, two on
-/// the GPUs (the GPU server has this many staging slots).
-pub const PIPELINE_DEPTH: usize = 3;
+/// Chunks a pipeline keeps in flight: one being staged and one being taken by the
+/// host at the same time, two on the GPUs (the GPU server has this many staging
+/// slots).
+pub const PIPELINE_DEPTH: usize = 4;
 
 /// A chunk of queries being answered; hand it back to [`PipelinedLwe::finish`] of
 /// the server that made it.
@@ -225,45 +226,49 @@ pub(crate) fn finish_ready(ticket: Ticket, take: &mut dyn FnMut(&Answers<'_>)) -
 }
 
 /// Answers `n` queries through `server`'s pipeline, chunk after chunk with up to
-/// three in flight (the host stages the next chunk and takes the oldest one's
-/// answers while the GPUs answer the others): `fill(j, dst)` writes query `j`,
-/// `take(first, answers)` receives the answers of queries
-/// `first..first + answers.len()`, in order.
+/// [`PIPELINE_DEPTH`] in flight: once the GPUs hold enough, the host stages the
+/// next chunk and takes the oldest one's answers at the same time (`rayon::join`,
+/// so neither waits for the other's slowest thread) while the GPUs answer the
+/// others. `fill(j, dst)` writes query `j`, `take(first, answers)` receives the
+/// answers of queries `first..first + answers.len()`, in order.
 pub fn answer_all(
     server: &dyn PipelinedLwe,
     n: usize,
     fill: &(dyn Fn(usize, &mut [u32]) + Sync),
-    take: &mut dyn FnMut(usize, &Answers<'_>),
+    take: &mut (dyn FnMut(usize, &Answers<'_>) + Send),
 ) -> Result<()> {
     let chunk = server.chunk_queries().max(1);
     let mut in_flight: std::collections::VecDeque<(usize, Ticket)> = std::collections::VecDeque::new();
-    let mut finish_oldest = |q: &mut std::collections::VecDeque<(usize, Ticket)>| -> Result<()> {
-        if let Some((first, t)) = q.pop_front() {
-            server.finish(t, &mut |a| take(first, a))?;
-        }
-        Ok(())
-    };
     let mut j0 = 0;
     while j0 < n {
         let g = chunk.min(n - j0);
         let fill_chunk = |j: usize, dst: &mut [u32]| fill(j0 + j, dst);
-        match server.submit(g, &mut |st| st.fill_par(&fill_chunk))? {
+        let submitted = if in_flight.len() + 1 >= PIPELINE_DEPTH
+            && let Some((first, t)) = in_flight.pop_front()
+        {
+            let (submitted, finished) = rayon::join(
+                || server.submit(g, &mut |st| st.fill_par(&fill_chunk)),
+                || server.finish(t, &mut |a| take(first, a)),
+            );
+            finished?;
+            submitted?
+        } else {
+            server.submit(g, &mut |st| st.fill_par(&fill_chunk))?
+        };
+        match submitted {
             Some(t) => {
                 in_flight.push_back((j0, t));
                 j0 += g;
-                // Keep the GPU busy with the others while the host takes the
-                // oldest.
-                if in_flight.len() >= PIPELINE_DEPTH {
-                    finish_oldest(&mut in_flight)?;
-                }
             }
-            None if !in_flight.is_empty() => finish_oldest(&mut in_flight)?,
-            // Every slot is held by another caller: wait for one.
-            None => std::thread::yield_now(),
+            // Every slot is held by another caller: take ours, or wait for one.
+            None => match in_flight.pop_front() {
+                Some((first, t)) => server.finish(t, &mut |a| take(first, a))?,
+                None => std::thread::yield_now(),
+            },
         }
     }
-    while !in_flight.is_empty() {
-        finish_oldest(&mut in_flight)?;
+    while let Some((first, t)) = in_flight.pop_front() {
+        server.finish(t, &mut |a| take(first, a))?;
     }
     Ok(())
 }

@@ -142,8 +142,8 @@ fn gpu_shared_gather_two_parts_on_one_gpu() {
                 "{nq} queries"
             );
         }
-        // By hand: three chunks fill the slots, a fourth waits; finished out of order.
-        let chunks: Vec<Vec<LweQuery>> = [64usize, 1, 30]
+        // By hand: a chunk per slot fills them, one more waits; finished out of order.
+        let chunks: Vec<Vec<LweQuery>> = [64usize, 1, 30, 7, 12, 5][..tacit_pir::gpu::SLOTS]
             .iter()
             .map(|&n| random_queries(&cpu, n, &mut rng))
             .collect();
@@ -156,7 +156,11 @@ fn gpu_shared_gather_two_parts_on_one_gpu() {
         let mut called = false;
         assert!(g.submit(1, &mut |_| called = true).unwrap().is_none());
         assert!(!called, "no slot, no fill");
-        let mut order: Vec<usize> = vec![1, 2, 0];
+        // Every odd slot first, then the even ones from the last.
+        let mut order: Vec<usize> = (0..tacit_pir::gpu::SLOTS)
+            .filter(|i| i % 2 == 1)
+            .chain((0..tacit_pir::gpu::SLOTS).filter(|i| i % 2 == 0).rev())
+            .collect();
         let mut tickets: Vec<Option<tacit_pir::stream::Ticket>> = tickets.into_iter().map(Some).collect();
         for i in order.drain(..) {
             let want = cpu.answer_batch(&chunks[i]).unwrap();

@@ -37,6 +37,7 @@
 
 use crate::bn::{self, Nat};
 use crate::element::{ElementEncoding, match_tag};
+use crate::facproof::{self, FacProof, Offer, RingPedersen, RingPedersenParams};
 use crate::paillier::{Ciphertext, ModulusProof, PrivateKey, PublicKey, RnPool};
 use crate::poly::{Multiplier, Poly, horner_encrypted};
 use crate::{Error, Result};
@@ -53,6 +54,51 @@ use tacit_wire::{Reader, Writer};
 pub const TAG_QUERY: u16 = 0x0410;
 /// Wire tag of the sender's answer.
 pub const TAG_ANSWER: u16 = 0x0411;
+/// Wire tag of the sender's setup (its first message: nonce, ring-Pedersen
+/// parameters and their proof).
+pub const TAG_SETUP: u16 = 0x0412;
+/// Domain of the context the chooser's Π^fac is bound to.
+pub const FACTOR_PROOF_DOMAIN: &[u8] = b"tacit-pros/v1/fnp-factor-proof\0";
+/// Bytes of the largest setup ([`facproof::MAX_RING_BITS`]).
+pub const SETUP_LEN: usize = 3 + 32 + RingPedersen::offer_len(facproof::MAX_RING_BITS);
+
+/// What the sender keeps of the setup it sent for one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opening {
+    /// The sender's fresh nonce: the chooser's Π^fac is bound to it.
+    pub nonce: [u8; 32],
+}
+
+/// The setup as the chooser reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setup {
+    /// The sender's nonce.
+    pub nonce: [u8; 32],
+    /// The sender's ring-Pedersen parameters with Π^prm (not yet verified).
+    pub offer: Offer,
+}
+
+impl Setup {
+    /// Decodes `01 0412 || nonce (32) || N̂, s, t || Π^prm` (or surfaces a refusal).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        crate::messages::check_refusal(bytes)?;
+        let mut r = Reader::new(bytes);
+        r.envelope(TAG_SETUP, "FNP setup")?;
+        let nonce = r.array::<32>("session nonce")?;
+        let offer = Offer::decode(&mut r)?;
+        r.finish()?;
+        Ok(Setup { nonce, offer })
+    }
+
+    /// The encoding.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.put_envelope(TAG_SETUP);
+        w.put_fixed(&self.nonce);
+        self.offer.encode(&mut w);
+        w.into_bytes()
+    }
+}
 
 /// Largest bound on either set.
 pub const MAX_SET_BOUND: u32 = 100_000;
@@ -167,11 +213,25 @@ impl PsiParams {
             && self.sender_bound == other.sender_bound
     }
 
-    /// Size in bytes of a query under a `bits`-bit key (with the modulus proof).
+    /// The largest query under a `bits`-bit key (with the modulus proof and a
+    /// no-small-factor proof against the largest ring-Pedersen modulus).
     pub fn query_len(&self, bits: u32) -> usize {
+        self.query_len_for(bits, facproof::MAX_RING_BITS)
+    }
+
+    /// Size in bytes of a query under a `bits`-bit key against a sender whose
+    /// ring-Pedersen modulus has `ring_bits`.
+    pub fn query_len_for(&self, bits: u32, ring_bits: u32) -> usize {
         let ct = (2 * bits as usize).div_ceil(8);
         let nl = (bits as usize).div_ceil(8);
-        3 + 10 + 2 + nl + ModulusProof::encoded_len(nl) + 32 + 8 + self.root_slots() * ct
+        3 + 10
+            + 2
+            + nl
+            + ModulusProof::encoded_len(nl)
+            + FacProof::encoded_len(bits, ring_bits)
+            + 32
+            + 8
+            + self.root_slots() * ct
     }
 
     /// Size in bytes of an answer under a `bits`-bit key.
@@ -230,6 +290,11 @@ pub struct Query {
     pub key: PublicKey,
     /// The proof that the key's modulus is a Paillier–Blum modulus.
     pub proof: Arc<ModulusProof>,
+    /// The proof that both its factors are large (Π^fac), against `ring`.
+    pub fac: Arc<FacProof>,
+    /// The sender's ring-Pedersen parameters the proof is made against (not sent:
+    /// the sender has them).
+    pub ring: RingPedersenParams,
     /// The seed of the bin hashes.
     pub seed: [u8; 32],
     /// `B·M` encrypted coefficients, bin by bin, `α₀ … α_{M−1}` each.
@@ -237,14 +302,15 @@ pub struct Query {
 }
 
 impl Query {
-    /// `01 0410 || params || key || modulus proof || seed || u32 B || u32 M || B·M ×
-    /// ciphertext`.
+    /// `01 0410 || params || key || modulus proof || no-small-factor proof || seed ||
+    /// u32 B || u32 M || B·M × ciphertext`.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::with_capacity(self.params.query_len(self.key.bits()));
+        let mut w = Writer::with_capacity(self.params.query_len_for(self.key.bits(), self.ring.bits()));
         w.put_envelope(TAG_QUERY);
         self.params.encode(&mut w);
         self.key.encode(&mut w);
         self.proof.encode(&self.key, &mut w);
+        self.fac.encode(&self.key, &self.ring, &mut w);
         w.put_fixed(&self.seed);
         w.put_u32(self.params.bins());
         w.put_u32(self.params.load());
@@ -255,9 +321,15 @@ impl Query {
     }
 
     /// Decodes a query for a sender running `ours` with keys of `min_bits..=max_bits`
-    /// (the modulus proof is decoded, not verified: [`Sender::respond_typed`] verifies
-    /// it before any other work).
-    pub fn from_bytes(bytes: &[u8], ours: &PsiParams, min_bits: u32, max_bits: u32) -> Result<Self> {
+    /// and ring-Pedersen parameters `ring` (the proofs are decoded, not verified:
+    /// [`Sender::respond_typed`] verifies them before any other work).
+    pub fn from_bytes(
+        bytes: &[u8],
+        ours: &PsiParams,
+        min_bits: u32,
+        max_bits: u32,
+        ring: &RingPedersenParams,
+    ) -> Result<Self> {
         crate::messages::check_refusal(bytes)?;
         let mut r = Reader::new(bytes);
         r.envelope(TAG_QUERY, "FNP query")?;
@@ -278,6 +350,7 @@ impl Query {
         let key = PublicKey::decode(&mut r)?;
         crate::messages::check_key_bits(&key, min_bits.max(params.encoding.min_key_bits()), max_bits)?;
         let proof = Arc::new(ModulusProof::decode(&mut r, &key)?);
+        let fac = Arc::new(FacProof::decode(&mut r, &key, ring)?);
         let seed = r.array::<32>("bin seed")?;
         let (b, m) = (r.u32()?, r.u32()?);
         if b != params.bins() || m != params.load() {
@@ -294,6 +367,8 @@ impl Query {
             params,
             key,
             proof,
+            fac,
+            ring: ring.clone(),
             seed,
             coeffs,
         })
@@ -418,16 +493,24 @@ pub struct ChooserAwaitingAnswer {
 }
 
 impl Chooser {
-    /// Builds and encrypts the bin polynomials of `set` (deduplicated; at most
+    /// Handles the sender's setup and builds the query: verifies the sender's
+    /// ring-Pedersen parameters (Π^prm) first, proves our key's factors large against
+    /// them (Π^fac, bound to `binding` and the sender's nonce), then builds and
+    /// encrypts the bin polynomials of `set` (deduplicated; at most
     /// `params.chooser_bound` elements) under `key`, taking `rⁿ` values from `pool`.
+    /// `binding` is the TLS channel binding ([`crate::NO_CHANNEL_BINDING`] outside TLS).
+    #[allow(clippy::too_many_arguments)]
     pub fn start<T: AsRef<[u8]>>(
         params: &PsiParams,
         key: PrivateKey,
         set: &[T],
+        setup: &[u8],
+        binding: &[u8; 32],
         pool: &RnPool,
         rng: &mut impl CryptoRngCore,
     ) -> Result<(ChooserAwaitingAnswer, Query)> {
         params.check()?;
+        let setup = Setup::from_bytes(setup)?;
         let pk = key.public().clone();
         if pk.bits() < params.encoding.min_key_bits() {
             return Err(Error::KeySize(format!(
@@ -447,6 +530,9 @@ impl Chooser {
         }
         let values: Vec<Nat> = set.iter().map(|e| params.encoding.value(e)).collect::<Result<_>>()?;
         let proof = key.modulus_proof()?;
+        setup.offer.verify()?;
+        let ctx = facproof::context(FACTOR_PROOF_DOMAIN, binding, &setup.nonce);
+        let fac = Arc::new(FacProof::prove(&key, &setup.offer.params, &ctx, rng)?);
         let (bins, load) = (params.bins(), params.load());
         let mut seed = [0u8; 32];
         let alloc = loop {
@@ -494,6 +580,8 @@ impl Chooser {
                 params: *params,
                 key: pk,
                 proof,
+                fac,
+                ring: setup.offer.params,
                 seed,
                 coeffs,
             },
@@ -563,12 +651,20 @@ pub struct Sender {
     values: Vec<Nat>,
     min_key_bits: u32,
     max_key_bits: u32,
+    rp: Arc<RingPedersen>,
 }
 
 impl Sender {
     /// A sender with `set` (deduplicated; at most `params.sender_bound` elements)
-    /// accepting chooser keys of `min_key_bits..=max_key_bits`.
-    pub fn new<T: AsRef<[u8]>>(params: &PsiParams, set: &[T], min_key_bits: u32, max_key_bits: u32) -> Result<Self> {
+    /// accepting chooser keys of `min_key_bits..=max_key_bits`, with its ring-Pedersen
+    /// parameters `rp` (the chooser proves its key's factors large against them).
+    pub fn new<T: AsRef<[u8]>>(
+        params: &PsiParams,
+        set: &[T],
+        min_key_bits: u32,
+        max_key_bits: u32,
+        rp: Arc<RingPedersen>,
+    ) -> Result<Self> {
         params.check()?;
         let set = dedupe(set);
         if set.len() > params.sender_bound as usize {
@@ -584,7 +680,26 @@ impl Sender {
             values,
             min_key_bits,
             max_key_bits,
+            rp,
         })
+    }
+
+    /// The sender's first message of a session: a fresh nonce and its ring-Pedersen
+    /// parameters with their proof. Keep the [`Opening`] for [`Sender::respond`].
+    pub fn open(&self, rng: &mut impl CryptoRngCore) -> (Opening, Vec<u8>) {
+        let mut nonce = [0u8; 32];
+        rng.fill_bytes(&mut nonce);
+        let mut w = Writer::with_capacity(SETUP_LEN);
+        w.put_envelope(TAG_SETUP);
+        w.put_fixed(&nonce);
+        self.rp.encode_offer(&mut w);
+        (Opening { nonce }, w.into_bytes())
+    }
+
+    /// The largest query this sender reads (its largest key, its own ring-Pedersen
+    /// modulus).
+    pub fn max_query_len(&self) -> usize {
+        self.params.query_len_for(self.max_key_bits, self.rp.public().bits())
     }
 
     /// The parameters.
@@ -597,23 +712,33 @@ impl Sender {
         self.max_key_bits
     }
 
-    /// Decodes a query and answers it; `binding` is the TLS channel binding of the
-    /// session ([`crate::NO_CHANNEL_BINDING`] outside TLS).
+    /// Decodes a query of the session `opening` and answers it; `binding` is the TLS
+    /// channel binding of the session ([`crate::NO_CHANNEL_BINDING`] outside TLS).
     pub fn respond(
         &self,
+        opening: &Opening,
         bytes: &[u8],
         binding: &[u8; 32],
         rng: &mut impl CryptoRngCore,
     ) -> Result<(Answer, PublicKey)> {
-        let q = Query::from_bytes(bytes, &self.params, self.min_key_bits, self.max_key_bits)?;
-        let a = self.respond_typed(&q, binding, None, rng)?;
+        let q = Query::from_bytes(
+            bytes,
+            &self.params,
+            self.min_key_bits,
+            self.max_key_bits,
+            self.rp.public(),
+        )?;
+        let a = self.respond_typed(opening, &q, binding, None, rng)?;
         Ok((a, q.key))
     }
 
     /// Answers a decoded query; `pool` may hold precomputed `ρⁿ` for the chooser's key.
-    /// The modulus proof is verified before anything else is computed.
+    /// The modulus proof and the no-small-factor proof (against this sender's
+    /// parameters, in the session of `opening` and `binding`) are verified before
+    /// anything else is computed.
     pub fn respond_typed(
         &self,
+        opening: &Opening,
         q: &Query,
         binding: &[u8; 32],
         pool: Option<&RnPool>,
@@ -628,6 +753,13 @@ impl Sender {
             self.max_key_bits,
         )?;
         q.proof.verify(&q.key)?;
+        if q.ring != *self.rp.public() {
+            return Err(Error::Deviation(
+                "the no-small-factor proof was made against other ring-Pedersen parameters".into(),
+            ));
+        }
+        let ctx = facproof::context(FACTOR_PROOF_DOMAIN, binding, &opening.nonce);
+        q.fac.verify(&q.key, &self.rp, &ctx)?;
         let pk = &q.key;
         let own_pool;
         let pool = match pool {
@@ -731,13 +863,26 @@ mod tests {
         K.get_or_init(|| PrivateKey::generate(256).unwrap()).clone()
     }
 
-    fn run(params: &PsiParams, c: &[String], s: &[String], seed: u8) -> Vec<Vec<u8>> {
+    fn rp() -> Arc<RingPedersen> {
+        crate::facproof::test_ring_pedersen()
+    }
+
+    /// A sender's opening and the chooser's query for it.
+    fn start(params: &PsiParams, c: &[String], seed: u8) -> Result<(Opening, ChooserAwaitingAnswer, Query)> {
         let k = key();
         let pool = RnPool::new(k.public()).unwrap();
-        let mut r = rng(seed);
-        let (wait, q) = Chooser::start(params, k, c, &pool, &mut r).unwrap();
-        let sender = Sender::new(params, s, 256, 4096).unwrap();
-        let (a, pk) = sender.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut r).unwrap();
+        let any = Sender::new(params, &names(&["1"]), 0, 4096, rp()).unwrap();
+        let (opening, setup) = any.open(&mut rng(seed.wrapping_add(100)));
+        let (wait, q) = Chooser::start(params, k, c, &setup, &NO_CHANNEL_BINDING, &pool, &mut rng(seed))?;
+        Ok((opening, wait, q))
+    }
+
+    fn run(params: &PsiParams, c: &[String], s: &[String], seed: u8) -> Vec<Vec<u8>> {
+        let (o, wait, q) = start(params, c, seed).unwrap();
+        let sender = Sender::new(params, s, 256, 4096, rp()).unwrap();
+        let (a, pk) = sender
+            .respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(seed))
+            .unwrap();
         wait.on_answer(&a.to_bytes(&pk), &NO_CHANNEL_BINDING).unwrap()
     }
 
@@ -763,60 +908,56 @@ mod tests {
     #[test]
     fn sizes_depend_only_on_bounds() {
         let p = PsiParams::new(20, 10);
-        let k = key();
-        let pool = RnPool::new(k.public()).unwrap();
-        let (_, q1) = Chooser::start(&p, k.clone(), &names(&["a"]), &pool, &mut rng(2)).unwrap();
-        let (_, q2) = Chooser::start(
-            &p,
-            k.clone(),
-            &(0..20).map(|i| i.to_string()).collect::<Vec<_>>(),
-            &pool,
-            &mut rng(3),
-        )
-        .unwrap();
+        let (o1, _, q1) = start(&p, &names(&["a"]), 2).unwrap();
+        let (_, _, q2) = start(&p, &(0..20).map(|i| i.to_string()).collect::<Vec<_>>(), 3).unwrap();
         assert_eq!(q1.to_bytes().len(), q2.to_bytes().len());
-        assert_eq!(q1.to_bytes().len(), p.query_len(256));
-        let s1 = Sender::new(&p, &names(&["x"]), 256, 4096).unwrap();
-        let s2 = Sender::new(&p, &(0..10).map(|i| i.to_string()).collect::<Vec<_>>(), 256, 4096).unwrap();
-        let a1 = s1.respond(&q1.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(4)).unwrap();
-        let a2 = s2.respond(&q1.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(4)).unwrap();
+        assert_eq!(q1.to_bytes().len(), p.query_len_for(256, rp().public().bits()));
+        assert!(q1.to_bytes().len() <= p.query_len(256));
+        let s1 = Sender::new(&p, &names(&["x"]), 256, 4096, rp()).unwrap();
+        let s2 = Sender::new(&p, &(0..10).map(|i| i.to_string()).collect::<Vec<_>>(), 256, 4096, rp()).unwrap();
+        let a1 = s1
+            .respond(&o1, &q1.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(4))
+            .unwrap();
+        let a2 = s2
+            .respond(&o1, &q1.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(4))
+            .unwrap();
         assert_eq!(a1.0.to_bytes(&a1.1).len(), a2.0.to_bytes(&a2.1).len());
         assert_eq!(a1.0.to_bytes(&a1.1).len(), p.answer_len(256));
+        let (_, setup) = s1.open(&mut rng(9));
+        assert!(setup.len() <= SETUP_LEN);
     }
 
     #[test]
     fn overflowing_sets_and_mismatched_peers_are_refused() {
         let p = PsiParams::new(4, 4);
-        let k = key();
-        let pool = RnPool::new(k.public()).unwrap();
         assert!(matches!(
-            Chooser::start(&p, k.clone(), &names(&["1", "2", "3", "4", "5"]), &pool, &mut rng(5)),
+            start(&p, &names(&["1", "2", "3", "4", "5"]), 5),
             Err(Error::SetTooLarge { .. })
         ));
-        let (wait, q) = Chooser::start(&p, k.clone(), &names(&["1"]), &pool, &mut rng(5)).unwrap();
+        let (o, wait, q) = start(&p, &names(&["1"]), 5).unwrap();
         // a sender with other bounds refuses
-        let other = Sender::new(&PsiParams::new(5, 4), &names(&["1"]), 256, 4096).unwrap();
+        let other = Sender::new(&PsiParams::new(5, 4), &names(&["1"]), 256, 4096, rp()).unwrap();
         assert!(matches!(
-            other.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)),
+            other.respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)),
             Err(Error::ParamsMismatch(_))
         ));
         // a sender demanding bigger keys refuses
-        let strict = Sender::new(&p, &names(&["1"]), 2048, 4096).unwrap();
+        let strict = Sender::new(&p, &names(&["1"]), 2048, 4096, rp()).unwrap();
         assert!(matches!(
-            strict.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)),
+            strict.respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)),
             Err(Error::KeySize(_))
         ));
         // trailing bytes, truncation
-        let s = Sender::new(&p, &names(&["1"]), 256, 4096).unwrap();
+        let s = Sender::new(&p, &names(&["1"]), 256, 4096, rp()).unwrap();
         let mut b = q.to_bytes();
         b.push(0);
-        assert!(s.respond(&b, &NO_CHANNEL_BINDING, &mut rng(6)).is_err());
+        assert!(s.respond(&o, &b, &NO_CHANNEL_BINDING, &mut rng(6)).is_err());
         assert!(
-            s.respond(&q.to_bytes()[..100], &NO_CHANNEL_BINDING, &mut rng(6))
+            s.respond(&o, &q.to_bytes()[..100], &NO_CHANNEL_BINDING, &mut rng(6))
                 .is_err()
         );
         // an answer with one evaluation too few
-        let (a, pk) = s.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)).unwrap();
+        let (a, pk) = s.respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)).unwrap();
         let short = Answer {
             nonce: a.nonce,
             values: a.values[1..].to_vec(),
@@ -830,13 +971,11 @@ mod tests {
     #[test]
     fn a_ciphertext_outside_the_group_is_refused() {
         let p = PsiParams::new(2, 2);
-        let k = key();
-        let pool = RnPool::new(k.public()).unwrap();
-        let (_, mut q) = Chooser::start(&p, k.clone(), &names(&["1"]), &pool, &mut rng(7)).unwrap();
+        let (o, _, mut q) = start(&p, &names(&["1"]), 7).unwrap();
         q.coeffs[0] = Ciphertext(bn::dup(q.key.n()).unwrap());
-        let s = Sender::new(&p, &names(&["1"]), 256, 4096).unwrap();
+        let s = Sender::new(&p, &names(&["1"]), 256, 4096, rp()).unwrap();
         assert!(matches!(
-            s.respond(&q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(8)),
+            s.respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(8)),
             Err(Error::BadCiphertext(_))
         ));
     }

@@ -25,6 +25,7 @@
 //! use std::sync::Arc;
 //! use rand_chacha::ChaCha20Rng;
 //! use rand_core::SeedableRng;
+//! use tacit_pros::facproof::RingPedersen;
 //! use tacit_pros::paillier::{PrivateKey, RnPool};
 //! use tacit_pros::threepr::{Initiator, InitiatorStep, ReconcileParams, Responder, ResponderStep};
 //!
@@ -38,8 +39,12 @@
 //! let (a, hello) = Initiator::start(params, key, &alice, pool).unwrap();
 //! // over TLS both pass the connection's channel binding instead
 //! let cb = tacit_pros::NO_CHANNEL_BINDING;
-//! let (mut b, accept) = Responder::new(params, &bob, 256, 4096).unwrap().on_hello(&hello, &cb, &mut rng).unwrap();
-//! let (mut a, mut msg) = a.on_accept(&accept, &cb, &mut rng).unwrap();
+//! // B's ring-Pedersen parameters: made once (`tacit` keeps them in its store; its
+//! // default is 3072 bits), A proves its key's factors large against them
+//! let rp = Arc::new(RingPedersen::generate(1024, &mut rng).unwrap());
+//! let (b, accept) = Responder::new(params, &bob, 256, 4096, rp).unwrap().on_hello(&hello, &cb, &mut rng).unwrap();
+//! let (mut a, factor_proof, mut msg) = a.on_accept(&accept, &cb, &mut rng).unwrap();
+//! let mut b = b.on_factor_proof(&factor_proof).unwrap();
 //! let result = loop {
 //!     match b.on_message(&msg, &mut rng).unwrap() {
 //!         ResponderStep::Answer(next_b, answer) => {
@@ -66,6 +71,7 @@ pub mod backends;
 pub mod bn;
 pub mod element;
 mod error;
+pub mod facproof;
 pub mod fnp;
 mod messages;
 pub mod modproof;

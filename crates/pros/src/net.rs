@@ -15,7 +15,7 @@
 //! decryptions) run on the blocking pool (`spawn_blocking`), so a server's accept
 //! loop and other sessions keep running while one session computes.
 
-use crate::fnp::{Chooser, PsiParams, Sender};
+use crate::fnp::{Chooser, PsiParams, SETUP_LEN, Sender};
 use crate::paillier::{PrivateKey, RnPool};
 use crate::threepr::{
     ACCEPT_LEN, DEFAULT_MAX_PEER_SET, Initiator, InitiatorStep, ReconcileParams, Reconciled, Responder, ResponderStep,
@@ -102,7 +102,10 @@ pub async fn psi_query<T: AsRef<[u8]>>(
     rng: &mut impl CryptoRngCore,
 ) -> Result<Vec<Vec<u8>>> {
     let bits = key.public().bits();
-    let (wait, q) = Chooser::start(params, key, set, pool, rng)?;
+    let setup = recv_at_most(conn, SETUP_LEN).await?;
+    let binding = binding_of(conn);
+    let r = Chooser::start(params, key, set, &setup, &binding, pool, rng);
+    let (wait, q) = guard(conn, r).await?;
     send(conn, &q.to_bytes()).await?;
     let a = recv_at_most(conn, params.answer_len(bits)).await?;
     let binding = binding_of(conn);
@@ -114,11 +117,13 @@ pub async fn psi_query<T: AsRef<[u8]>>(
 /// [`PsiParams::query_len`] at the sender's largest key size, verifies the modulus
 /// proof, answers.
 pub async fn psi_serve(conn: &mut FramedConn, sender: Arc<Sender>, rng: &mut impl CryptoRngCore) -> Result<()> {
-    let q = recv_at_most(conn, sender.params().query_len(sender.max_key_bits())).await?;
+    let (opening, setup) = sender.open(rng);
+    send(conn, &setup).await?;
+    let q = recv_at_most(conn, sender.max_query_len()).await?;
     let binding = binding_of(conn);
     let mut r = seed(rng);
     let res = blocking(move || {
-        let (a, pk) = sender.respond(&q, &binding, &mut r)?;
+        let (a, pk) = sender.respond(&opening, &q, &binding, &mut r)?;
         Ok(a.to_bytes(&pk))
     })
     .await;
@@ -155,8 +160,11 @@ pub async fn reconcile_initiator_limited<T: AsRef<[u8]>>(
     let wait = wait.with_max_peer_set(max_peer_set);
     send(conn, &hello).await?;
     let acc = recv_at_most(conn, ACCEPT_LEN).await?;
-    let r = wait.on_accept(&acc, &binding_of(conn), rng);
-    let (mut state, q) = guard(conn, r).await?;
+    let binding = binding_of(conn);
+    let mut r = seed(rng);
+    let res = blocking(move || wait.on_accept(&acc, &binding, &mut r)).await;
+    let (mut state, fac, q) = guard(conn, res).await?;
+    send(conn, &fac).await?;
     send(conn, &q).await?;
     loop {
         let ans = recv_at_most(conn, state.expected_answer_len()).await?;
@@ -187,8 +195,12 @@ pub async fn reconcile_responder(
     let binding = binding_of(conn);
     let mut r = seed(rng);
     let res = blocking(move || responder.on_hello(&hello, &binding, &mut r)).await;
-    let (mut state, accept) = guard(conn, res).await?;
+    let (state, accept) = guard(conn, res).await?;
     send(conn, &accept).await?;
+    // nothing is computed with A's key until its no-small-factor proof verifies
+    let fac = recv_at_most(conn, state.max_next_message_len()).await?;
+    let res = blocking(move || state.on_factor_proof(&fac)).await;
+    let mut state = guard(conn, res).await?;
     loop {
         let pool = state.pool();
         let key = state.peer_key().clone();

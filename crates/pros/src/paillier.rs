@@ -548,6 +548,13 @@ impl PrivateKey {
         })
     }
 
+    /// Attaches a modulus proof made elsewhere (tests: a deviating key holder whose
+    /// lopsided primes the crate's prover does not handle).
+    #[cfg(feature = "testing")]
+    pub(crate) fn set_modulus_proof(&self, proof: std::sync::Arc<ModulusProof>) {
+        let _ = self.proof.set(proof);
+    }
+
     /// The proof that this key's modulus is a Paillier–Blum modulus (made once, then
     /// kept with the key; a deterministic function of the key). Peers refuse a key
     /// without it.

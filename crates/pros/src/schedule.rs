@@ -303,8 +303,9 @@ pub async fn connect_limited(
     finish(rec, &map)
 }
 
-/// What B accepts from a peer: key sizes and what one session may cost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What B accepts from a peer: key sizes and what one session may cost, and B's
+/// ring-Pedersen parameters (A proves its key's factors large against them).
+#[derive(Debug, Clone)]
 pub struct Policy {
     /// Smallest peer key, in bits.
     pub min_key_bits: u32,
@@ -312,6 +313,8 @@ pub struct Policy {
     pub max_key_bits: u32,
     /// The peer's list length and the comparisons of one session.
     pub limits: Limits,
+    /// B's ring-Pedersen parameters ([`crate::facproof::RingPedersen`]).
+    pub ring_pedersen: std::sync::Arc<crate::facproof::RingPedersen>,
 }
 
 /// Bytes of the window message.
@@ -362,6 +365,7 @@ pub async fn serve(
         &set,
         policy.min_key_bits,
         policy.max_key_bits,
+        policy.ring_pedersen.clone(),
     )?
     .with_limits(policy.limits);
     let mut w = Writer::new();

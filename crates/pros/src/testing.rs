@@ -158,11 +158,21 @@ pub fn reconcile<T: AsRef<[u8]>>(
     let Some(accept) = w.pass(Party::B, &accept) else {
         return end(Err(withheld()), Err(withheld()), transcript);
     };
-    let (mut a, q) = match a.on_accept(&accept, &cb, &mut rng) {
+    let (mut a, fac, q) = match a.on_accept(&accept, &cb, &mut rng) {
         Ok(x) => x,
         Err(e) => {
             let b = w.pass(Party::A, &refusal(&e)).map(|r| threepr_refused(&r));
             return end(Err(e), b.unwrap_or(Err(withheld())), transcript);
+        }
+    };
+    let Some(fac) = w.pass(Party::A, &fac) else {
+        return end(Err(withheld()), Err(withheld()), transcript);
+    };
+    b = match b.on_factor_proof(&fac) {
+        Ok(b) => b,
+        Err(e) => {
+            let a = w.pass(Party::B, &refusal(&e)).map(|r| threepr_refused(&r));
+            return end(a.unwrap_or(Err(withheld())), Err(e), transcript);
         }
     };
     let mut msg = match w.pass(Party::A, &q) {
@@ -250,14 +260,21 @@ pub fn psi<T: AsRef<[u8]>>(
         Ok(p) => p,
         Err(e) => return end(Err(e.clone()), Err(e), transcript),
     };
-    let (wait, q) = match fnp::Chooser::start(params, key, set, &pool, &mut rng) {
+    let (opening, setup) = sender.open(&mut rng);
+    let Some(setup) = w.pass(Party::B, &setup) else {
+        return end(Err(withheld()), Err(withheld()), transcript);
+    };
+    let (wait, q) = match fnp::Chooser::start(params, key, set, &setup, &cb, &pool, &mut rng) {
         Ok(x) => x,
-        Err(e) => return end(Err(e.clone()), Err(e), transcript),
+        Err(e) => {
+            let b = w.pass(Party::A, &refusal(&e)).map(|r| threepr_refused::<()>(&r));
+            return end(Err(e), b.unwrap_or(Err(withheld())), transcript);
+        }
     };
     let Some(q) = w.pass(Party::A, &q.to_bytes()) else {
         return end(Err(withheld()), Err(withheld()), transcript);
     };
-    let ans = match sender.respond(&q, &cb, &mut rng) {
+    let ans = match sender.respond(&opening, &q, &cb, &mut rng) {
         Ok((a, pk)) => a.to_bytes(&pk),
         Err(e) => {
             let a = w.pass(Party::B, &refusal(&e)).map(|r| threepr_refused(&r));
@@ -296,8 +313,17 @@ pub async fn respond_over(
     };
     let hello = recv_at_most(conn, responder.max_hello_len()).await?;
     received.push(hello.clone());
-    let (mut state, accept) = responder.on_hello(&hello, &binding_of(conn), &mut rng)?;
+    let (state, accept) = responder.on_hello(&hello, &binding_of(conn), &mut rng)?;
     send(conn, &out(&received, &accept)?).await?;
+    let fac = recv_at_most(conn, state.max_next_message_len()).await?;
+    received.push(fac.clone());
+    let mut state = match state.on_factor_proof(&fac) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = send(conn, &refusal(&e)).await;
+            return Err(e);
+        }
+    };
     loop {
         let msg = recv_at_most(conn, state.max_next_message_len()).await?;
         received.push(msg.clone());
@@ -335,7 +361,13 @@ pub async fn schedule_respond_over(
         variant,
         encoding: w.encoding.element_encoding(),
     };
-    respond_over(conn, Responder::new(params, &set, 0, 4096)?, bugs, seed).await
+    respond_over(
+        conn,
+        Responder::new(params, &set, 0, 4096, ring_pedersen())?,
+        bugs,
+        seed,
+    )
+    .await
 }
 
 /// The break of issue 26: a B that, from round `from_round` on, answers every pair
@@ -416,6 +448,19 @@ impl InvertingResponder {
             None => Act::honest(o),
         }
     }
+}
+
+/// The test fixture of ring-Pedersen parameters (1024-bit `N̂` with public factors:
+/// [`crate::facproof::test_ring_pedersen`]).
+pub fn ring_pedersen() -> Arc<crate::facproof::RingPedersen> {
+    crate::facproof::test_ring_pedersen()
+}
+
+/// `key` with `proof` as its modulus proof (for a deviating key holder whose proof
+/// the test wrote itself).
+pub fn with_modulus_proof(key: PrivateKey, proof: Arc<crate::paillier::ModulusProof>) -> PrivateKey {
+    key.set_modulus_proof(proof);
+    key
 }
 
 /// A public key with modulus `n` taken as is, without the checks a peer's key gets

@@ -44,6 +44,7 @@
 
 use crate::bn::{self, Nat};
 use crate::element::{ElementEncoding, match_tag, session_id, value_bytes};
+use crate::facproof::{self, FacProof, Offer, RingPedersen};
 use crate::fnp::{dedupe, evaluate, seeds, shuffle};
 use crate::messages::{check_key_bits, check_refusal};
 use crate::paillier::{Ciphertext, ModulusProof, PrivateKey, PublicKey, RnPool};
@@ -66,6 +67,8 @@ pub const TAG_QUERY: u16 = 0x0422;
 pub const TAG_ANSWER: u16 = 0x0423;
 /// Wire tag of the outcome.
 pub const TAG_OUTCOME: u16 = 0x0424;
+/// Wire tag of A's no-small-factor proof (Π^fac), sent right after B's accept.
+pub const TAG_FACTOR_PROOF: u16 = 0x0425;
 
 /// The largest ordered set (the worst case costs `n²` comparisons).
 pub const MAX_ORDERED_SET: u32 = 4096;
@@ -74,6 +77,9 @@ pub const MAX_ORDERED_SET: u32 = 4096;
 pub const SESSION_DOMAIN: &[u8] = b"tacit-pros/v1/3pr-session\0";
 /// Domain of 3PR's match tags.
 pub const MATCH_DOMAIN: &[u8] = b"tacit-pros/v1/3pr-match\0";
+/// Domain of the context A's Π^fac is bound to (with the channel binding and B's
+/// nonce).
+pub const FACTOR_PROOF_DOMAIN: &[u8] = b"tacit-pros/v1/3pr-factor-proof\0";
 
 /// The preference order composition scheme (§3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -325,26 +331,37 @@ impl Hello {
     }
 }
 
-/// `01 0421 || u32 n || nonce (32)`.
-fn accept_bytes(n: u32, nonce: &[u8; 32]) -> Vec<u8> {
+/// `01 0421 || u32 n || nonce (32) || ring-Pedersen parameters (N̂, s, t) || Π^prm`.
+fn accept_bytes(n: u32, nonce: &[u8; 32], rp: &RingPedersen) -> Vec<u8> {
     let mut w = Writer::new();
     w.put_envelope(TAG_ACCEPT);
     w.put_u32(n);
     w.put_fixed(nonce);
+    rp.encode_offer(&mut w);
     w.into_bytes()
 }
 
-/// Bytes of B's accept.
-pub const ACCEPT_LEN: usize = 3 + 4 + 32;
+/// Bytes of B's accept with ring-Pedersen parameters of the largest size A accepts
+/// ([`facproof::MAX_RING_BITS`]).
+pub const ACCEPT_LEN: usize = 3 + 4 + 32 + RingPedersen::offer_len(facproof::MAX_RING_BITS);
 
-fn accept_from_bytes(bytes: &[u8]) -> Result<(u32, [u8; 32])> {
+fn accept_from_bytes(bytes: &[u8]) -> Result<(u32, [u8; 32], Offer)> {
     check_refusal(bytes)?;
     let mut r = Reader::new(bytes);
     r.envelope(TAG_ACCEPT, "3PR accept")?;
     let n = r.u32()?;
     let nonce = r.array::<32>("session nonce")?;
+    let offer = Offer::decode(&mut r)?;
     r.finish()?;
-    Ok((n, nonce))
+    Ok((n, nonce, offer))
+}
+
+/// `01 0425 || Π^fac` for A's key against B's parameters.
+fn factor_proof_bytes(proof: &FacProof, key: &PublicKey, offer: &Offer) -> Vec<u8> {
+    let mut w = Writer::with_capacity(3 + FacProof::encoded_len(key.bits(), offer.params.bits()));
+    w.put_envelope(TAG_FACTOR_PROOF);
+    proof.encode(key, &offer.params, &mut w);
+    w.into_bytes()
 }
 
 /// The largest round of sets of `n` (SOR: `n` pairs; MOR: `2n − 1`).
@@ -607,16 +624,19 @@ impl InitiatorAwaitingAccept {
         self
     }
 
-    /// Handles B's accept and sends the first query. `binding` is the TLS channel
-    /// binding of the session ([`crate::NO_CHANNEL_BINDING`] outside TLS); B must use
-    /// the same.
+    /// Handles B's accept: checks `n`, verifies B's ring-Pedersen parameters (Π^prm)
+    /// before anything is computed with them, proves that both factors of our modulus
+    /// are large (Π^fac, bound to this session) and makes the first query. Returns the
+    /// proof message and the query, to be sent in this order. `binding` is the TLS
+    /// channel binding of the session ([`crate::NO_CHANNEL_BINDING`] outside TLS); B
+    /// must use the same.
     pub fn on_accept(
         self,
         bytes: &[u8],
         binding: &[u8; 32],
         rng: &mut impl CryptoRngCore,
-    ) -> Result<(InitiatorAwaitingAnswer, Vec<u8>)> {
-        let (n, nonce) = accept_from_bytes(bytes)?;
+    ) -> Result<(InitiatorAwaitingAnswer, Vec<u8>, Vec<u8>)> {
+        let (n, nonce, offer) = accept_from_bytes(bytes)?;
         let own = self.set.items.len() as u32;
         let most = own.max(self.max_peer_set).min(MAX_ORDERED_SET);
         if n < own || n > most {
@@ -625,6 +645,10 @@ impl InitiatorAwaitingAccept {
                  (each position of ours meets n of B's guesses; raise the peer-list limit to allow more)"
             )));
         }
+        offer.verify()?;
+        let ctx = facproof::context(FACTOR_PROOF_DOMAIN, binding, &nonce);
+        let fac = FacProof::prove(&self.key, &offer.params, &ctx, rng)?;
+        let fac = factor_proof_bytes(&fac, self.key.public(), &offer);
         let pk = self.key.public();
         let mut lo = BigNum::new()?;
         lo.set_bit(self.params.encoding.bits() as i32 + 1)?;
@@ -651,7 +675,7 @@ impl InitiatorAwaitingAccept {
             ciphertexts_sent: 0,
         };
         let q = a.query(rng)?;
-        Ok((a, q))
+        Ok((a, fac, q))
     }
 }
 
@@ -796,6 +820,7 @@ pub struct Responder {
     min_key_bits: u32,
     max_key_bits: u32,
     limits: Limits,
+    rp: Arc<RingPedersen>,
 }
 
 impl core::fmt::Debug for Responder {
@@ -820,6 +845,11 @@ pub struct ResponderAwaiting {
     sid: [u8; 32],
     comparisons: u64,
     received: u64,
+    rp: Arc<RingPedersen>,
+    /// The context A's Π^fac must be bound to.
+    fac_context: [u8; 32],
+    /// Whether A's Π^fac verified: until then nothing is computed with its key.
+    proven: bool,
 }
 
 impl core::fmt::Debug for ResponderAwaiting {
@@ -839,12 +869,15 @@ pub enum ResponderStep {
 }
 
 impl Responder {
-    /// B with `set` (best first), accepting A's keys of `min_key_bits..=max_key_bits`.
+    /// B with `set` (best first), accepting A's keys of `min_key_bits..=max_key_bits`,
+    /// with its ring-Pedersen parameters `rp` (A proves its factors large against
+    /// them; made once per installation, [`RingPedersen::generate`]).
     pub fn new<T: AsRef<[u8]>>(
         params: ReconcileParams,
         set: &[T],
         min_key_bits: u32,
         max_key_bits: u32,
+        rp: Arc<RingPedersen>,
     ) -> Result<Self> {
         let set = prepare(set, params.encoding)?;
         Ok(Responder {
@@ -853,6 +886,7 @@ impl Responder {
             min_key_bits,
             max_key_bits,
             limits: Limits::default(),
+            rp,
         })
     }
 
@@ -928,6 +962,7 @@ impl Responder {
         let pool = Arc::new(RnPool::new(&h.key)?);
         let mut nonce = [0u8; 32];
         rng.fill_bytes(&mut nonce);
+        let accept = accept_bytes(n, &nonce, &self.rp);
         Ok((
             ResponderAwaiting {
                 params: self.params,
@@ -942,8 +977,11 @@ impl Responder {
                 sid: session_id(SESSION_DOMAIN, binding, &nonce),
                 comparisons: 0,
                 received: 0,
+                rp: self.rp,
+                fac_context: facproof::context(FACTOR_PROOF_DOMAIN, binding, &nonce),
+                proven: false,
             },
-            accept_bytes(n, &nonce),
+            accept,
         ))
     }
 }
@@ -969,9 +1007,35 @@ impl ResponderAwaiting {
         self.pool.clone()
     }
 
-    /// The largest message A may send next: the next round's query (its most
-    /// entries: one per pair) or the outcome of the round just answered.
+    /// Handles A's no-small-factor proof (the message after B's accept): verifies it
+    /// against B's ring-Pedersen parameters and this session. Until it verifies, B
+    /// computes nothing with A's key and refuses every other message.
+    pub fn on_factor_proof(mut self, bytes: &[u8]) -> Result<Self> {
+        check_refusal(bytes)?;
+        if self.proven {
+            return Err(Error::Deviation("a second no-small-factor proof".into()));
+        }
+        let mut r = Reader::new(bytes);
+        r.envelope(TAG_FACTOR_PROOF, "3PR no-small-factor proof")?;
+        let proof = FacProof::decode(&mut r, &self.key, self.rp.public())?;
+        r.finish()?;
+        proof.verify(&self.key, &self.rp, &self.fac_context)?;
+        self.proven = true;
+        Ok(self)
+    }
+
+    /// Whether A's no-small-factor proof verified.
+    pub fn is_proven(&self) -> bool {
+        self.proven
+    }
+
+    /// The largest message A may send next: its no-small-factor proof (first), then
+    /// the next round's query (its most entries: one per pair) or the outcome of the
+    /// round just answered.
     pub fn max_next_message_len(&self) -> usize {
+        if !self.proven {
+            return 3 + FacProof::encoded_len(self.key.bits(), self.rp.public().bits());
+        }
         let (scheme, n) = (self.params.scheme, self.n);
         let query = if self.next < scheme.rounds(n) {
             Query::len_for(scheme.round_pairs(n, self.next).len(), self.key.bits())
@@ -987,7 +1051,7 @@ impl ResponderAwaiting {
 
     /// Comparisons of the next round (how many `ρⁿ` it needs), 0 after the last.
     pub fn next_round_size(&self) -> usize {
-        if self.next >= self.params.scheme.rounds(self.n) {
+        if !self.proven || self.next >= self.params.scheme.rounds(self.n) {
             return 0;
         }
         self.params.scheme.round_pairs(self.n, self.next).len()
@@ -996,6 +1060,11 @@ impl ResponderAwaiting {
     /// Handles A's next message: a query (answered) or the outcome.
     pub fn on_message(self, bytes: &[u8], rng: &mut impl CryptoRngCore) -> Result<ResponderStep> {
         check_refusal(bytes)?;
+        if !self.proven {
+            return Err(Error::Deviation(
+                "the first message after the accept must be the no-small-factor proof".into(),
+            ));
+        }
         match Envelope::peek(bytes)?.tag {
             TAG_QUERY => self.on_query(bytes, rng),
             TAG_OUTCOME => self.on_outcome(bytes).map(ResponderStep::Done),

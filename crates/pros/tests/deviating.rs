@@ -47,7 +47,7 @@ fn set(prefix: &str, n: usize) -> Vec<String> {
 }
 
 fn responder(p: ReconcileParams, b: &[String]) -> Responder {
-    Responder::new(p, b, 256, 4096).unwrap()
+    Responder::new(p, b, 256, 4096, testing::ring_pedersen()).unwrap()
 }
 
 /// A's last message in a transcript, decoded as its outcome.
@@ -261,8 +261,8 @@ fn a_deviating_a_tests_two_candidates_per_comparison() {
     let neg_r = bn::sub_mod(&bn::from_u64(0).unwrap(), &r, pk.n()).unwrap();
     let p3 = params(Scheme::Sor, Variant::Implicit);
     let mut bug = |o: &Outgoing<'_>| {
-        if o.from == Party::A && o.index == 1 {
-            // round 0: one entry for position 0
+        if o.from == Party::A && o.index == 2 {
+            // round 0 (after the hello and the factor proof): one entry for position 0
             let c = pk.encrypt_raw(&neg_r, &mut ChaCha20Rng::seed_from_u64(9)).unwrap();
             return Act::Send(
                 Query {
@@ -355,13 +355,13 @@ fn psi_params(m: u32, n: u32, bucketing: bool) -> PsiParams {
 fn an_inverting_fnp_sender_forges_no_match() {
     for (m, bucketing) in [(1, false), (3, false), (40, true)] {
         let p = psi_params(m, 8, bucketing);
-        let sender = Sender::new(&p, &set("s", 8), 256, 4096).unwrap();
+        let sender = Sender::new(&p, &set("s", 8), 256, 4096, testing::ring_pedersen()).unwrap();
         let c = set("c", m as usize);
         let mut bug = |o: &Outgoing<'_>| {
-            if o.from != Party::B {
+            if o.from != Party::B || o.index == 0 {
                 return Act::honest(o);
             }
-            let q = fnp::Query::from_bytes(&o.received[0], &p, 0, 4096).unwrap();
+            let q = fnp::Query::from_bytes(&o.received[0], &p, 0, 4096, testing::ring_pedersen().public()).unwrap();
             let honest = fnp::Answer::from_bytes(o.honest, &p, &q.key).unwrap();
             let load = p.load() as usize;
             let values = (0..p.answers())
@@ -398,14 +398,14 @@ fn an_inverting_pm_sender_forges_no_match() {
 #[test]
 fn a_sender_matching_more_than_its_bound_is_refused() {
     let p = psi_params(20, 3, true);
-    let sender = Sender::new(&p, &set("s", 3), 256, 4096).unwrap();
+    let sender = Sender::new(&p, &set("s", 3), 256, 4096, testing::ring_pedersen()).unwrap();
     let c = set("c", 20);
     let enc = ElementEncoding::Hash127;
     let mut bug = |o: &Outgoing<'_>| {
-        if o.from != Party::B {
+        if o.from != Party::B || o.index == 0 {
             return Act::honest(o);
         }
-        let q = fnp::Query::from_bytes(&o.received[0], &p, 0, 4096).unwrap();
+        let q = fnp::Query::from_bytes(&o.received[0], &p, 0, 4096, testing::ring_pedersen().public()).unwrap();
         let nonce = [5u8; 32];
         let sid = session_id(fnp::SESSION_DOMAIN, &NO_CHANNEL_BINDING, &nonce);
         let mut r = ChaCha20Rng::seed_from_u64(3);
@@ -449,7 +449,7 @@ fn a_deviating_chooser_tests_at_most_two_per_root_slot() {
     let (pp, qq) = (pp.to_owned().unwrap(), qq.to_owned().unwrap());
     let pk = sk.public().clone();
     let enc = ElementEncoding::Hash127;
-    let sender = Sender::new(&p, &["alice", "bob", "carol"], 256, 4096).unwrap();
+    let sender = Sender::new(&p, &["alice", "bob", "carol"], 256, 4096, testing::ring_pedersen()).unwrap();
     let g1 = enc.value(b"alice").unwrap();
     let g2 = enc.value(b"carol").unwrap();
     let qinv = bn::inv_mod(&qq, &pp).unwrap();
@@ -462,14 +462,14 @@ fn a_deviating_chooser_tests_at_most_two_per_root_slot() {
     let neg_r = bn::sub_mod(&bn::from_u64(0).unwrap(), &r, pk.n()).unwrap();
     let mut bug = |o: &Outgoing<'_>| {
         if o.from == Party::A {
-            let mut q = fnp::Query::from_bytes(o.honest, &p, 0, 4096).unwrap();
+            let mut q = fnp::Query::from_bytes(o.honest, &p, 0, 4096, testing::ring_pedersen().public()).unwrap();
             q.coeffs = vec![pk.encrypt_raw(&neg_r, &mut ChaCha20Rng::seed_from_u64(4)).unwrap()];
             return Act::Send(q.to_bytes());
         }
         Act::honest(o)
     };
     let run = testing::psi(&p, sk.clone(), &["zzz"], &sender, &mut bug, 12);
-    let ans_bytes = &run.transcript[1].1;
+    let ans_bytes = &run.transcript[2].1;
     let ans = fnp::Answer::from_bytes(ans_bytes, &p, &pk).unwrap();
     let sid = session_id(fnp::SESSION_DOMAIN, &NO_CHANNEL_BINDING, &ans.nonce);
     let tag = |g: &Nat| match_tag(fnp::MATCH_DOMAIN, &sid, 0, 0, g, pk.n()).unwrap();
@@ -490,11 +490,11 @@ fn a_deviating_chooser_tests_at_most_two_per_root_slot() {
 #[test]
 fn an_fnp_sender_refuses_a_key_without_a_valid_proof() {
     let p = psi_params(4, 4, false);
-    let sender = Sender::new(&p, &set("s", 4), 256, 4096).unwrap();
+    let sender = Sender::new(&p, &set("s", 4), 256, 4096, testing::ring_pedersen()).unwrap();
     let other = PrivateKey::generate(256).unwrap();
     let mut bug = |o: &Outgoing<'_>| {
         if o.from == Party::A {
-            let mut q = fnp::Query::from_bytes(o.honest, &p, 0, 4096).unwrap();
+            let mut q = fnp::Query::from_bytes(o.honest, &p, 0, 4096, testing::ring_pedersen().public()).unwrap();
             q.proof = other.modulus_proof().unwrap();
             return Act::Send(q.to_bytes());
         }
@@ -517,14 +517,16 @@ mod review {
     use std::sync::{Arc, OnceLock};
     use tacit_pros::bn::{self, Nat};
     use tacit_pros::element::{ElementEncoding, match_tag, session_id};
+    use tacit_pros::facproof::{self, FacProof};
     use tacit_pros::fnp::{self, PsiParams, Sender};
     use tacit_pros::modproof::{FOURTH_ROOT_CHALLENGES, ModulusProof, NTH_ROOT_CHALLENGES};
     use tacit_pros::paillier::{Ciphertext, PrivateKey, PublicKey, RnPool};
+    use tacit_pros::testing::{self, Act, Outgoing, Party};
     use tacit_pros::threepr::{
         Answer, Hello, Initiator, InitiatorStep, MATCH_DOMAIN, Query, ReconcileParams, Reconciled, Responder,
         ResponderStep, SESSION_DOMAIN, Scheme, TAG_ACCEPT, Variant,
     };
-    use tacit_pros::{NO_CHANNEL_BINDING, Result};
+    use tacit_pros::{Error, NO_CHANNEL_BINDING, Result};
     use tacit_wire::{Reader, Writer};
 
     fn key() -> PrivateKey {
@@ -559,6 +561,7 @@ mod review {
         w.put_envelope(TAG_ACCEPT);
         w.put_u32(n);
         w.put_fixed(nonce);
+        testing::ring_pedersen().encode_offer(&mut w);
         w.into_bytes()
     }
 
@@ -588,7 +591,7 @@ mod review {
         let nonce = [7u8; 32];
         let sid = session_id(SESSION_DOMAIN, &NO_CHANNEL_BINDING, &nonce);
         let mut rng = ChaCha20Rng::seed_from_u64(11);
-        let (mut a, mut q) = a.on_accept(&accept_bytes(n, &nonce), &NO_CHANNEL_BINDING, &mut rng)?;
+        let (mut a, _factor_proof, mut q) = a.on_accept(&accept_bytes(n, &nonce), &NO_CHANNEL_BINDING, &mut rng)?;
         let mut by_pos = std::collections::HashMap::new();
         loop {
             let pairs_max = tacit_pros::threepr::max_round_pairs(p.scheme, n);
@@ -898,7 +901,7 @@ mod review {
             key: pk.clone(),
             proof,
         };
-        let b = Responder::new(rp, &b_set, 256, 4096).unwrap();
+        let b = Responder::new(rp, &b_set, 256, 4096, testing::ring_pedersen()).unwrap();
         let mut rng = ChaCha20Rng::seed_from_u64(8);
         let accepted = b.on_hello(&hello.to_bytes(), &NO_CHANNEL_BINDING, &mut rng);
         let Ok((b, accept)) = accepted else {
@@ -963,7 +966,7 @@ mod review {
         assert_eq!(pp.chooser_tests(), 2);
         let secret: u32 = 2_718_281_828;
         let s_set = vec![secret.to_string(), "1".into(), "2".into()];
-        let sender = Sender::new(&pp, &s_set, 256, 4096).unwrap();
+        let sender = Sender::new(&pp, &s_set, 256, 4096, testing::ring_pedersen()).unwrap();
         let mut rng = ChaCha20Rng::seed_from_u64(10);
         // p(x) = x − root, root ≡ secret (mod p) class, a wrong value mod q
         let sv = bn::from_u64(secret as u64).unwrap();
@@ -972,14 +975,20 @@ mod review {
         let alpha0 = bn::sub_mod(&bn::from_u64(0).unwrap(), &root, pk.n()).unwrap();
         let mut seed = [0u8; 32];
         rng.fill_bytes(&mut seed);
+        let (opening, _) = sender.open(&mut rng);
+        let ring = testing::ring_pedersen();
+        let ctx = facproof::context(fnp::FACTOR_PROOF_DOMAIN, &NO_CHANNEL_BINDING, &opening.nonce);
+        let fac = FacProof::prove_with(&pk, &p, &q, ring.public(), &ctx, &mut rng).unwrap();
         let query = fnp::Query {
             params: pp,
             key: pk.clone(),
             proof,
+            fac: Arc::new(fac),
+            ring: ring.public().clone(),
             seed,
             coeffs: vec![pk.encrypt_raw(&alpha0, &mut rng).unwrap()],
         };
-        let responded = sender.respond(&query.to_bytes(), &NO_CHANNEL_BINDING, &mut rng);
+        let responded = sender.respond(&opening, &query.to_bytes(), &NO_CHANNEL_BINDING, &mut rng);
         let Ok((ans, _)) = responded else {
             // the fix: the key's modulus has a factor below 2^24
             let e = responded.unwrap_err();
@@ -1008,6 +1017,350 @@ mod review {
             "chooser_tests() = 2, yet the querier tested {tested} candidates against the {} answers and found the \
          sender's {secret} (found {found:?})",
             ans.values.len()
+        );
+    }
+
+    // ---------------------------------------------------------------- Π^fac and Π^prm
+
+    /// A Paillier–Blum key `p·q` of `bits` bits with `p` a `p_bits`-bit prime (above
+    /// 2²⁴, so the gcd check passes), `q` the rest; its Π^mod proof is an honest one.
+    fn lopsided_key(p_bits: i32, bits: u32) -> (Nat, Nat, PrivateKey) {
+        loop {
+            let p = blum_prime(p_bits);
+            let q = blum_prime(bits as i32 - p_bits);
+            if bn::mul(&p, &q).unwrap().num_bits() as u32 != bits {
+                continue;
+            }
+            let Ok(sk) = PrivateKey::from_primes(bn::dup(&q).unwrap(), bn::dup(&p).unwrap()) else {
+                continue;
+            };
+            let (_, proof) = prove_any(&p, &q);
+            return (p, q, testing::with_modulus_proof(sk, proof));
+        }
+    }
+
+    /// The residue-class attack of a key holder whose `p` is small, on 32-bit
+    /// elements: every candidate `c ≡ r (mod p)` below 2³² whose tag matches the
+    /// decrypted value modulo `p`.
+    fn class_candidates(sid: &[u8; 32], domain: &[u8], v: &Nat, r: &Nat, p: &Nat, pk: &PublicKey) -> (usize, Vec<u64>) {
+        let r_u = r.to_dec_str().unwrap().parse::<u64>().unwrap();
+        let p_u = p.to_dec_str().unwrap().parse::<u64>().unwrap();
+        let (mut tested, mut hits) = (0, Vec::new());
+        let mut c = r_u;
+        while c < 1 << 32 {
+            tested += 1;
+            let t = match_tag(domain, sid, 0, 0, &bn::from_u64(c).unwrap(), pk.n()).unwrap();
+            if bn::reduce(&t, p).unwrap() == *v {
+                hits.push(c);
+            }
+            c += p_u;
+        }
+        (tested, hits)
+    }
+
+    /// Issue 26, the open item of the review: Π^mod does not prove the factors large,
+    /// and the gcd with the primes below 2²⁴ stops only factors below 2²⁴. A 1024-bit
+    /// Paillier–Blum key with a 26-bit `p` passed every check of B (the hello verifies),
+    /// and one comparison then tested `2³²/p ≈ 64` candidates of 32-bit elements: A read
+    /// B's element from the residue class (fails on the code before the fix: B answered
+    /// and the class held B's element). Now A must send Π^fac against B's ring-Pedersen
+    /// parameters before its first query; its factors are out of range, and B refuses
+    /// without computing anything with the key.
+    #[test]
+    fn b_refuses_a_modulus_with_a_factor_well_below_the_square_root() {
+        let (p, q, sk) = lopsided_key(26, 1024);
+        assert!(tacit_pros::facproof::proven_min_factor_bits(1024) > 26);
+        let enc = ElementEncoding::Integer32;
+        let rp = params(Scheme::Sor, Variant::Implicit, enc);
+        let b_secret: u32 = 3_141_592_653;
+        let b = Responder::new(
+            rp,
+            &[b_secret.to_string(), "17".into()],
+            256,
+            4096,
+            testing::ring_pedersen(),
+        )
+        .unwrap();
+        let pk = sk.public().clone();
+        let bv = bn::from_u64(b_secret as u64).unwrap();
+        let r = bn::reduce(&bv, &p).unwrap();
+        let mut sid = [0u8; 32];
+        // A is honest but for its first query: the root of B's residue class mod p and a
+        // wrong value mod q (A would walk the classes; the test picks the right one)
+        let mut bug = |o: &Outgoing<'_>| {
+            if o.from == Party::B && o.index == 0 {
+                sid = session_id(
+                    SESSION_DOMAIN,
+                    &NO_CHANNEL_BINDING,
+                    &o.honest[7..39].try_into().unwrap(),
+                );
+            }
+            if o.from == Party::A && o.index == 2 {
+                let x = crt(&r, &bn::from_u64(12345).unwrap(), &p, &q);
+                let neg = bn::sub_mod(&bn::from_u64(0).unwrap(), &x, pk.n()).unwrap();
+                let c = pk.encrypt_raw(&neg, &mut ChaCha20Rng::seed_from_u64(3)).unwrap();
+                return Act::Send(
+                    Query {
+                        round: 0,
+                        entries: vec![(0, c)],
+                    }
+                    .to_bytes(&pk),
+                );
+            }
+            Act::honest(o)
+        };
+        let run = testing::reconcile(rp, sk.clone(), &["1".to_string(), "2".to_string()], b, &mut bug, 21);
+        let answers: Vec<&Vec<u8>> = run
+            .transcript
+            .iter()
+            .filter(|(w, _)| *w == Party::B)
+            .map(|(_, m)| m)
+            .skip(1)
+            .collect();
+        if let Some(first) = answers.first()
+            && let Ok(ans) = Answer::from_bytes(first, &pk, 1)
+        {
+            let v = bn::reduce(&sk.decrypt_raw(&ans.values[0]).unwrap(), &p).unwrap();
+            let (tested, hits) = class_candidates(&sid, MATCH_DOMAIN, &v, &r, &p, &pk);
+            panic!(
+                "B answered a key with a {}-bit factor: one comparison tested {tested} candidates; \
+                 B's element found: {} (hits {hits:?})",
+                p.num_bits(),
+                hits.contains(&(b_secret as u64))
+            );
+        }
+        assert!(
+            matches!(run.b, Err(Error::BadKey(ref m)) if m.contains("no-small-factor proof fails")),
+            "{:?}",
+            run.b
+        );
+        assert!(matches!(run.a, Err(Error::PeerRefused(_))), "{:?}", run.a);
+    }
+
+    /// The same for FNP: a chooser with a 26-bit factor puts one root in the residue
+    /// class of the sender's 32-bit element and read it from the class (fails on the
+    /// code before the fix, which answered); now the sender refuses the query's Π^fac
+    /// before it evaluates anything.
+    #[test]
+    fn an_fnp_sender_refuses_a_modulus_with_a_factor_well_below_the_square_root() {
+        let (p, q, sk) = lopsided_key(26, 1024);
+        let mut pp = PsiParams::new(1, 3);
+        pp.bucketing = false;
+        pp.encoding = ElementEncoding::Integer32;
+        let secret: u32 = 2_718_281_828;
+        let sender = Sender::new(
+            &pp,
+            &[secret.to_string(), "1".into(), "2".into()],
+            256,
+            4096,
+            testing::ring_pedersen(),
+        )
+        .unwrap();
+        let pk = sk.public().clone();
+        let r = bn::reduce(&bn::from_u64(secret as u64).unwrap(), &p).unwrap();
+        let root = crt(&r, &bn::from_u64(777).unwrap(), &p, &q);
+        let alpha0 = bn::sub_mod(&bn::from_u64(0).unwrap(), &root, pk.n()).unwrap();
+        let mut bug = |o: &Outgoing<'_>| {
+            if o.from == Party::A {
+                let mut qy = fnp::Query::from_bytes(o.honest, &pp, 0, 4096, testing::ring_pedersen().public()).unwrap();
+                qy.coeffs = vec![pk.encrypt_raw(&alpha0, &mut ChaCha20Rng::seed_from_u64(4)).unwrap()];
+                return Act::Send(qy.to_bytes());
+            }
+            Act::honest(o)
+        };
+        let run = testing::psi(&pp, sk.clone(), &["9"], &sender, &mut bug, 22);
+        if let Some((_, bytes)) = run.transcript.get(2)
+            && let Ok(ans) = fnp::Answer::from_bytes(bytes, &pp, &pk)
+        {
+            let sid = session_id(fnp::SESSION_DOMAIN, &NO_CHANNEL_BINDING, &ans.nonce);
+            let mut found = false;
+            let mut tested = 0;
+            for c in &ans.values {
+                let v = bn::reduce(&sk.decrypt_raw(c).unwrap(), &p).unwrap();
+                let (t, hits) = class_candidates(&sid, fnp::MATCH_DOMAIN, &v, &r, &p, &pk);
+                tested += t;
+                found |= hits.contains(&(secret as u64));
+            }
+            panic!(
+                "the sender answered a key with a 26-bit factor: {tested} candidates tested, its element found: {found}"
+            );
+        }
+        assert!(
+            matches!(run.b, Err(Error::BadKey(ref m)) if m.contains("no-small-factor proof fails")),
+            "{:?}",
+            run.b
+        );
+    }
+
+    /// Π^fac is bound to the session and the key: A's proof from one session, replayed
+    /// in the next (B's nonce differs), and a proof made in this session for another
+    /// key, are refused before B computes anything (fails on the code before the fix,
+    /// which had no such proof and answered).
+    #[test]
+    fn b_refuses_a_factor_proof_of_another_session_or_key() {
+        let p3 = params(Scheme::Sor, Variant::Implicit, ElementEncoding::Hash127);
+        let a_set = vec!["a".to_string(), "b".to_string()];
+        let b_set = vec!["b".to_string(), "c".to_string()];
+        let responder = || Responder::new(p3, &b_set, 256, 4096, testing::ring_pedersen()).unwrap();
+        let mut recorded = Vec::new();
+        let mut record = |o: &Outgoing<'_>| {
+            if o.from == Party::A && o.index == 1 {
+                recorded = o.honest.to_vec();
+            }
+            Act::honest(o)
+        };
+        let run = testing::reconcile(p3, key(), &a_set, responder(), &mut record, 30);
+        assert_eq!(run.a.unwrap().elements, vec![b"b".to_vec()]);
+        assert_eq!(recorded[..3], [1, 0x04, 0x25]);
+        // replayed in a new session
+        let mut replay = |o: &Outgoing<'_>| {
+            if o.from == Party::A && o.index == 1 {
+                return Act::Send(recorded.clone());
+            }
+            Act::honest(o)
+        };
+        let run = testing::reconcile(p3, key(), &a_set, responder(), &mut replay, 31);
+        assert!(
+            matches!(run.b, Err(Error::BadKey(ref m)) if m.contains("no-small-factor proof fails")),
+            "{:?}",
+            run.b
+        );
+        assert_eq!(
+            run.transcript.iter().filter(|(w, _)| *w == Party::B).count(),
+            2,
+            "accept and refusal only"
+        );
+        // made in this session, for another key of the same size
+        let other = PrivateKey::generate(256).unwrap();
+        let mut swap = |o: &Outgoing<'_>| {
+            if o.from == Party::A && o.index == 1 {
+                let nonce: [u8; 32] = o.received[0][7..39].try_into().unwrap();
+                let ctx = facproof::context(tacit_pros::threepr::FACTOR_PROOF_DOMAIN, &NO_CHANNEL_BINDING, &nonce);
+                let rp = testing::ring_pedersen();
+                let f = FacProof::prove(&other, rp.public(), &ctx, &mut ChaCha20Rng::seed_from_u64(1)).unwrap();
+                let mut w = Writer::new();
+                w.put_envelope(tacit_pros::threepr::TAG_FACTOR_PROOF);
+                f.encode(other.public(), rp.public(), &mut w);
+                return Act::Send(w.into_bytes());
+            }
+            Act::honest(o)
+        };
+        let run = testing::reconcile(p3, key(), &a_set, responder(), &mut swap, 32);
+        assert!(
+            matches!(run.b, Err(Error::BadKey(ref m)) if m.contains("no-small-factor proof fails")),
+            "{:?}",
+            run.b
+        );
+        // FNP: a query replayed into the next session (the sender's nonce differs)
+        let pp = PsiParams::new(2, 2);
+        let sender = Sender::new(&pp, &["x", "y"], 256, 4096, testing::ring_pedersen()).unwrap();
+        let mut query = Vec::new();
+        let mut rec = |o: &Outgoing<'_>| {
+            if o.from == Party::A {
+                query = o.honest.to_vec();
+            }
+            Act::honest(o)
+        };
+        let run = testing::psi(&pp, key(), &["x", "z"], &sender, &mut rec, 33);
+        assert_eq!(run.a.unwrap(), vec![b"x".to_vec()]);
+        let mut replay = |o: &Outgoing<'_>| {
+            if o.from == Party::A {
+                return Act::Send(query.clone());
+            }
+            Act::honest(o)
+        };
+        let run = testing::psi(&pp, key(), &["x", "z"], &sender, &mut replay, 34);
+        assert!(
+            matches!(run.b, Err(Error::BadKey(ref m)) if m.contains("no-small-factor proof fails")),
+            "{:?}",
+            run.b
+        );
+    }
+
+    /// The key holder's side: B's ring-Pedersen parameters must have `s ∈ ⟨t⟩`, or the
+    /// commitment `P = s^p·t^μ` hides nothing. A deviating B sends `t = N̂ − 1` (order 2)
+    /// and `s = 4 ∉ ⟨t⟩`, with a Π^prm that guesses every challenge bit 0; then
+    /// `P = ±4^p` and B confirms any guess of `p` (and with a smooth `N̂` of its choosing
+    /// takes the discrete log). A (and the FNP chooser) refuse the parameters and send
+    /// no proof and no query (fails on the code before the fix, where A sent `P`).
+    #[test]
+    fn a_key_holder_refuses_ring_pedersen_parameters_with_s_outside_t() {
+        let rp = testing::ring_pedersen();
+        let nh = bn::dup(rp.public().n()).unwrap();
+        let mut t = bn::dup(&nh).unwrap();
+        t.sub_word(1).unwrap();
+        let s = bn::from_u64(4).unwrap();
+        let bad =
+            facproof::RingPedersenParams::from_parts(bn::dup(&nh).unwrap(), bn::dup(&s).unwrap(), bn::dup(&t).unwrap());
+        // Π^prm with every e_i guessed 0: A_i = t^{z_i}
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let len = bad.len();
+        let mut w = Writer::new();
+        bad.encode(&mut w);
+        let zs: Vec<Nat> = (0..facproof::PRM_ROUNDS)
+            .map(|_| bn::random_below(&mut rng, &nh).unwrap())
+            .collect();
+        for z in &zs {
+            w.put_fixed(&bn::to_fixed(&bn::pow_public(&t, z, &nh).unwrap(), len).unwrap());
+        }
+        for z in &zs {
+            w.put_fixed(&bn::to_fixed(z, len).unwrap());
+        }
+        let offer = w.into_bytes();
+        let (sk, p3) = (key(), params(Scheme::Sor, Variant::Implicit, ElementEncoding::Hash127));
+        let mut bug = |o: &Outgoing<'_>| {
+            if o.from == Party::B && o.index == 0 {
+                let mut acc = o.honest[..39].to_vec();
+                acc.extend_from_slice(&offer);
+                return Act::Send(acc);
+            }
+            Act::honest(o)
+        };
+        let b = Responder::new(p3, &["x".to_string()], 256, 4096, testing::ring_pedersen()).unwrap();
+        let run = testing::reconcile(p3, sk.clone(), &["x".to_string()], b, &mut bug, 40);
+        let from_a: Vec<&Vec<u8>> = run
+            .transcript
+            .iter()
+            .filter(|(w, _)| *w == Party::A)
+            .map(|(_, m)| m)
+            .collect();
+        if let Some(fac) = from_a.get(1).filter(|m| m[..3] == [1, 0x04, 0x25]) {
+            let cp = openssl::bn::BigNum::from_slice(&fac[3..3 + len]).unwrap();
+            let (p, q) = sk.primes();
+            let leaks = [p, q].iter().any(|f| {
+                let sp = bn::pow_public(&s, f, &nh).unwrap();
+                cp == sp || cp == bn::sub(&nh, &sp).unwrap()
+            });
+            panic!("A proved against s ∉ ⟨t⟩; P = ±s^p: {leaks}");
+        }
+        assert!(
+            matches!(run.a, Err(Error::BadKey(ref m)) if m.contains("ring-Pedersen proof fails")),
+            "{:?}",
+            run.a
+        );
+        assert_eq!(from_a.len(), 2, "the hello and the refusal only");
+        // the FNP chooser likewise
+        let pp = PsiParams::new(2, 2);
+        let sender = Sender::new(&pp, &["x", "y"], 256, 4096, testing::ring_pedersen()).unwrap();
+        let mut bug = |o: &Outgoing<'_>| {
+            if o.from == Party::B && o.index == 0 {
+                let mut setup = o.honest[..35].to_vec();
+                setup.extend_from_slice(&offer);
+                return Act::Send(setup);
+            }
+            Act::honest(o)
+        };
+        let run = testing::psi(&pp, key(), &["x"], &sender, &mut bug, 41);
+        assert!(
+            matches!(run.a, Err(Error::BadKey(ref m)) if m.contains("ring-Pedersen proof fails")),
+            "{:?}",
+            run.a
+        );
+        assert!(
+            run.transcript
+                .iter()
+                .all(|(w, m)| *w == Party::B || m[..3] != [1, 0x04, 0x10]),
+            "no query"
         );
     }
 }

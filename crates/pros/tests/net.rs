@@ -18,6 +18,7 @@ fn policy() -> schedule::Policy {
         min_key_bits: 256,
         max_key_bits: 4096,
         limits: Default::default(),
+        ring_pedersen: tacit_pros::testing::ring_pedersen(),
     }
 }
 
@@ -34,7 +35,7 @@ async fn psi_over_tcp() {
     let addr = l.local_addr().unwrap();
     let p = PsiParams::new(8, 8);
     let server = tokio::spawn(async move {
-        let s = Sender::new(&p, &["x", "y", "z"], 256, 4096).unwrap();
+        let s = Sender::new(&p, &["x", "y", "z"], 256, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
         let mut c = l.accept().await.unwrap();
         net::psi_serve(&mut c, Arc::new(s), &mut ChaCha20Rng::from_seed([1; 32])).await
     });
@@ -67,7 +68,14 @@ async fn reconcile_over_tcp_and_a_refusal_reaches_the_peer() {
     let server = tokio::spawn(async move {
         let mut out = Vec::new();
         for strict in [false, true] {
-            let r = Responder::new(p, &["d", "c", "b", "a"], if strict { 2048 } else { 256 }, 4096).unwrap();
+            let r = Responder::new(
+                p,
+                &["d", "c", "b", "a"],
+                if strict { 2048 } else { 256 },
+                4096,
+                tacit_pros::testing::ring_pedersen(),
+            )
+            .unwrap();
             let mut c = l.accept().await.unwrap();
             out.push(net::reconcile_responder(&mut c, r, &mut ChaCha20Rng::from_seed([3; 32])).await);
         }

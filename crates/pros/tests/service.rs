@@ -32,7 +32,13 @@ async fn serve(deadline: Duration, sessions: u64, max_clients: usize) -> (String
         tls: None,
     };
     let handler = |mut c: FramedConn| async move {
-        let r = Responder::new(ReconcileParams::default(), &["x", "y"], 256, 4096)?;
+        let r = Responder::new(
+            ReconcileParams::default(),
+            &["x", "y"],
+            256,
+            4096,
+            tacit_pros::testing::ring_pedersen(),
+        )?;
         net::reconcile_responder(&mut c, r, &mut ChaCha20Rng::seed_from_u64(1)).await
     };
     let events = Arc::new(move |e: Event<Reconciled>| {
@@ -63,9 +69,10 @@ async fn a_session_past_its_deadline_is_dropped() {
     let mut c = FramedConn::connect(addr.as_str(), &NetConfig::default()).await.unwrap();
     c.send(&hello).await.unwrap();
     let acc = c.recv().await.unwrap();
-    let (_, q) = a
+    let (_, fac, q) = a
         .on_accept(&acc, &NO_CHANNEL_BINDING, &mut ChaCha20Rng::seed_from_u64(2))
         .unwrap();
+    c.send(&fac).await.unwrap();
     // well within the 30 s per-message timeout, past the session's deadline
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let _ = c.send(&q).await;

@@ -49,12 +49,14 @@ fn run(p: ReconcileParams, a: &[String], b: &[String], seed: u64) -> (Reconciled
     let pool = Arc::new(RnPool::new(key().public()).unwrap());
     let (ia, hello) = Initiator::start(p, key(), a, pool).unwrap();
     t.push(('A', hello.clone()));
-    let (mut rb, acc) = Responder::new(p, b, 256, 4096)
+    let (mut rb, acc) = Responder::new(p, b, 256, 4096, tacit_pros::testing::ring_pedersen())
         .unwrap()
         .on_hello(&hello, &NO_CHANNEL_BINDING, &mut r)
         .unwrap();
     t.push(('B', acc.clone()));
-    let (mut ia, mut msg) = ia.on_accept(&acc, &NO_CHANNEL_BINDING, &mut r).unwrap();
+    let (mut ia, fac, mut msg) = ia.on_accept(&acc, &NO_CHANNEL_BINDING, &mut r).unwrap();
+    t.push(('A', fac.clone()));
+    rb = rb.on_factor_proof(&fac).unwrap();
     loop {
         t.push(('A', msg.clone()));
         match rb.on_message(&msg, &mut r).unwrap() {
@@ -198,11 +200,11 @@ fn non_matching_answers_reveal_nothing_to_a() {
     let enc = ElementEncoding::Hash127;
     let b_values: Vec<_> = b.iter().map(|e| enc.value(e.as_bytes()).unwrap()).collect();
     let mut seen = 0;
-    for (i, (d, m)) in t.iter().enumerate().skip(2) {
+    for (i, (d, m)) in t.iter().enumerate().skip(3) {
         if *d != 'B' {
             continue;
         }
-        let expected = Scheme::Sor.round_pairs(4, (i as u32 - 3) / 2).len();
+        let expected = Scheme::Sor.round_pairs(4, (i as u32 - 4) / 2).len();
         let ans = Answer::from_bytes(m, sk.public(), expected).unwrap();
         for c in &ans.values {
             let v = sk.decrypt_raw(c).unwrap();
@@ -277,11 +279,12 @@ fn started(
     let mut r = rng(11);
     let pool = Arc::new(RnPool::new(key().public()).unwrap());
     let (ia, hello) = Initiator::start(p, key(), a, pool).unwrap();
-    let (rb, acc) = Responder::new(p, b, 256, 4096)
+    let (rb, acc) = Responder::new(p, b, 256, 4096, tacit_pros::testing::ring_pedersen())
         .unwrap()
         .on_hello(&hello, &NO_CHANNEL_BINDING, &mut r)
         .unwrap();
-    let (ia, q) = ia.on_accept(&acc, &NO_CHANNEL_BINDING, &mut r).unwrap();
+    let (ia, fac, q) = ia.on_accept(&acc, &NO_CHANNEL_BINDING, &mut r).unwrap();
+    let rb = rb.on_factor_proof(&fac).unwrap();
     (ia, rb, q)
 }
 
@@ -412,7 +415,7 @@ fn a_refuses_bad_answers_and_accepts() {
     // an accept that shrinks A's set
     let pool = Arc::new(RnPool::new(&pk).unwrap());
     let (ia, hello) = Initiator::start(p, key(), &set("a", 5), pool).unwrap();
-    let (_, acc) = Responder::new(p, &set("b", 2), 256, 4096)
+    let (_, acc) = Responder::new(p, &set("b", 2), 256, 4096, tacit_pros::testing::ring_pedersen())
         .unwrap()
         .on_hello(&hello, &NO_CHANNEL_BINDING, &mut rng(4))
         .unwrap();
@@ -429,19 +432,40 @@ fn a_refuses_bad_answers_and_accepts() {
 fn b_refuses_mismatched_parameters_and_small_keys() {
     let pool = Arc::new(RnPool::new(key().public()).unwrap());
     let (_, hello) = Initiator::start(params(Scheme::Sor, Variant::Implicit), key(), &set("a", 2), pool).unwrap();
-    let other = Responder::new(params(Scheme::Mor, Variant::Implicit), &set("b", 2), 256, 4096).unwrap();
+    let other = Responder::new(
+        params(Scheme::Mor, Variant::Implicit),
+        &set("b", 2),
+        256,
+        4096,
+        tacit_pros::testing::ring_pedersen(),
+    )
+    .unwrap();
     assert!(matches!(
         other.on_hello(&hello, &NO_CHANNEL_BINDING, &mut rng(5)),
         Err(Error::ParamsMismatch(_))
     ));
-    let strict = Responder::new(params(Scheme::Sor, Variant::Implicit), &set("b", 2), 2048, 4096).unwrap();
+    let strict = Responder::new(
+        params(Scheme::Sor, Variant::Implicit),
+        &set("b", 2),
+        2048,
+        4096,
+        tacit_pros::testing::ring_pedersen(),
+    )
+    .unwrap();
     assert!(matches!(
         strict.on_hello(&hello, &NO_CHANNEL_BINDING, &mut rng(5)),
         Err(Error::KeySize(_))
     ));
     let mut long = hello.clone();
     long.push(0);
-    let ok = Responder::new(params(Scheme::Sor, Variant::Implicit), &set("b", 2), 256, 4096).unwrap();
+    let ok = Responder::new(
+        params(Scheme::Sor, Variant::Implicit),
+        &set("b", 2),
+        256,
+        4096,
+        tacit_pros::testing::ring_pedersen(),
+    )
+    .unwrap();
     assert!(matches!(
         ok.on_hello(&long, &NO_CHANNEL_BINDING, &mut rng(5)),
         Err(Error::Wire(_))

@@ -38,8 +38,10 @@ use), at most --max-sessions at once, each within --session-timeout.
 A querier chooses its set size (up to --max-peer) and with it the circuit this server
 builds (about 280 MiB for 1 000 × 1 000 elements of 32 bits). The server refuses to
 start when the largest it admits does not fit the memory it may use (available memory,
-cgroup, ulimit -v, TACIT_MEMORY_LIMIT), and refuses a query whose circuit does not fit
-the memory left, before building it.
+cgroup, ulimit -v, TACIT_MEMORY_LIMIT). That memory, measured at the start, is one
+budget for all sessions: each query reserves its circuit from it until its session ends,
+and a query whose circuit does not fit what the sessions in progress left is refused
+before anything is built.
 
 Example:
   tacit mpc psi serve --set server.txt --bits 32 --listen 127.0.0.1:7920 --semi-honest-peers --sessions 1")]
@@ -241,11 +243,16 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
     let guard = tacit_net::guard::Guard::new(limits).on_event(Arc::new(|e| {
         eprintln!("tacit mpc psi serve: {}", sanitize(&e.to_string()))
     }));
+    // One budget for all sessions (what this process may use now, as checked above):
+    // each query reserves its circuit from it before anything is built, so queriers
+    // arriving at once cannot each pass against the same free memory.
+    let budget = crate::util::memory_budget().map(psi::MemoryBudget::new);
     let a = Arc::new(a);
     let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let sessions = a.sessions;
     l.serve(&guard, sessions, move |c| {
-        let (a, set, acceptor, store) = (a.clone(), set.clone(), acceptor.clone(), store.clone());
+        let (a, set, acceptor, store, budget) =
+            (a.clone(), set.clone(), acceptor.clone(), store.clone(), budget.clone());
         let n = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         async move {
             let r = async {
@@ -253,15 +260,7 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
                 let mut src = a.set.triples.source(Party::A, store.as_deref()).await?;
                 let mut rng = SecureRng::from_os();
                 Ok::<_, anyhow::Error>(
-                    psi::serve_within(
-                        &mut c,
-                        &set,
-                        a.set.max_peer,
-                        crate::util::memory_budget(),
-                        &mut src,
-                        &mut rng,
-                    )
-                    .await?,
+                    psi::serve_reserving(&mut c, &set, a.set.max_peer, budget.as_ref(), &mut src, &mut rng).await?,
                 )
             }
             .await;

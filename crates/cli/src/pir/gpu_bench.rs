@@ -302,9 +302,13 @@ fn scaling(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> Re
         let qs = random_queries(&server, batch, 4);
         let ms = end_to_end_ms(&server, &qs)?;
         let dev_ms = server.time_device_all(batch, 3)?;
+        // From the queries' encodings to the answers' encodings (what a server on
+        // the network does), beside `answer_batch`'s owned answers.
+        let (wire_qps, _) = wire_throughput(&server, batch)?;
         let mut v = json!({
             "gpus": spec, "table_build_s": build_s, "latency_ms": median(lat),
             "batch": batch, "queries_per_s": batch as f64 / ms * 1e3,
+            "wire_queries_per_s": wire_qps,
             "device_queries_per_s": batch as f64 / dev_ms * 1e3,
             "devices": server.devices(),
         });
@@ -323,13 +327,27 @@ fn scaling(a: &BackendsArgs, rows: u64, bytes: u32, rng: &mut ChaCha20Rng) -> Re
     for k in 2..=list.len() {
         let mut v = measure(&list[..k])?;
         let base = &single[0];
-        for key in ["queries_per_s", "device_queries_per_s"] {
+        for key in ["queries_per_s", "wire_queries_per_s", "device_queries_per_s"] {
             let r = v[key].as_f64().unwrap_or(f64::NAN) / base[key].as_f64().unwrap_or(f64::NAN);
             v[format!("{key}_vs_one_gpu")] = json!(r);
         }
         together.push(v);
     }
-    Ok(json!({"rows": rows, "row_bytes": bytes, "split": "row blocks", "each_gpu": single, "together": together}))
+    // The host's share of every query, whatever the GPUs: the query copied from its
+    // message into page-locked memory (read + write) and read by the GPU, the answer
+    // written by the GPU and copied out into its response (read + write): three
+    // passes over each. Plain copies on all cores bound it.
+    let host_copy = host_copy_gb_per_s();
+    let traffic = 3.0 * 4.0 * (params.cols() + params.matrix_rows()) as f64;
+    let host_bound = 2.0 * host_copy * 1e9 / traffic;
+    Ok(json!({
+        "rows": rows, "row_bytes": bytes, "split": "row blocks",
+        "host_copy_gb_per_s": host_copy,
+        "host_bytes_per_query": traffic,
+        "host_bound_queries_per_s": host_bound,
+        "host_threads": rayon::current_num_threads(),
+        "each_gpu": single, "together": together,
+    }))
 }
 
 /// Runs the lwe-gpu part of `bench pir backends`.

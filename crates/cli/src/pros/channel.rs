@@ -77,6 +77,11 @@ pub struct ServeChannel {
     /// Seconds to wait for each message from a client.
     #[arg(long, default_value_t = 60.0, value_name = "SECS")]
     pub timeout: f64,
+    /// Size of the ring-Pedersen modulus N̂ made on the first serve of a store (kept
+    /// there and reused; later values are ignored). Peers prove their key's factors
+    /// large against it; below 3072 bits it protects less (1024: tests only).
+    #[arg(long, env = "TACIT_PROS_RING_BITS", default_value_t = tacit_pros::facproof::DEFAULT_RING_BITS, value_name = "BITS")]
+    pub ring_bits: u32,
 }
 
 pub(crate) fn secs(what: &str, s: f64) -> Result<Duration> {
@@ -89,6 +94,47 @@ pub(crate) fn secs(what: &str, s: f64) -> Result<Duration> {
 
 fn hex(fp: &[u8; 32]) -> String {
     hex::encode(fp)
+}
+
+/// Store purpose of the serving side's ring-Pedersen parameters (Π^fac's verifier
+/// parameters: `N̂` of two safe primes, `s`, `t`, `λ`, Π^prm).
+pub const RING_PEDERSEN_PURPOSE: &str = "pros-ring-pedersen";
+
+/// This store's ring-Pedersen parameters, made on first use: two 1536-bit safe
+/// primes (seconds to a minute, with a spinner on stderr), then kept in the store
+/// like the TLS key, so every later session and restart reuses them. Peers prove
+/// their Paillier key's factors large against them (`docs/pros.md`, "The modulus
+/// proof").
+pub fn ring_pedersen(store: Option<&Path>, who: &str, bits: u32) -> Result<Arc<tacit_pros::facproof::RingPedersen>> {
+    use tacit_pros::facproof::RingPedersen;
+    let path = store_path(store)?;
+    let mut st = Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))?;
+    if let Some(k) = st.current_key(RING_PEDERSEN_PURPOSE)? {
+        let rp = RingPedersen::from_secret_bytes(&k.secret)
+            .with_context(|| format!("the stored {RING_PEDERSEN_PURPOSE} parameters are corrupt"))?;
+        return Ok(Arc::new(rp));
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_message(format!(
+        "{who}: making ring-Pedersen parameters ({bits}-bit N̂ of two safe primes; once per store)"
+    ));
+    pb.enable_steady_tick(Duration::from_millis(120));
+    let start = std::time::Instant::now();
+    let rp = RingPedersen::generate(bits, &mut tacit_crypto::rng::SecureRng::from_os());
+    pb.finish_and_clear();
+    let rp = rp?;
+    eprintln!(
+        "{who}: ring-Pedersen parameters made in {:.1} s and kept in {}",
+        start.elapsed().as_secs_f64(),
+        path.display()
+    );
+    st.put_key(
+        RING_PEDERSEN_PURPOSE,
+        1,
+        &zeroize::Zeroizing::new(rp.to_secret_bytes()),
+        crate::util::now_unix(),
+    )?;
+    Ok(Arc::new(rp))
 }
 
 /// This store's pros TLS key (made on first use) and its fingerprint.

@@ -149,7 +149,10 @@ Example:
 Runs over TLS 1.3 with this store's key (printed; clients pin it or record it on first
 use). A querier learns which of its elements the set holds; a deviating one can test
 up to two candidates per root slot of its query (printed at start: 2·B·M), see
-docs/pros.md. Sessions run concurrently up to --max-clients, each under --deadline.")]
+docs/pros.md. Sessions run concurrently up to --max-clients, each under --deadline.
+The first serve on a store makes its ring-Pedersen parameters (two 1536-bit safe
+primes, seconds to a minute, shown with a spinner) and keeps them there: clients prove
+their Paillier key's factors large against them (docs/pros.md, \"The modulus proof\").")]
     Serve {
         /// The set file (one element per line).
         #[arg(long, value_name = "FILE")]
@@ -273,7 +276,10 @@ Runs over TLS 1.3 with this store's key (printed for clients to pin); each clien
 presents its own key, which is printed with the result (--allow restricts who may
 connect). Both parties learn the agreed element(s) and the number of rounds. A
 client holds the Paillier key and so can test guesses against this list (docs/pros.md):
---max-peer-set and --max-comparisons bound what one session may cost.")]
+--max-peer-set and --max-comparisons bound what one session may cost.
+The first serve on a store makes its ring-Pedersen parameters (two 1536-bit safe
+primes, seconds to a minute, shown with a spinner) and keeps them there: clients prove
+their Paillier key's factors large against them (docs/pros.md, \"The modulus proof\").")]
     Serve {
         /// The ordered set: one element per line, best first.
         #[arg(long, value_name = "FILE")]
@@ -487,7 +493,8 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
         }) => {
             let params = fnp.params();
             let elements = read_set(&set)?;
-            let sender = Arc::new(Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS)?);
+            let rp = super::channel::ring_pedersen(store, "tacit pros psi serve", channel.ring_bits)?;
+            let sender = Arc::new(Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS, rp)?);
             // both directions' limits from the bounds, before any work (issue 26, item 4)
             let (q_max, a_max) = (params.query_len(MAX_KEY_BITS), params.answer_len(MAX_KEY_BITS));
             if q_max.max(a_max) > net::MAX_FRAME {
@@ -593,8 +600,9 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             let params = opts.params();
             let elements = Arc::new(read_set(&set)?);
             let limits = limits(max_peer_set, max_comparisons)?;
-            let probe = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS)?;
             let who = "tacit pros reconcile serve";
+            let rp = super::channel::ring_pedersen(store, who, channel.ring_bits)?;
+            let probe = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS, rp.clone())?;
             let cfg = service_config(store, &channel, Hello::max_len(MAX_KEY_BITS), who)?;
             runtime()?.block_on(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
@@ -609,8 +617,9 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 );
                 let handler = move |mut c: tacit_net::FramedConn| {
                     let elements = elements.clone();
+                    let rp = rp.clone();
                     async move {
-                        let r = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS)?.with_limits(limits);
+                        let r = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS, rp)?.with_limits(limits);
                         net::reconcile_responder(&mut c, r, &mut SecureRng::from_os()).await
                     }
                 };

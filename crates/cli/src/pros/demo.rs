@@ -107,6 +107,14 @@ pub async fn schedule_demo() -> Result<()> {
         step,
         encoding: SlotEncoding::Default,
     };
+    println!(
+        "Bob makes his ring-Pedersen parameters (two safe primes; `tacit schedule serve` keeps them in its store) …"
+    );
+    let rp = tokio::task::spawn_blocking(|| {
+        tacit_pros::facproof::RingPedersen::generate(tacit_pros::facproof::DEFAULT_RING_BITS, &mut SecureRng::from_os())
+    })
+    .await??;
+    let rp = Arc::new(rp);
     let net = crate::pros::cmd::net_config();
     let tls = TlsPair::new(&net).await?;
     let addr = tls.listener.local_addr()?;
@@ -124,6 +132,7 @@ pub async fn schedule_demo() -> Result<()> {
                 min_key_bits: 3072,
                 max_key_bits: 4096,
                 limits: Default::default(),
+                ring_pedersen: rp,
             },
             &mut SecureRng::from_os(),
         )

@@ -36,7 +36,10 @@ Runs over TLS 1.3 with this store's key (printed: the peer pins it or records it
 first use). The peer presents its own key, printed with the agreed slot; --allow
 restricts who may schedule with you. The peer holds the Paillier key and so can test
 guesses against your offered slots (docs/pros.md): offer few (--max-slots), and bound
-a session with --max-peer-slots and --max-comparisons.")]
+a session with --max-peer-slots and --max-comparisons.
+The first serve on a store makes its ring-Pedersen parameters (two 1536-bit safe
+primes, seconds to a minute, shown with a spinner) and keeps them there: clients prove
+their Paillier key's factors large against them (docs/pros.md, \"The modulus proof\").")]
     Serve {
         /// Address to listen on.
         #[arg(long, value_name = "ADDR")]
@@ -325,12 +328,13 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
         } => {
             let p = Arc::new(prepare(&opts)?);
             let opts = Arc::new(opts);
+            let who = "tacit schedule serve";
             let policy = schedule::Policy {
                 min_key_bits,
                 max_key_bits: MAX_KEY_BITS,
                 limits: limits(max_peer_slots.min(MAX_SLOTS as u32), max_comparisons)?,
+                ring_pedersen: super::channel::ring_pedersen(store, who, channel.ring_bits)?,
             };
-            let who = "tacit schedule serve";
             let cfg = service_config(store, &channel, WINDOW_LEN, who)?;
             runtime()?.block_on(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
@@ -344,7 +348,7 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
                 );
                 let (p2, o2) = (p.clone(), opts.clone());
                 let handler = move |mut c: tacit_net::FramedConn| {
-                    let (p, o) = (p2.clone(), o2.clone());
+                    let (p, o, policy) = (p2.clone(), o2.clone(), policy.clone());
                     async move {
                         schedule::serve(
                             &mut c,

@@ -9,7 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The `tacit` binary under test.
 pub fn tacit() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tacit"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tacit"));
+    // small ring-Pedersen parameters for the serving commands' fresh test stores
+    // (two 512-bit safe primes instead of 1536-bit ones)
+    c.env("TACIT_PROS_RING_BITS", "1024");
+    c
 }
 
 /// A path named `name` in a fresh directory of its own under the temp directory.

@@ -417,7 +417,8 @@ pub async fn serve<S: crate::driver::TripleSource>(
 
 /// [`serve`], refusing (with an [`ErrorMessage`](tacit_wire::ErrorMessage) to the
 /// querier, before anything is built) a query whose circuit would take more than
-/// `max_bytes` ([`footprint`]).
+/// `max_bytes` ([`footprint`]). One session's check; a server running sessions side
+/// by side shares one [`MemoryBudget`] among them ([`serve_reserving`]).
 pub async fn serve_within<S: crate::driver::TripleSource>(
     conn: &mut tacit_net::FramedConn,
     set: &PreparedSet,
@@ -426,10 +427,102 @@ pub async fn serve_within<S: crate::driver::TripleSource>(
     source: &mut S,
     rng: &mut impl rand_core::CryptoRngCore,
 ) -> Result<PsiReport, Error> {
+    let budget = max_bytes.map(MemoryBudget::new);
+    serve_reserving(conn, set, max_peer, budget.as_ref(), source, rng).await
+}
+
+/// The memory a server's sessions may take together: each session reserves its
+/// circuit's [`footprint`] before it builds anything and gives it back when it ends
+/// (its [`Reservation`] is dropped), so queriers arriving at once cannot each pass a
+/// check against the same free memory.
+#[derive(Debug)]
+pub struct MemoryBudget {
+    total: u64,
+    used: std::sync::Mutex<u64>,
+}
+
+/// Bytes reserved from a [`MemoryBudget`], given back on drop.
+#[derive(Debug)]
+pub struct Reservation {
+    budget: std::sync::Arc<MemoryBudget>,
+    bytes: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used = used.saturating_sub(self.bytes);
+    }
+}
+
+impl MemoryBudget {
+    /// A budget of `total` bytes, none reserved.
+    pub fn new(total: u64) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(MemoryBudget {
+            total,
+            used: std::sync::Mutex::new(0),
+        })
+    }
+
+    /// Bytes not reserved now.
+    pub fn left(&self) -> u64 {
+        let used = *self.used.lock().unwrap_or_else(|e| e.into_inner());
+        self.total.saturating_sub(used)
+    }
+
+    /// Reserves `bytes`, or returns what is left when they do not fit.
+    pub fn try_reserve(self: &std::sync::Arc<Self>, bytes: u64) -> Result<Reservation, u64> {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let left = self.total.saturating_sub(*used);
+        if bytes > left {
+            return Err(left);
+        }
+        *used += bytes;
+        Ok(Reservation {
+            budget: self.clone(),
+            bytes,
+        })
+    }
+}
+
+/// A byte count for a person: `512 B`, `12.5 KiB`, `3.0 MiB`, `1.2 GiB` (never "0 MiB"
+/// for a small budget).
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v < 100.0 {
+        format!("{v:.1} {}", UNITS[u])
+    } else {
+        format!("{v:.0} {}", UNITS[u])
+    }
+}
+
+/// [`serve`] with the session's circuit reserved from `budget`, shared by the
+/// sessions running side by side: a query whose [`footprint`] does not fit what the
+/// other sessions left is refused (an [`ErrorMessage`](tacit_wire::ErrorMessage) to
+/// the querier) before anything is built; the reservation lasts until the session
+/// ends.
+pub async fn serve_reserving<S: crate::driver::TripleSource>(
+    conn: &mut tacit_net::FramedConn,
+    set: &PreparedSet,
+    max_peer: usize,
+    budget: Option<&std::sync::Arc<MemoryBudget>>,
+    source: &mut S,
+    rng: &mut impl rand_core::CryptoRngCore,
+) -> Result<PsiReport, Error> {
     use tacit_wire::{Decode, Encode};
     let got = conn.recv().await?;
     crate::driver::refused(&got)?;
     let q = PsiHello::from_wire(&got)?;
+    let mut _reserved = None;
     let refuse = if q.sigma as usize != set.sigma {
         Some(format!(
             "the server compares {}-bit elements, not {}-bit",
@@ -440,21 +533,25 @@ pub async fn serve_within<S: crate::driver::TripleSource>(
             "the query has {} elements; this server takes at most {max_peer}",
             q.set_size
         ))
-    } else if let Some(budget) = max_bytes {
+    } else if let Some(budget) = budget {
         let p = PsiParams {
             sigma: set.sigma,
             n_a: set.values.len(),
             n_b: q.set_size as usize,
         };
         let need = footprint(&p)?;
-        (need > budget).then(|| {
-            format!(
-                "a query of {} elements takes about {} MiB here; this server may use {} MiB now: try fewer elements or later",
+        match budget.try_reserve(need) {
+            Ok(r) => {
+                _reserved = Some(r);
+                None
+            }
+            Err(left) => Some(format!(
+                "a query of {} elements takes about {} here; this server may use {} now: try fewer elements or later",
                 q.set_size,
-                need.div_ceil(1 << 20),
-                budget >> 20
-            )
-        })
+                human_bytes(need),
+                human_bytes(left)
+            )),
+        }
     } else {
         None
     };

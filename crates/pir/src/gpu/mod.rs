@@ -67,8 +67,8 @@ pub const KERNELS: &str = include_str!("kernels.cu");
 /// Columns per int8 product: `128·128·K_CHUNK < 2³¹`, so no int32 sum overflows.
 pub const K_CHUNK: usize = 131_056;
 
-/// Staging slots: chunks in flight at once (one being staged or taken by the host,
-/// two on the GPUs).
+/// Staging slots: chunks in flight at once (one being staged and one being taken by
+/// the host, two on the GPUs).
 pub const SLOTS: usize = crate::stream::PIPELINE_DEPTH;
 
 /// Rows of `D` per part are a multiple of this (cuBLASLt alignment).
@@ -538,6 +538,42 @@ impl Drop for Pipe {
         for p in &self.parts {
             for l in &p.lanes {
                 let _ = l.stream.synchronize();
+            }
+        }
+    }
+}
+
+/// A staging slot held busy while its caller works on it without the pipeline's
+/// mutex: freed when dropped (also on an error or unwinding) unless kept.
+struct SlotHold<'a> {
+    server: &'a GpuLweServer,
+    slot: usize,
+    keep: bool,
+}
+
+impl<'a> SlotHold<'a> {
+    fn new(server: &'a GpuLweServer, slot: usize) -> Self {
+        SlotHold {
+            server,
+            slot,
+            keep: false,
+        }
+    }
+
+    /// The slot stays busy (its chunk is in flight).
+    fn keep(&mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for SlotHold<'_> {
+    fn drop(&mut self) {
+        if !self.keep {
+            // A poisoned mutex: the server is unusable anyway.
+            if let Ok(mut p) = self.server.pipe.lock()
+                && let Some(s) = p.slots.get_mut(self.slot)
+            {
+                s.busy = None;
             }
         }
     }
@@ -1062,19 +1098,34 @@ impl GpuLweServer {
         let (Some(input), Some(output)) = (slot.input.as_mut(), slot.output.as_mut()) else {
             return Err(Error::Gpu("staging buffers".into()));
         };
-        let inp = input.as_mut_slice().map_err(|e| gpu_err("page-locked memory", e))?;
-        if cols_pad > l {
-            for row in inp[..n * cols_pad].chunks_mut(cols_pad) {
-                row[l..].iter_mut().for_each(|v| *v = 0);
-            }
-        }
-        fill(Staging::new(&mut inp[..n * cols_pad], cols_pad, l)?);
-        let in_ptr = inp.as_ptr();
+        let in_ptr = input.as_mut_ptr().map_err(|e| gpu_err("page-locked memory", e))?;
         let out_ptr = output.as_mut_ptr().map_err(|e| gpu_err("page-locked memory", e))?;
+        // Unique across servers, so that a ticket handed to the wrong server is
+        // refused.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // The slot is ours from here on: the queries are written without the
+        // pipeline's mutex, so that other callers take their answers meanwhile.
+        slot.busy = Some(id);
+        drop(guard);
+        let mut held = SlotHold::new(self, s);
+        {
+            // SAFETY: the slot is marked busy (by us), so nothing else writes or
+            // reallocates its buffers and no copy reads them until we enqueue it below;
+            // they hold `cap ≥ n` rows of `cols_pad`.
+            let inp = unsafe { std::slice::from_raw_parts_mut(in_ptr, n * cols_pad) };
+            if cols_pad > l {
+                for row in inp.chunks_mut(cols_pad) {
+                    row[l..].iter_mut().for_each(|v| *v = 0);
+                }
+            }
+            fill(Staging::new(inp, cols_pad, l)?);
+        }
+        let mut guard = self.lock()?;
+        let Pipe { parts, .. } = &mut *guard;
         for (pi, p) in parts.iter_mut().enumerate() {
-            // SAFETY: the slot is marked busy below and stays so, its buffers
-            // allocated and untouched by the host, until `finish` has waited for
-            // every part's event.
+            // SAFETY: the slot is marked busy and stays so, its buffers allocated and
+            // untouched by the host, until `finish` has waited for every part's event.
             let r = unsafe { p.enqueue(s, n, in_ptr, out_ptr, m, cols_pad, small) };
             if let Err(e) = r {
                 // Leave the slot free with nothing in flight on it.
@@ -1085,11 +1136,8 @@ impl GpuLweServer {
                 return Err(e);
             }
         }
-        // Unique across servers, so that a ticket handed to the wrong server is
-        // refused.
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        slot.busy = Some(id);
+        drop(guard);
+        held.keep();
         Ok(Some(Ticket(TicketKind::Gpu { id, slot: s, n })))
     }
 
@@ -1121,9 +1169,16 @@ impl GpuLweServer {
             .output
             .as_ref()
             .ok_or_else(|| Error::Gpu("staging buffers".into()))?;
-        let data = out.as_slice().map_err(|e| gpu_err("page-locked memory", e))?;
-        take(&Answers::flat(&data[..n * m], m));
-        slot.busy = None;
+        let out_ptr = out.as_ptr().map_err(|e| gpu_err("page-locked memory", e))?;
+        drop(guard);
+        // The answers are read without the pipeline's mutex, so that other callers
+        // stage their queries meanwhile; the slot is freed after (or on unwinding).
+        let _held = SlotHold::new(self, s);
+        // SAFETY: the slot is still marked busy (with our ticket), so nothing writes
+        // or reallocates its buffers, and every part's copies into it are done (the
+        // events above); it holds `cap ≥ n` answers of `m` elements.
+        let data = unsafe { std::slice::from_raw_parts(out_ptr, n * m) };
+        take(&Answers::flat(data, m));
         Ok(())
     }
 

@@ -172,8 +172,9 @@ impl<T: Send> Responder<T> {
     }
 
     /// One step: submits a chunk of waiting sessions if the backend has room for
-    /// one, else finishes the oldest chunk in flight. Returns the sessions done (none
-    /// after a submission).
+    /// one (and, once the GPUs hold enough, finishes the oldest chunk in flight at
+    /// the same time), else finishes the oldest chunk in flight. Returns the
+    /// sessions done.
     pub fn step<S>(&mut self, srv: &TracEdgeServer<S>) -> Vec<Responded<T>>
     where
         S: PirServer<Query = LweQuery, Answer = LweAnswer> + HintSource + PipelinedLwe,
@@ -194,21 +195,60 @@ impl<T: Send> Responder<T> {
                         })
                         .collect();
                 }
-                Some(t) => match self.submit(epoch, t.pir()) {
-                    Submit::Started => return Vec::new(),
-                    Submit::Failed(done) => return done,
-                    Submit::Full => {}
-                },
+                Some(t) => {
+                    let max = self.max_sessions;
+                    let Some(queue) = self.staged.get_mut(&epoch) else {
+                        return Vec::new();
+                    };
+                    let (submitted, mut done) = if self.flying.len() + 1 >= IN_FLIGHT
+                        && let Some(oldest) = self.flying.pop_front()
+                    {
+                        // Stage the next chunk and finish the oldest at once, so
+                        // that neither waits for the other's slowest thread.
+                        let (s, f) = rayon::join(
+                            || submit_chunk(queue, max, epoch, t.pir()),
+                            || finish_chunk(srv, oldest),
+                        );
+                        (s, self.finished(f))
+                    } else {
+                        (submit_chunk(queue, max, epoch, t.pir()), Vec::new())
+                    };
+                    match submitted {
+                        Submit::Started(chunk, cpu) => {
+                            self.stats.stage_cpu_ns += cpu;
+                            self.stats.chunks += 1;
+                            self.stats.queries += chunk.sessions.iter().map(|f| f.n as u64).sum::<u64>();
+                            self.flying.push_back(chunk);
+                            return done;
+                        }
+                        Submit::Failed(failed) => {
+                            done.extend(failed);
+                            return done;
+                        }
+                        Submit::Full if !done.is_empty() => return done,
+                        Submit::Full => {}
+                    }
+                }
             }
         }
         match self.flying.pop_front() {
-            Some(chunk) => self.finish(srv, chunk),
+            Some(chunk) => {
+                let f = finish_chunk(srv, chunk);
+                self.finished(f)
+            }
             None => {
                 // Every slot is held by another user of the backend.
                 std::thread::yield_now();
                 Vec::new()
             }
         }
+    }
+
+    fn finished(&mut self, (done, f): (Vec<Responded<T>>, Finished)) -> Vec<Responded<T>> {
+        self.stats.wait_ns += f.wait_ns;
+        self.stats.finish_cpu_ns += f.cpu_ns;
+        self.stats.sessions += done.len() as u64;
+        done
     }
 
     /// Steps until nothing is waiting or in flight.
@@ -222,168 +262,183 @@ impl<T: Send> Responder<T> {
         }
         out
     }
+}
 
-    fn submit<P: PipelinedLwe + ?Sized>(&mut self, epoch: u64, pir: &P) -> Submit<T> {
-        let Some(queue) = self.staged.get_mut(&epoch) else {
+/// Stages the first sessions of `queue` (at most `max_sessions`, at most a chunk of
+/// queries) into `pir` and starts answering them.
+fn submit_chunk<T, P: PipelinedLwe + ?Sized>(
+    queue: &mut VecDeque<Staged<T>>,
+    max_sessions: usize,
+    epoch: u64,
+    pir: &P,
+) -> Submit<T> {
+    let cap = pir.chunk_queries().max(1);
+    let (mut take, mut total) = (0, 0);
+    for s in queue.iter() {
+        if take == max_sessions || total + s.frame.len() > cap {
+            break;
+        }
+        total += s.frame.len();
+        take += 1;
+    }
+    if take == 0 {
+        // Larger than a chunk (the table changed since the push): alone, refused.
+        let Some(s) = queue.pop_front() else {
             return Submit::Full;
         };
-        let cap = pir.chunk_queries().max(1);
-        let (mut take, mut total) = (0, 0);
-        for s in queue.iter() {
-            if take == self.max_sessions || total + s.frame.len() > cap {
-                break;
-            }
-            total += s.frame.len();
-            take += 1;
-        }
-        if take == 0 {
-            // Larger than a chunk (the table changed since the push): alone, refused.
-            let Some(s) = queue.pop_front() else {
-                return Submit::Full;
-            };
-            return Submit::Failed(vec![Responded {
-                tag: s.tag,
-                response: Err(Error::Refused(format!(
-                    "{} queries in one session; this server answers at most {cap} per session",
-                    s.frame.len()
-                ))),
-                session: s.session,
-            }]);
-        }
-        let (mut sessions, mut frames, mut tags) = (
-            Vec::with_capacity(take),
-            Vec::with_capacity(take),
-            Vec::with_capacity(take),
-        );
-        for s in queue.drain(..take) {
-            sessions.push(s.session);
-            frames.push(s.frame);
-            tags.push(s.tag);
-        }
-        let sizes: Vec<usize> = frames.iter().map(QueriesFrame::len).collect();
-        let mut qhashes = vec![[0u8; 32]; take];
-        let cpu = AtomicU64::new(0);
-        let table_id = pir.pipeline_table_id();
-        let submitted = pir.submit(total, &mut |staging| {
-            staging
-                .split(&sizes)
-                .into_par_iter()
-                .zip(frames.par_iter())
-                .zip(qhashes.par_iter_mut())
-                .for_each(|((mut rows, frame), qh)| {
-                    let t = Instant::now();
-                    *qh = frame.hash_and_write(&mut rows);
-                    cpu.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                });
-        });
-        match submitted {
-            Ok(Some(ticket)) => {
-                self.stats.stage_cpu_ns += cpu.into_inner();
-                self.stats.chunks += 1;
-                self.stats.queries += total as u64;
-                let mut first = 0;
-                let sessions: Vec<Flying> = sessions
-                    .into_iter()
-                    .zip(qhashes)
-                    .zip(sizes)
-                    .map(|((session, qhash), n)| {
-                        let f = Flying {
-                            session,
-                            qhash,
-                            first,
-                            n,
-                        };
-                        first += n;
-                        f
-                    })
-                    .collect();
-                self.flying.push_back(Chunk {
+        return Submit::Failed(vec![Responded {
+            tag: s.tag,
+            response: Err(Error::Refused(format!(
+                "{} queries in one session; this server answers at most {cap} per session",
+                s.frame.len()
+            ))),
+            session: s.session,
+        }]);
+    }
+    let (mut sessions, mut frames, mut tags) = (
+        Vec::with_capacity(take),
+        Vec::with_capacity(take),
+        Vec::with_capacity(take),
+    );
+    for s in queue.drain(..take) {
+        sessions.push(s.session);
+        frames.push(s.frame);
+        tags.push(s.tag);
+    }
+    let sizes: Vec<usize> = frames.iter().map(QueriesFrame::len).collect();
+    let mut qhashes = vec![[0u8; 32]; take];
+    let cpu = AtomicU64::new(0);
+    let table_id = pir.pipeline_table_id();
+    let submitted = pir.submit(total, &mut |staging| {
+        staging
+            .split(&sizes)
+            .into_par_iter()
+            .zip(frames.par_iter())
+            .zip(qhashes.par_iter_mut())
+            .for_each(|((mut rows, frame), qh)| {
+                let t = Instant::now();
+                *qh = frame.hash_and_write(&mut rows);
+                cpu.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            });
+    });
+    match submitted {
+        Ok(Some(ticket)) => {
+            let mut first = 0;
+            let sessions: Vec<Flying> = sessions
+                .into_iter()
+                .zip(qhashes)
+                .zip(sizes)
+                .map(|((session, qhash), n)| {
+                    let f = Flying {
+                        session,
+                        qhash,
+                        first,
+                        n,
+                    };
+                    first += n;
+                    f
+                })
+                .collect();
+            Submit::Started(
+                Chunk {
                     epoch,
                     table_id,
                     ticket,
                     sessions,
                     tags,
-                });
-                Submit::Started
-            }
-            Ok(None) => {
-                // No free slot: the sessions wait, in order.
-                let back = sessions.into_iter().zip(frames).zip(tags).rev();
-                for ((session, frame), tag) in back {
-                    queue.push_front(Staged { session, frame, tag });
-                }
-                Submit::Full
-            }
-            Err(e) => Submit::Failed(
-                sessions
-                    .into_iter()
-                    .zip(tags)
-                    .map(|(session, tag)| Responded {
-                        tag,
-                        session,
-                        response: Err(e.clone()),
-                    })
-                    .collect(),
-            ),
+                },
+                cpu.into_inner(),
+            )
         }
-    }
-
-    fn finish<S>(&mut self, srv: &TracEdgeServer<S>, chunk: Chunk<T>) -> Vec<Responded<T>>
-    where
-        S: PirServer<Query = LweQuery, Answer = LweAnswer> + HintSource + PipelinedLwe,
-    {
-        let Chunk {
-            epoch,
-            table_id,
-            ticket,
-            mut sessions,
-            tags,
-        } = chunk;
-        let mut frames: Vec<Result<Vec<u8>>> = Vec::new();
-        let cpu = AtomicU64::new(0);
-        let t0 = Instant::now();
-        let mut waited = 0u64;
-        let r = match srv.table(epoch) {
-            // The table expired while its chunk was in flight (its backend is gone,
-            // and the ticket with it).
-            None => Err(expired(epoch)),
-            Some(t) => t.pir().finish(ticket, &mut |answers| {
-                waited = t0.elapsed().as_nanos() as u64;
-                frames = sessions
-                    .par_iter_mut()
-                    .map(|f| {
-                        let t = Instant::now();
-                        let views: Vec<&[u32]> = (f.first..f.first + f.n).map(|j| answers.get(j)).collect();
-                        let (bytes, _) = encode_response(epoch, &table_id, &views, |ahash| {
-                            srv.seal_response(&mut f.session, epoch, &f.qhash, ahash)
-                        });
-                        cpu.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                        Ok(bytes)
-                    })
-                    .collect();
-            }),
-        };
-        self.stats.wait_ns += waited;
-        self.stats.finish_cpu_ns += cpu.into_inner();
-        self.stats.sessions += sessions.len() as u64;
-        if let Err(e) = r {
-            frames = sessions.iter().map(|_| Err(e.clone())).collect();
+        Ok(None) => {
+            // No free slot: the sessions wait, in order.
+            let back = sessions.into_iter().zip(frames).zip(tags).rev();
+            for ((session, frame), tag) in back {
+                queue.push_front(Staged { session, frame, tag });
+            }
+            Submit::Full
         }
-        sessions
-            .into_iter()
-            .zip(tags)
-            .zip(frames)
-            .map(|((f, tag), response)| Responded {
-                tag,
-                session: f.session,
-                response,
-            })
-            .collect()
+        Err(e) => Submit::Failed(
+            sessions
+                .into_iter()
+                .zip(tags)
+                .map(|(session, tag)| Responded {
+                    tag,
+                    session,
+                    response: Err(e.clone()),
+                })
+                .collect(),
+        ),
     }
 }
 
+/// Where a finished chunk's time went.
+struct Finished {
+    wait_ns: u64,
+    cpu_ns: u64,
+}
+
+/// Waits for `chunk`'s answers and encodes, hashes and signs its sessions'
+/// responses straight from where the answers arrived.
+fn finish_chunk<T, S>(srv: &TracEdgeServer<S>, chunk: Chunk<T>) -> (Vec<Responded<T>>, Finished)
+where
+    S: PirServer<Query = LweQuery, Answer = LweAnswer> + HintSource + PipelinedLwe,
+{
+    let Chunk {
+        epoch,
+        table_id,
+        ticket,
+        mut sessions,
+        tags,
+    } = chunk;
+    let mut frames: Vec<Result<Vec<u8>>> = Vec::new();
+    let cpu = AtomicU64::new(0);
+    let t0 = Instant::now();
+    let mut waited = 0u64;
+    let r = match srv.table(epoch) {
+        // The table expired while its chunk was in flight (its backend is gone,
+        // and the ticket with it).
+        None => Err(expired(epoch)),
+        Some(t) => t.pir().finish(ticket, &mut |answers| {
+            waited = t0.elapsed().as_nanos() as u64;
+            frames = sessions
+                .par_iter_mut()
+                .map(|f| {
+                    let t = Instant::now();
+                    let views: Vec<&[u32]> = (f.first..f.first + f.n).map(|j| answers.get(j)).collect();
+                    let (bytes, _) = encode_response(epoch, &table_id, &views, |ahash| {
+                        srv.seal_response(&mut f.session, epoch, &f.qhash, ahash)
+                    });
+                    cpu.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    Ok(bytes)
+                })
+                .collect();
+        }),
+    };
+    if let Err(e) = r {
+        frames = sessions.iter().map(|_| Err(e.clone())).collect();
+    }
+    let done = sessions
+        .into_iter()
+        .zip(tags)
+        .zip(frames)
+        .map(|((f, tag), response)| Responded {
+            tag,
+            session: f.session,
+            response,
+        })
+        .collect();
+    (
+        done,
+        Finished {
+            wait_ns: waited,
+            cpu_ns: cpu.into_inner(),
+        },
+    )
+}
+
 enum Submit<T> {
-    Started,
+    Started(Chunk<T>, u64),
     Full,
     Failed(Vec<Responded<T>>),
 }

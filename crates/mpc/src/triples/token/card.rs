@@ -6,9 +6,15 @@
 //! | GET CERTIFICATE | `80 10 00 00` | — | the certificate | any session |
 //! | GENERATE | `80 20 log 00` | — | `d` (8 bytes) ‖ `log`, SW `6100`: `c_A` follows | any session |
 //! | GET RESPONSE | `00 C0 00 00` | — | the next `≤ Ne` bytes of `c_A`; SW `6100` while more | the session that generates |
-//! | RELEASE A | `80 30 00 00` | `d` | `s_A` (16 bytes) | the paired host |
-//! | RELEASE B | `80 32 00 00` | seed request | the sealed `s_B` seeds | the paired host |
-//! | DELETE | `80 34 00 00` | `d` | — | the paired host |
+//! | RELEASE A | `80 30 00 00` | `d` | `s_A` (16 bytes) | the paired host; not for a sequence released in another live session |
+//! | RELEASE B | `80 32 00 00` | seed request | the sealed `s_B` seeds | the paired host's session that released every `s_A` asked for |
+//! | DELETE | `80 34 00 00` | `d` | — | the paired host; not for a sequence released in another live session |
+//!
+//! **Sessions side by side.** A sequence whose `s_A` one session released belongs to
+//! that session until its RELEASE B, its DELETE or its end: another session (of the
+//! same paired host, on another connection) is answered `6985` to RELEASE A, RELEASE
+//! B and DELETE of it, so two setups never share a sequence and one that fails never
+//! erases a sequence another one is using.
 //!
 //! The rules the paper sets (§4.1, §4.4): a sequence's `s_A` only once it is fully
 //! generated, its `s_B` only after `s_A` and only once — the sequence is erased from
@@ -853,8 +859,8 @@ impl<E: Eeprom> Card<E> {
             INS_GENERATE => self.generate(session, c),
             INS_RELEASE_A | INS_RELEASE_B | INS_DELETE if !session.paired => Response::status(sw::SECURITY),
             INS_RELEASE_A => self.release_a(session, c),
-            INS_RELEASE_B => self.release_b(c),
-            INS_DELETE => self.delete(c),
+            INS_RELEASE_B => self.release_b(session, c),
+            INS_DELETE => self.delete(session, c),
             _ => Response::status(sw::INS_NOT_SUPPORTED),
         }
     }
@@ -967,6 +973,10 @@ impl<E: Eeprom> Card<E> {
         match self.state.sequences.get_mut(&d) {
             None => Response::status(sw::NOT_FOUND),
             Some((_, SequenceState::Generating)) => Response::status(sw::CONDITIONS),
+            // Released to another live session, which alone may finish or give it up:
+            // answering again would let two setups use one sequence, and the first
+            // RELEASE B (or the other's DELETE or end) would erase it under the other.
+            Some((_, SequenceState::AReleased)) if !session.released.contains(&d) => Response::status(sw::CONDITIONS),
             Some(e) => {
                 // Not committed here: this flag only makes RELEASE B wait for RELEASE
                 // A. Lost in a crash, the sequence reads Generated (or is dropped as
@@ -990,7 +1000,7 @@ impl<E: Eeprom> Card<E> {
         }
     }
 
-    fn delete(&mut self, c: &Command) -> Response {
+    fn delete(&mut self, session: &mut Session, c: &Command) -> Response {
         let Some(d) = Self::sequence_of(c) else {
             return Response::status(sw::WRONG_LENGTH);
         };
@@ -998,6 +1008,8 @@ impl<E: Eeprom> Card<E> {
             None => Response::status(sw::NOT_FOUND),
             // Another session is streaming it; it erases it itself if it gives up.
             Some((_, SequenceState::Generating)) => Response::status(sw::CONDITIONS),
+            // Another live session's setup holds it; its end erases it if it fails.
+            Some((_, SequenceState::AReleased)) if !session.released.contains(&d) => Response::status(sw::CONDITIONS),
             Some(_) => {
                 // Nothing of it leaves any more, so the erasure needs no commit of its
                 // own (lost in a crash, the sequence is only live again).
@@ -1007,7 +1019,7 @@ impl<E: Eeprom> Card<E> {
         }
     }
 
-    fn release_b(&mut self, c: &Command) -> Response {
+    fn release_b(&mut self, session: &mut Session, c: &Command) -> Response {
         let Ok(req) = SeedRequest::from_wire(&c.data) else {
             return Response::status(sw::WRONG_DATA);
         };
@@ -1017,7 +1029,10 @@ impl<E: Eeprom> Card<E> {
         for q in &req.sequences {
             match self.state.sequences.get(&q.d) {
                 None => return Response::status(sw::NOT_FOUND),
-                Some(&(log, st)) if log != q.log || st != SequenceState::AReleased => {
+                // Only the session that released s_A finishes the sequence.
+                Some(&(log, st))
+                    if log != q.log || st != SequenceState::AReleased || !session.released.contains(&q.d) =>
+                {
                     return Response::status(sw::CONDITIONS);
                 }
                 Some(_) => {}
@@ -1030,6 +1045,7 @@ impl<E: Eeprom> Card<E> {
         // here before: the erasure is durable before the seeds leave the token.
         for q in &req.sequences {
             self.state.sequences.remove(&q.d);
+            session.released.remove(&q.d);
         }
         if !self.commit() {
             return Response::status(sw::UNKNOWN);
@@ -1432,6 +1448,53 @@ mod tests {
         let again = Card::new(c.state().clone(), MemoryEeprom::default()).unwrap();
         let left: Vec<u64> = again.state().sequences().map(|(d, _, _)| d).collect();
         assert_eq!(left, vec![kept]);
+    }
+
+    /// Review of the issue-27 fixes (concurrent sessions on one pool): a second
+    /// session — a hostile one, or an honest one whose pool offered the same sequence
+    /// — asking RELEASE A for a sequence another live session released is refused, and
+    /// so are its RELEASE B and DELETE of it; its end leaves it alone. The owner still
+    /// finishes it (RELEASE B once), and asking RELEASE A again in its own session is
+    /// answered (a retry changes nothing: the same `s_A`). Before the fix the token
+    /// answered 9000 to the second RELEASE A.
+    #[test]
+    fn a_sequence_released_to_one_session_is_refused_to_another() {
+        let mut c = card();
+        let (mut owner, mut other) = (Session::paired_host(), Session::paired_host());
+        let d = fill(&mut c, &mut owner);
+        let data = d.to_be_bytes().to_vec();
+        assert_eq!(
+            sw_in(&mut c, &mut owner, &cmd(INS_RELEASE_A, 0, data.clone(), 16)),
+            sw::OK
+        );
+        assert_eq!(
+            sw_in(&mut c, &mut other, &cmd(INS_RELEASE_A, 0, data.clone(), 16)),
+            sw::CONDITIONS,
+            "a second live session was answered RELEASE A for a sequence another one holds"
+        );
+        assert_eq!(
+            sw_in(&mut c, &mut other, &cmd(INS_DELETE, 0, data.clone(), 0)),
+            sw::CONDITIONS
+        );
+        let mut rng = ChaCha20Rng::seed_from_u64(4);
+        let e = Scalar::random(&mut rng);
+        let req = SeedRequest {
+            sequences: vec![super::super::SequenceId { d, log: 7 }],
+            ephemeral: RistrettoPoint::mul_base(&e).compress().to_bytes(),
+            nonce: [1; 32],
+        };
+        assert_eq!(
+            sw_in(&mut c, &mut other, &cmd(INS_RELEASE_B, 0, req.to_wire(), 65536)),
+            sw::CONDITIONS
+        );
+        c.end_session(&mut other);
+        assert_eq!(c.state().sequences().count(), 1, "another session's end erased it");
+        assert_eq!(sw_in(&mut c, &mut owner, &cmd(INS_RELEASE_A, 0, data, 16)), sw::OK);
+        assert_eq!(
+            sw_in(&mut c, &mut owner, &cmd(INS_RELEASE_B, 0, req.to_wire(), 65536)),
+            sw::OK
+        );
+        assert_eq!(c.state().sequences().count(), 0);
     }
 
     /// Two sessions stream at once without cutting each other's streams.

@@ -286,10 +286,39 @@ impl Decode for StoredSequence {
 
 /// A's pool of `c_A` sequences from the init phase: in memory, or in a folder (one
 /// file per sequence, written with mode 0600).
+///
+/// **Sessions side by side.** Several sessions (of one server, or of several processes)
+/// may open the same folder. A session uses a sequence only after it *claimed* it
+/// ([`Pool::claim`]): the file `D.ca` is locked (an exclusive `flock`, which the
+/// kernel drops when the process ends) and renamed to `D.claim`, so no other pool —
+/// in this process or another — can claim it, and a claim is never shared. A used or
+/// given-up sequence's claim file is removed ([`Pool::take`]); a claim still held when
+/// the pool is dropped is removed too (what the token did with it is not known). At
+/// [`Pool::open`], claim files nobody holds locked (left by a process that crashed)
+/// are swept: the sequence may have been released, so it is not used again.
 #[derive(Debug, Default)]
 pub struct Pool {
     dir: Option<PathBuf>,
     seqs: BTreeMap<u64, StoredSequence>,
+    /// The sequences this pool claimed, with the locked claim file (none in memory).
+    claims: BTreeMap<u64, Option<Claim>>,
+}
+
+/// A claimed sequence's file, locked while the claim lasts.
+#[derive(Debug)]
+struct Claim {
+    path: PathBuf,
+    _file: std::fs::File,
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for (_, c) in std::mem::take(&mut self.claims) {
+            if let Some(c) = c {
+                let _ = std::fs::remove_file(&c.path);
+            }
+        }
+    }
 }
 
 impl Pool {
@@ -298,7 +327,8 @@ impl Pool {
         Pool::default()
     }
 
-    /// The pool in `dir` (created if missing), loading what is there.
+    /// The pool in `dir` (created if missing), loading what is there; claim files left
+    /// by processes that ended without giving them up are removed.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
@@ -307,47 +337,147 @@ impl Pool {
         for ent in rd {
             let ent = ent.map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
             let p = ent.path();
-            if p.extension().and_then(|x| x.to_str()) != Some("ca") {
-                continue;
+            match p.extension().and_then(|x| x.to_str()) {
+                Some("ca") => {}
+                Some("claim") => {
+                    sweep_claim(&p)?;
+                    continue;
+                }
+                _ => continue,
             }
-            let bytes = std::fs::read(&p).map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
+            let bytes = match std::fs::read(&p) {
+                Ok(b) => b,
+                // Claimed (renamed) by another session since the folder was listed.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
+            };
             let s = StoredSequence::from_wire(&bytes)
                 .map_err(|e| Error::Params(format!("{} is not a stored sequence: {e}", p.display())))?;
             seqs.insert(s.id.d, s);
         }
-        Ok(Pool { dir: Some(dir), seqs })
+        Ok(Pool {
+            dir: Some(dir),
+            seqs,
+            claims: BTreeMap::new(),
+        })
     }
 
     fn path(&self, d: u64) -> Option<PathBuf> {
         self.dir.as_ref().map(|dir| dir.join(format!("{d:016x}.ca")))
     }
 
-    /// Adds a sequence.
+    fn claim_path(&self, d: u64) -> Option<PathBuf> {
+        self.dir.as_ref().map(|dir| dir.join(format!("{d:016x}.claim")))
+    }
+
+    /// Adds a sequence, free for any session to claim. The file is written under
+    /// another name and renamed, so a session opening the folder meanwhile (`tacit mpc
+    /// token fill` beside a running server) never reads half of it.
     pub fn put(&mut self, s: StoredSequence) -> Result<(), Error> {
         if let Some(p) = self.path(s.id.d) {
-            write_private(&p, &s.to_wire())?;
+            let tmp = p.with_extension("ca-new");
+            write_private(&tmp, &s.to_wire())?;
+            std::fs::rename(&tmp, &p).map_err(|e| Error::io(format!("storing {}", p.display()), e))?;
         }
         self.seqs.insert(s.id.d, s);
         Ok(())
     }
 
-    /// Removes and returns sequence `d` (it is used up).
+    /// Adds a sequence claimed by this pool at once (generated for its own session).
+    pub fn put_claimed(&mut self, s: StoredSequence) -> Result<(), Error> {
+        let d = s.id.d;
+        let claim = match self.claim_path(d) {
+            Some(p) => {
+                use std::io::Write;
+                let mut f = open_private(&p)?;
+                // A sweep in another pool may open the new file before it is locked
+                // and remove it: that loses only the copy on disk (this pool holds the
+                // sequence in memory, and the session uses it), so it is no error.
+                match f.try_lock() {
+                    Ok(()) | Err(std::fs::TryLockError::WouldBlock) => {}
+                    Err(std::fs::TryLockError::Error(e)) => {
+                        return Err(Error::io(format!("locking {}", p.display()), e));
+                    }
+                }
+                f.write_all(&s.to_wire())
+                    .map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
+                Some(Claim { path: p, _file: f })
+            }
+            None => None,
+        };
+        self.seqs.insert(d, s);
+        self.claims.insert(d, claim);
+        Ok(())
+    }
+
+    /// Claims sequence `d` for this pool's session: true when it is now this pool's
+    /// alone; false when another session holds it or used it (it leaves this pool).
+    pub fn claim(&mut self, d: u64) -> Result<bool, Error> {
+        if self.claims.contains_key(&d) {
+            return Ok(true);
+        }
+        if !self.seqs.contains_key(&d) {
+            return Ok(false);
+        }
+        let (Some(p), Some(to)) = (self.path(d), self.claim_path(d)) else {
+            self.claims.insert(d, None);
+            return Ok(true);
+        };
+        let gone = |pool: &mut Pool| {
+            pool.seqs.remove(&d);
+            Ok(false)
+        };
+        let f = match std::fs::OpenOptions::new().read(true).open(&p) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return gone(self),
+            Err(e) => return Err(Error::io(format!("opening {}", p.display()), e)),
+        };
+        match f.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return gone(self),
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(format!("locking {}", p.display()), e)),
+        }
+        // Locked: whoever renamed or removed it since we opened it has let go, so the
+        // rename tells whether the file is still the free `D.ca`.
+        match std::fs::rename(&p, &to) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return gone(self),
+            Err(e) => return Err(Error::io(format!("claiming {}", p.display()), e)),
+        }
+        self.claims.insert(d, Some(Claim { path: to, _file: f }));
+        Ok(true)
+    }
+
+    /// Removes and returns sequence `d` (it is used up, or given up): its file goes.
     pub fn take(&mut self, d: u64) -> Result<Option<StoredSequence>, Error> {
-        if let Some(p) = self.path(d)
-            && p.exists()
-        {
-            std::fs::remove_file(&p).map_err(|e| Error::io(format!("removing {}", p.display()), e))?;
+        let p = match self.claims.remove(&d) {
+            Some(Some(c)) => Some(c.path.clone()),
+            Some(None) => None,
+            None => self.path(d),
+        };
+        if let Some(p) = p {
+            match std::fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("removing {}", p.display()), e)),
+            }
         }
         Ok(self.seqs.remove(&d))
     }
 
-    /// The stored sequences of `token_id`.
+    /// The stored sequences of `token_id` no session has claimed (as far as this pool
+    /// knows: [`Pool::claim`] finds out).
     pub fn list(&self, token_id: &[u8; 16]) -> Vec<SequenceId> {
         self.seqs
             .values()
-            .filter(|s| &s.token_id == token_id)
+            .filter(|s| &s.token_id == token_id && !self.claims.contains_key(&s.id.d))
             .map(|s| s.id)
             .collect()
+    }
+
+    /// The sequences this pool holds claimed.
+    pub fn claimed(&self) -> Vec<u64> {
+        self.claims.keys().copied().collect()
     }
 
     /// Triples stored for `token_id`.
@@ -356,8 +486,33 @@ impl Pool {
     }
 }
 
+/// Removes a claim file that no process holds locked (its process ended).
+fn sweep_claim(p: &std::path::Path) -> Result<(), Error> {
+    let f = match std::fs::OpenOptions::new().read(true).open(p) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("opening {}", p.display()), e)),
+    };
+    match f.try_lock() {
+        Ok(()) => match std::fs::remove_file(p) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(format!("removing the stale claim {}", p.display()), e)),
+        },
+        Err(std::fs::TryLockError::WouldBlock) => Ok(()),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(format!("locking {}", p.display()), e)),
+    }
+}
+
 fn write_private(p: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
     use std::io::Write;
+    open_private(p)?
+        .write_all(bytes)
+        .map_err(|e| Error::io(format!("writing {}", p.display()), e))
+}
+
+/// Opens `p` for writing, created with mode 0600 and truncated.
+fn open_private(p: &std::path::Path) -> Result<std::fs::File, Error> {
     let mut o = std::fs::OpenOptions::new();
     o.write(true).create(true).truncate(true);
     #[cfg(unix)]
@@ -365,12 +520,7 @@ fn write_private(p: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
         use std::os::unix::fs::OpenOptionsExt;
         o.mode(0o600);
     }
-    let mut f = o
-        .open(p)
-        .map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
-    f.write_all(bytes)
-        .map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
-    Ok(())
+    o.open(p).map_err(|e| Error::io(format!("writing {}", p.display()), e))
 }
 
 async fn transmit_ok<L: TokenLink>(link: &mut L, cmd: Command, what: &str) -> Result<Response, Error> {
@@ -405,6 +555,19 @@ pub async fn generate<L: TokenLink>(
     pool: &mut Pool,
     progress: &mut (dyn FnMut(u64, u64) + Send),
 ) -> Result<SequenceId, Error> {
+    let s = stream_sequence(link, token_id, log, progress).await?;
+    let id = s.id;
+    pool.put(s)?;
+    Ok(id)
+}
+
+/// GENERATE and the `c_A` stream of one sequence (the init phase of [`generate`]).
+async fn stream_sequence<L: TokenLink>(
+    link: &mut L,
+    token_id: [u8; 16],
+    log: u8,
+    progress: &mut (dyn FnMut(u64, u64) + Send),
+) -> Result<StoredSequence, Error> {
     let r = transmit_ok(
         link,
         Command {
@@ -495,8 +658,7 @@ pub async fn generate<L: TokenLink>(
         )));
     }
     let id = SequenceId { d, log };
-    pool.put(StoredSequence { token_id, id, c_a })?;
-    Ok(id)
+    Ok(StoredSequence { token_id, id, c_a })
 }
 
 /// Asks the token to erase sequence `d` (A gives it up; nothing of it is released
@@ -603,12 +765,19 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
             return Err(Error::Params("the token holder plays party a".into()));
         }
         let t = Instant::now();
-        self.fill(count, &mut |_, _| {}).await?;
+        let chosen = match self.reserve(count).await {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing was released: what this session claimed is given up (the
+                // token evicts such sequences when it needs the room).
+                for d in self.pool.claimed() {
+                    let _ = self.pool.take(d);
+                }
+                let _ = conn.send(&ErrorMessage::new(e.to_string()).to_wire()).await;
+                return Err(e);
+            }
+        };
         self.init_time = t.elapsed();
-        let (chosen, missing) = plan(&self.pool, &self.certificate.token_id, count);
-        if !missing.is_empty() {
-            return Err(Error::Triples("the pool lacks sequences after init".into()));
-        }
         // The offer goes to B first, so that B checks the certificate and makes its
         // key while the token releases the s_A (the token still releases s_B only
         // after them: RELEASE B is sent below, once every RELEASE A is answered).
@@ -640,6 +809,36 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
 }
 
 impl<L: TokenLink> TokenHolder<L> {
+    /// The sequences of this session's setup, claimed in the pool so that no other
+    /// session (of this process or another on the same pool folder) offers them: for
+    /// each size of [`decompose`]`(count)` a stored one this pool could claim, else one
+    /// generated now (init work, claimed as it is stored).
+    async fn reserve(&mut self, count: usize) -> Result<Vec<SequenceId>, Error> {
+        let token_id = self.certificate.token_id;
+        let mut chosen = Vec::new();
+        for log in decompose(count) {
+            let mut got = None;
+            while let Some(s) = self.pool.list(&token_id).into_iter().find(|s| s.log == log) {
+                // A sequence another session claimed first leaves this pool.
+                if self.pool.claim(s.d)? {
+                    got = Some(s);
+                    break;
+                }
+            }
+            let s = match got {
+                Some(s) => s,
+                None => {
+                    let s = stream_sequence(&mut self.link, token_id, log, &mut |_, _| {}).await?;
+                    let id = s.id;
+                    self.pool.put_claimed(s)?;
+                    id
+                }
+            };
+            chosen.push(s);
+        }
+        Ok(chosen)
+    }
+
     /// The setup after the offer: RELEASE A, B's seed request, RELEASE B, the release
     /// relayed, the triples expanded. On an error the caller gives the sequences up.
     async fn setup(

@@ -1,0 +1,12 @@
+# usage: cmp.sh TAG ROUNDS BIN_A BIN_B
+tag=$1; n=$2; shift 2
+for i in $(seq 1 $n); do
+  for b in "$@"; do
+    name=$(basename $b)
+    u0=$(cut -d' ' -f1 /proc/loadavg)
+    $b bench mpc engine --runs 9 --json > $tag-$name-$i.json 2>/dev/null
+    python3 -c "
+import json; j=json.load(open('$tag-$name-$i.json'))
+print('%-16s %d load %s aes %.3f/%.3f=%.3f sha %.2f/%.2f=%.3f' % ('$name', $i, '$u0', j['aes128_online_ms'], j['aes128_online_plain_ms'], j['aes128_online_tls_vs_plain'], j['sha256_x1024_online_ms'], j['sha256_x1024_online_plain_ms'], j['sha256_x1024_online_tls_vs_plain']))"
+  done
+done
