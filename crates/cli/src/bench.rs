@@ -47,6 +47,18 @@ Examples:
   tacit bench pros --quick --json
   tacit bench pros --full          # the paper's grids (hours)")]
     Pros(crate::pros::bench::ProsBenchArgs),
+    /// Every table and figure of the five papers that tacit reproduces, in one go:
+    /// runs the benches above with --json, keeps their JSON, and writes the tables and
+    /// SVG plots of docs/REPRODUCE.md beside the papers' numbers (bench/paper-numbers.json).
+    #[command(after_help = "\
+Run it from the repository's root.
+
+Examples:
+  tacit bench reproduce --quick        # a few minutes on two cores; bench/results/reproduce-<date>-quick/
+  tacit bench reproduce                # the full sizes: much longer (the TracEdge table at 10^7 rows alone takes minutes)
+  tacit bench reproduce --only drop,psi --out bench/results/reproduce-2026-11-26
+  tacit bench reproduce --render-only bench/results/reproduce-2026-11-26-quick   # re-render, run nothing")]
+    Reproduce(crate::reproduce::ReproduceArgs),
     /// The receiver process of `bench drop` (internal).
     #[command(hide = true)]
     DropPeer(crate::drop::bench::DropPeerArgs),
@@ -62,5 +74,6 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Mpc(c) => crate::mpc::bench::run_cmd(c),
         BenchCommand::Pir(c) => crate::pir::bench::run(c),
         BenchCommand::Pros(a) => crate::pros::bench::run(a),
+        BenchCommand::Reproduce(a) => crate::reproduce::run(a),
     }
 }

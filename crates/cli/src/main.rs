@@ -33,6 +33,7 @@ mod mpc;
 mod pir;
 mod pros;
 mod psi;
+mod reproduce;
 mod util;
 
 use clap::{Parser, Subcommand};

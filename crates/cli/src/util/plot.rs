@@ -199,6 +199,18 @@ pub fn lines(
     series: &[(String, Vec<(f64, f64)>)],
     log_y: bool,
 ) -> Result<()> {
+    let svg = lines_svg(title, x_desc, y_desc, series, log_y)?;
+    svg_to_png(&svg, path, SIZE)
+}
+
+/// [`lines`] as SVG text (`tacit bench reproduce` writes it as is).
+pub fn lines_svg(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    log_y: bool,
+) -> Result<String> {
     let pts = series.iter().flat_map(|(_, v)| v.iter());
     let xmax = pts.clone().map(|p| p.0).fold(1e-9, f64::max) * 1.05;
     let xmin = pts.clone().map(|p| p.0).fold(f64::INFINITY, f64::min).min(0.0);
@@ -252,5 +264,5 @@ pub fn lines(
         }
         root.present()?;
     }
-    svg_to_png(&svg, path, SIZE)
+    Ok(svg)
 }
