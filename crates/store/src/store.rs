@@ -1205,8 +1205,10 @@ mod tests {
         std::fs::create_dir_all(dir.0.join("a/b")).unwrap();
         std::fs::remove_dir_all(dir.0.join("a")).unwrap();
         assert!(Store::open(&dir.0.join("file/x.sqlite3")).is_err());
-        let mut made = Made::default();
-        made.dirs = vec![dir.0.join("a/b"), dir.0.join("a")];
+        let made = Made {
+            dirs: vec![dir.0.join("a/b"), dir.0.join("a")],
+            ..Default::default()
+        };
         std::fs::create_dir_all(dir.0.join("a/b")).unwrap();
         made.undo(&path);
         assert!(!dir.0.join("a").exists());
