@@ -585,6 +585,11 @@ async fn handle<G: PrimeGroup>(
                     if (cfg.decide)(&outcome) {
                         // Free space only now, for a sender we identified and accepted
                         // (before, any sender could search the receiver's free space).
+                        if let Err(e) = free_space(&cfg.dir) {
+                            let names: Vec<String> =
+                                outcome.ask.files.iter().map(|f| safe_file_name(&f.name)).collect();
+                            return could_not_store(cfg, &names.join(", "), &format!("cannot check free space: {e}"));
+                        }
                         if let Err(why) = check_offer(&outcome.ask.files, &cfg.limits, &cfg.dir) {
                             (cfg.events)(Event::Failed(format!("offer refused: {why}")));
                             return ask_too_large(&why);
@@ -615,6 +620,13 @@ async fn handle<G: PrimeGroup>(
                 return refuse(StatusCode::CONFLICT, "this file was already uploaded");
             };
             *st = ConnState::Accepted(files);
+            if let Err(e) = free_space(&cfg.dir) {
+                return could_not_store(
+                    cfg,
+                    &safe_file_name(&offer.name),
+                    &format!("cannot check free space: {e}"),
+                );
+            }
             if let Err(why) = check_offer(std::slice::from_ref(&offer), &cfg.limits, &cfg.dir) {
                 return refuse(StatusCode::PAYLOAD_TOO_LARGE, why);
             }
@@ -714,6 +726,17 @@ fn place(tmp: &Path, dir: &Path, name: &str) -> std::io::Result<PathBuf> {
 /// What the sender is told when the receiver fails to store a file (its own
 /// reasons, which name its paths, go to its log only).
 pub const COULD_NOT_STORE: &str = "the receiver could not store the file";
+
+/// A local failure of the receiver (its folder gone or unreadable, the disk failed):
+/// the receiver's log says why; the sender learns only that it failed, never the
+/// receiver's paths or errors (issue 28).
+fn could_not_store(cfg: &ReceiverConfig<impl PrimeGroup>, names: &str, why: &str) -> HttpResponse {
+    (cfg.events)(Event::Failed(format!(
+        "could not store {names} in {}: {why}",
+        cfg.dir.display()
+    )));
+    refuse(StatusCode::INTERNAL_SERVER_ERROR, COULD_NOT_STORE)
+}
 
 /// Whether `name` is the name of a partial file (`.tacit-<16 hex>.part`).
 fn is_partial_name(name: &str) -> bool {
