@@ -1480,7 +1480,7 @@ mod review {
     #[test]
     fn stored_ring_pedersen_parameters_need_safe_primes() {
         use openssl::bn::BigNum;
-        let prime = |x: &Nat| bn::with_ctx(|ctx| Ok(x.is_prime(32, ctx)?)).unwrap();
+        let prime = |x: &Nat| x.is_prime(32, &mut openssl::bn::BigNumContext::new().unwrap()).unwrap();
         let half = |x: &Nat| {
             let mut h = BigNum::new().unwrap();
             h.rshift1(x).unwrap();
