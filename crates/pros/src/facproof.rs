@@ -245,6 +245,17 @@ impl RingPedersenParams {
             )));
         }
         let n = get_fixed(r, len)?;
+        // one encoding: `len` is the length of N̂ (no zero byte in front), which is also
+        // the length Π^prm's values are read at
+        if (n.num_bits() as usize).div_ceil(8) != len {
+            return Err(Error::Wire(tacit_wire::Error::invalid(
+                "ring-Pedersen modulus length",
+                format!(
+                    "{len} bytes for a {}-bit modulus (it must have no leading zero byte)",
+                    n.num_bits()
+                ),
+            )));
+        }
         let s = get_fixed(r, len)?;
         let t = get_fixed(r, len)?;
         Ok(RingPedersenParams { n, s, t })
@@ -416,8 +427,15 @@ impl RingPedersen {
         r.finish()?;
         proof.verify(&public)?;
         let prime = |x: &BigNumRef| bn::with_ctx(|ctx| Ok(x.is_prime(64, ctx)?));
-        if p == q || !prime(&p)? || !prime(&q)? {
-            return Err(Error::Invalid("stored ring-Pedersen parameters: not two primes".into()));
+        let half = |x: &BigNumRef| -> Result<Nat> {
+            let mut h = BigNum::new()?;
+            h.rshift1(x)?;
+            Ok(h)
+        };
+        if p == q || !prime(&p)? || !prime(&q)? || !prime(&*half(&p)?)? || !prime(&*half(&q)?)? {
+            return Err(Error::Invalid(
+                "stored ring-Pedersen parameters: not two distinct safe primes".into(),
+            ));
         }
         let mut pm1 = bn::dup(&p)?;
         pm1.sub_word(1)?;

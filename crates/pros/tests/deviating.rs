@@ -1363,4 +1363,185 @@ mod review {
             "no query"
         );
     }
+
+    // ---------------------------------------------------------------- review rev26
+
+    /// Review rev26, finding 1 (medium, RED until fixed). Π^fac proves both factors
+    /// `≥ 2^{⌈bits/2⌉−386}`: at 512 bits that is `2^{−130}`, nothing. Yet B takes any
+    /// key of at least the `min_key_bits` its operator gives (`Responder::new`,
+    /// `--min-key-bits`, no floor beyond the encoding's `bits + 65`), and the threat
+    /// model states the two-candidate bound "for every dictionary because Π^fac proves
+    /// both factors ≥ 2^{⌈bits/2⌉−386}". A 512-bit Paillier–Blum key with a 26-bit `p`
+    /// runs the HONEST Π^fac prover and passes (z₂ = β + e·q < 2^{614} ≤ 2^{641});
+    /// one comparison then tests 2³²/p ≈ 64 candidates and A reads B's element.
+    /// Fix: refuse peer keys for which `proven_min_factor_bits` is below a floor
+    /// (1024-bit keys: 2¹²⁶) in `check_key_bits` / `Responder::new` / `Sender::new`,
+    /// whatever the configured minimum.
+    #[test]
+    fn b_refuses_a_key_too_small_for_the_factor_proof_to_bound_its_factors() {
+        let (p, q, sk) = lopsided_key(26, 512);
+        assert!(facproof::proven_min_factor_bits(512) <= 0);
+        let enc = ElementEncoding::Integer32;
+        let rp = params(Scheme::Sor, Variant::Implicit, enc);
+        let b_secret: u32 = 3_141_592_653;
+        let b = Responder::new(
+            rp,
+            &[b_secret.to_string(), "17".into()],
+            512,
+            4096,
+            testing::ring_pedersen(),
+        )
+        .unwrap();
+        let pk = sk.public().clone();
+        let bv = bn::from_u64(b_secret as u64).unwrap();
+        let r = bn::reduce(&bv, &p).unwrap();
+        let mut sid = [0u8; 32];
+        let mut bug = |o: &Outgoing<'_>| {
+            if o.from == Party::B && o.index == 0 {
+                sid = session_id(
+                    SESSION_DOMAIN,
+                    &NO_CHANNEL_BINDING,
+                    &o.honest[7..39].try_into().unwrap(),
+                );
+            }
+            if o.from == Party::A && o.index == 2 {
+                let x = crt(&r, &bn::from_u64(12345).unwrap(), &p, &q);
+                let neg = bn::sub_mod(&bn::from_u64(0).unwrap(), &x, pk.n()).unwrap();
+                let c = pk.encrypt_raw(&neg, &mut ChaCha20Rng::seed_from_u64(3)).unwrap();
+                return Act::Send(
+                    Query {
+                        round: 0,
+                        entries: vec![(0, c)],
+                    }
+                    .to_bytes(&pk),
+                );
+            }
+            Act::honest(o)
+        };
+        let run = testing::reconcile(rp, sk.clone(), &["1".to_string(), "2".to_string()], b, &mut bug, 61);
+        let answers: Vec<&Vec<u8>> = run
+            .transcript
+            .iter()
+            .filter(|(w, _)| *w == Party::B)
+            .map(|(_, m)| m)
+            .skip(1)
+            .collect();
+        if let Some(first) = answers.first()
+            && let Ok(ans) = Answer::from_bytes(first, &pk, 1)
+        {
+            let v = bn::reduce(&sk.decrypt_raw(&ans.values[0]).unwrap(), &p).unwrap();
+            let (tested, hits) = class_candidates(&sid, MATCH_DOMAIN, &v, &r, &p, &pk);
+            panic!(
+                "B answered a 512-bit key with a {}-bit factor after its Π^fac verified: one comparison \
+                 tested {tested} candidates; B's element found: {} (hits {hits:?})",
+                p.num_bits(),
+                hits.contains(&(b_secret as u64))
+            );
+        }
+        assert!(matches!(run.b, Err(Error::KeySize(_))), "{:?}", run.b);
+    }
+
+    /// Review rev26, finding 2 (low). `RingPedersenParams::decode` takes the declared
+    /// `len` for `N̂, s, t` but `PrmProof::decode` then reads values of `len(N̂)` bytes
+    /// (from N̂'s value): an offer whose `len` is one more than N̂'s (a zero byte in
+    /// front of each of N̂, s, t) decodes and verifies, so the offer (0x0412 / 0x0421)
+    /// has two encodings, and docs/wire.md's "each len bytes" is not what is parsed.
+    /// Fix: refuse `len ≠ ⌈bits(N̂)/8⌉` in `RingPedersenParams::decode`.
+    #[test]
+    fn a_ring_pedersen_offer_has_one_encoding() {
+        let rp = testing::ring_pedersen();
+        let pubp = rp.public();
+        let len = pubp.len();
+        let mut w = Writer::new();
+        w.put_u16((len + 1) as u16);
+        for v in [pubp.n(), pubp.s(), pubp.t()] {
+            w.put_fixed(&bn::to_fixed(v, len + 1).unwrap());
+        }
+        rp.proof().encode(pubp, &mut w);
+        let bytes = w.into_bytes();
+        let mut r = Reader::new(&bytes);
+        let accepted = match facproof::Offer::decode(&mut r) {
+            Ok(o) => r.finish().is_ok() && o.verify().is_ok(),
+            Err(_) => false,
+        };
+        assert!(
+            !accepted,
+            "an offer with len {} for a {len}-byte N̂ decodes and verifies",
+            len + 1
+        );
+    }
+
+    /// Review rev26, finding 3 (low). `RingPedersen::from_secret_bytes` says "the primes
+    /// are checked to be safe primes" but checks only that they are prime: a store
+    /// holding two ordinary primes (with a valid Π^prm, which does not need them safe)
+    /// is read back and served, and the verifier's soundness then rests on a modulus
+    /// that is not of the form Fig. 28 assumes (`QR_N̂` of order `P̂′Q̂′`, no small
+    /// subgroups). Fix: test `(P̂−1)/2`, `(Q̂−1)/2` for primality there too.
+    #[test]
+    fn stored_ring_pedersen_parameters_need_safe_primes() {
+        use openssl::bn::BigNum;
+        let prime = |x: &Nat| x.is_prime(32, &mut openssl::bn::BigNumContext::new().unwrap()).unwrap();
+        let half = |x: &Nat| {
+            let mut h = BigNum::new().unwrap();
+            h.rshift1(x).unwrap();
+            h
+        };
+        let (p, q) = loop {
+            let mut p = BigNum::new().unwrap();
+            p.generate_prime(512, false, None, None).unwrap();
+            let mut q = BigNum::new().unwrap();
+            q.generate_prime(512, false, None, None).unwrap();
+            if p != q && bn::mul(&p, &q).unwrap().num_bits() == 1024 && !prime(&half(&p)) && !prime(&half(&q)) {
+                break (p, q);
+            }
+        };
+        let n = bn::mul(&p, &q).unwrap();
+        let mut pm1 = bn::dup(&p).unwrap();
+        pm1.sub_word(1).unwrap();
+        let mut qm1 = bn::dup(&q).unwrap();
+        qm1.sub_word(1).unwrap();
+        let phi = bn::mul(&pm1, &qm1).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(62);
+        let tau = bn::random_below(&mut rng, &n).unwrap();
+        let t = bn::mul_mod(&tau, &tau, &n).unwrap();
+        let lambda = bn::random_below(&mut rng, &bn::div(&phi, &bn::from_u64(4).unwrap()).unwrap()).unwrap();
+        let s = bn::pow_public(&t, &lambda, &n).unwrap();
+        let len = (n.num_bits() as usize).div_ceil(8);
+        // Π^prm, as the crate makes it
+        let masks: Vec<Nat> = (0..facproof::PRM_ROUNDS)
+            .map(|_| bn::random_below(&mut rng, &phi).unwrap())
+            .collect();
+        let a: Vec<Nat> = masks.iter().map(|m| bn::pow_public(&t, m, &n).unwrap()).collect();
+        let mut h = Sha256::new();
+        h.update(b"tacit-pros/v1/ring-pedersen-proof\0");
+        h.update((len as u32).to_be_bytes());
+        for v in [&n, &s, &t] {
+            h.update(bn::to_fixed(v, len).unwrap());
+        }
+        for v in &a {
+            h.update(bn::to_fixed(v, len).unwrap());
+        }
+        let e: [u8; 32] = h.finalize().into();
+        let z: Vec<Nat> = masks
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                if e[i / 8] >> (i % 8) & 1 == 1 {
+                    bn::add_mod(m, &lambda, &phi).unwrap()
+                } else {
+                    bn::dup(m).unwrap()
+                }
+            })
+            .collect();
+        let mut w = Writer::new();
+        w.put_u16(len as u16);
+        for v in [&p, &q, &t, &lambda].into_iter().chain(&a).chain(&z) {
+            w.put_fixed(&bn::to_fixed(v, len).unwrap());
+        }
+        let back = facproof::RingPedersen::from_secret_bytes(&w.into_bytes());
+        assert!(
+            back.is_err(),
+            "parameters of two primes that are not safe were read back"
+        );
+    }
 }
