@@ -146,7 +146,7 @@ pub fn read_table(path: &Path, row_bytes: u32) -> Result<Table> {
         bail!("--bytes must be at least 1");
     }
     let limit = (tacit_pir::MAX_ROWS * u64::from(row_bytes)).min(crate::util::memory_budget().unwrap_or(u64::MAX));
-    let data = crate::util::read_file(path, "table", limit)?;
+    let data = crate::util::read_file(path, "the table", limit)?;
     if data.is_empty() {
         bail!("the table {} is empty", path.display());
     }
