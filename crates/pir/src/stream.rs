@@ -237,8 +237,26 @@ pub fn answer_all(
     fill: &(dyn Fn(usize, &mut [u32]) + Sync),
     take: &mut (dyn FnMut(usize, &Answers<'_>) + Send),
 ) -> Result<()> {
-    let chunk = server.chunk_queries().max(1);
     let mut in_flight: std::collections::VecDeque<(usize, Ticket)> = std::collections::VecDeque::new();
+    let r = pipeline(server, n, fill, take, &mut in_flight);
+    if r.is_err() {
+        // Give the slots of the chunks still in flight back (their answers are not
+        // wanted), so that a failed call never holds a staging slot for good.
+        for (_, t) in in_flight.drain(..) {
+            let _ = server.finish(t, &mut |_| {});
+        }
+    }
+    r
+}
+
+fn pipeline(
+    server: &dyn PipelinedLwe,
+    n: usize,
+    fill: &(dyn Fn(usize, &mut [u32]) + Sync),
+    take: &mut (dyn FnMut(usize, &Answers<'_>) + Send),
+    in_flight: &mut std::collections::VecDeque<(usize, Ticket)>,
+) -> Result<()> {
+    let chunk = server.chunk_queries().max(1);
     let mut j0 = 0;
     while j0 < n {
         let g = chunk.min(n - j0);
@@ -250,7 +268,13 @@ pub fn answer_all(
                 || server.submit(g, &mut |st| st.fill_par(&fill_chunk)),
                 || server.finish(t, &mut |a| take(first, a)),
             );
-            finished?;
+            if let Err(e) = finished {
+                // The chunk just staged is in flight too: given back with the others.
+                if let Ok(Some(t)) = submitted {
+                    in_flight.push_back((j0, t));
+                }
+                return Err(e);
+            }
             submitted?
         } else {
             server.submit(g, &mut |st| st.fill_par(&fill_chunk))?

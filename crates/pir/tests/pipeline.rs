@@ -162,6 +162,9 @@ struct Narrow {
     slots: usize,
     in_flight: AtomicUsize,
     submitted: AtomicUsize,
+    /// The finish (counted from 1) that fails, 0 for none.
+    fail_finish: usize,
+    finished: AtomicUsize,
 }
 
 impl PirServer for Narrow {
@@ -209,6 +212,9 @@ impl PipelinedLwe for Narrow {
     }
     fn finish(&self, t: Ticket, take: &mut dyn FnMut(&Answers<'_>)) -> tacit_pir::Result<()> {
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if self.finished.fetch_add(1, Ordering::SeqCst) + 1 == self.fail_finish {
+            return Err(Error::Gpu("the device failed (test)".into()));
+        }
         self.inner.finish(t, take)
     }
 }
@@ -230,6 +236,8 @@ fn an_oversized_session_is_refused_and_nothing_waits_forever() {
         slots: 1,
         in_flight: AtomicUsize::new(0),
         submitted: AtomicUsize::new(0),
+        fail_finish: 0,
+        finished: AtomicUsize::new(0),
     });
     let rows = [10u64, 11, 12, 13, 14, 15, 16];
     let (subs, mut cs, ss, mut qs) = sessions(&mut w, &rows);
@@ -265,5 +273,35 @@ fn an_oversized_session_is_refused_and_nothing_waits_forever() {
         let d = out[i].take().unwrap();
         let mut s = d.session;
         complete(&mut w, &subs[i], &mut cs[i], &mut s, &d.response.unwrap());
+    }
+}
+
+/// A chunk that fails while the next one is being staged (`answer_all` joins the
+/// two): the call fails, and every chunk it had in flight, the one just staged
+/// included, is given back (a review of issue 31: the staged chunk's slot stayed busy
+/// for good).
+#[test]
+fn a_failed_chunk_gives_every_slot_back() {
+    let mut rng = ChaCha20Rng::seed_from_u64(31);
+    let table = tacit_pir::Table::random(TableShape::new(300, 8).unwrap(), &mut rng);
+    let params = tacit_pir::lwe::LweParams::new(table.shape(), [3; 16]).unwrap();
+    for fail_finish in 1..=4 {
+        let s = Narrow {
+            inner: LweServer::setup(&table, params).unwrap(),
+            chunk: 2,
+            slots: tacit_pir::stream::PIPELINE_DEPTH,
+            in_flight: AtomicUsize::new(0),
+            submitted: AtomicUsize::new(0),
+            fail_finish,
+            finished: AtomicUsize::new(0),
+        };
+        let fill = |j: usize, dst: &mut [u32]| dst.iter_mut().for_each(|v| *v = j as u32);
+        let r = tacit_pir::stream::answer_all(&s, 20, &fill, &mut |_, _| {});
+        assert!(r.is_err(), "finish {fail_finish} failed, the call did not");
+        assert_eq!(
+            s.in_flight.load(Ordering::SeqCst),
+            0,
+            "finish {fail_finish}: slots left busy"
+        );
     }
 }
