@@ -860,6 +860,26 @@ impl Drop for Netns {
 }
 
 const IN_NETNS: &str = "TACIT_TEST_IN_NETNS";
+
+/// Runs the test `name` of this binary again inside a fresh loopback-only network
+/// namespace (where it sees `IN_NETNS` and does the work), and checks it passed
+/// there; skips with a line when no namespace can be made here.
+fn run_in_namespace(name: &str) {
+    let Some(ns) = Netns::new() else {
+        eprintln!("SKIPPED: cannot create a network namespace here (needs root and iproute2)");
+        return;
+    };
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(IN_NETNS, "1")
+        .output()
+        .unwrap();
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "in the namespace:\n{o}\n{e}");
+    assert!(o.contains("1 passed"), "the test did not run:\n{o}\n{e}");
+}
 const MAX_RECEIVERS_TEST: &str = "drop_send_connects_to_at_most_max_receivers_found_over_mdns";
 
 /// Review of issue 32: anyone on the network can advertise any number of receivers;
@@ -871,20 +891,7 @@ fn drop_send_connects_to_at_most_max_receivers_found_over_mdns() {
     if std::env::var_os(IN_NETNS).is_some() {
         return max_receivers_in_namespace();
     }
-    let Some(ns) = Netns::new() else {
-        eprintln!("SKIPPED: cannot create a network namespace here (needs root and iproute2)");
-        return;
-    };
-    let out = Command::new("ip")
-        .args(["netns", "exec", &ns.0])
-        .arg(std::env::current_exe().unwrap())
-        .args(["--exact", MAX_RECEIVERS_TEST, "--nocapture", "--test-threads=1"])
-        .env(IN_NETNS, "1")
-        .output()
-        .unwrap();
-    let (o, e) = (stdout(&out), stderr(&out));
-    assert!(out.status.success(), "in the namespace:\n{o}\n{e}");
-    assert!(o.contains("1 passed"), "the test did not run:\n{o}\n{e}");
+    run_in_namespace(MAX_RECEIVERS_TEST);
 }
 
 /// Runs inside the loopback-only namespace.
@@ -2014,20 +2021,7 @@ fn drop_receive_on_sigterm_withdraws_its_advert_and_sweeps_partial_files() {
     if std::env::var_os(IN_NETNS).is_some() {
         return goodbye_in_namespace();
     }
-    let Some(ns) = Netns::new() else {
-        eprintln!("SKIPPED: cannot create a network namespace here (needs root and iproute2)");
-        return;
-    };
-    let out = Command::new("ip")
-        .args(["netns", "exec", &ns.0])
-        .arg(std::env::current_exe().unwrap())
-        .args(["--exact", GOODBYE_TEST, "--nocapture", "--test-threads=1"])
-        .env(IN_NETNS, "1")
-        .output()
-        .unwrap();
-    let (o, e) = (stdout(&out), stderr(&out));
-    assert!(out.status.success(), "in the namespace:\n{o}\n{e}");
-    assert!(o.contains("1 passed"), "the test did not run:\n{o}\n{e}");
+    run_in_namespace(GOODBYE_TEST);
 }
 
 /// Runs inside the loopback-only namespace.
