@@ -1166,3 +1166,44 @@ fn a_pool_folder_others_may_write_is_refused_and_odd_entries_are_skipped() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&elsewhere);
 }
+
+/// A holder made for one session (`close_after_setup`, as the CLI's servers make
+/// them) ends its token connection when its setup is over, so the session's online
+/// phase holds none of the token's connection slots: with a token that serves one
+/// connection at a time, the next session connects while the first one's holder is
+/// still alive. Without it, the newcomer (from the same address as the connection
+/// it would replace) was refused until the first session ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_holder_frees_its_token_connection_after_the_setup() {
+    let lc = aes();
+    let count = lc.and_gates();
+    let (ca, card) = manufacture(92);
+    let limits = ServeLimits::new(1, Duration::from_secs(60));
+    let t = token_process(card, limits, NetConfig::default()).await;
+    let mut holder = TokenHolder::new(host_link(&t).await, Pool::in_memory()).await.unwrap();
+    holder.close_after_setup = true;
+    let mut peer = TokenPeer::new(trust(&ca), ChaCha20Rng::seed_from_u64(93));
+    let (mut ca_conn, mut cb_conn) = pair().await;
+    let (a, b) = tokio::join!(
+        holder.triples(&mut ca_conn, Party::A, count),
+        peer.triples(&mut cb_conn, Party::B, count)
+    );
+    assert_eq!(a.unwrap().len(), count);
+    assert_eq!(b.unwrap().len(), count);
+    // The first holder is alive (its session would be in its online phase now).
+    let mut next = None;
+    for _ in 0..50 {
+        if let Ok(conn) = connect_as(&t, host_key()).await
+            && let Ok(h) = TokenHolder::new(TcpTokenLink::new(conn), Pool::in_memory()).await
+        {
+            next = Some(h);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        next.is_some(),
+        "the token's only connection slot stayed with a session past its setup"
+    );
+    drop(holder);
+}

@@ -84,7 +84,11 @@ impl TripleOpts {
             .as_deref()
             .ok_or_else(|| anyhow!("the listening party with --triples token needs --token ADDR"))?;
         let (mut trust, id) = token_link(store, addr, self.link.token_pin.as_deref())?;
-        connect_token(addr, self.pool.as_deref(), &mut trust, &id).await
+        let mut h = connect_token(addr, self.pool.as_deref(), &mut trust, &id).await?;
+        // One holder per session: its token connection ends with the setup, so the
+        // online phase holds none of the token's --max-connections.
+        h.close_after_setup = true;
+        Ok(h)
     }
 
     /// Party b's trust in tokens (`--trust-ca`, `--accept-software-token`), now.

@@ -35,6 +35,12 @@ pub trait TokenLink {
     fn queue(&mut self) -> Option<&mut FramedConn> {
         None
     }
+
+    /// Ends the link (the token's session ends and its connection slot is freed);
+    /// later commands fail. The default does nothing.
+    fn close(&mut self) -> impl std::future::Future<Output = ()> {
+        async {}
+    }
 }
 
 /// How long A polls for the next `c_A` chunk before sleeping (init phase).
@@ -63,6 +69,11 @@ impl TokenLink for TcpTokenLink {
 
     fn queue(&mut self) -> Option<&mut FramedConn> {
         Some(&mut self.conn)
+    }
+
+    async fn close(&mut self) {
+        // The token reads the end of the stream, ends the session and frees the slot.
+        let _ = self.conn.shutdown().await;
     }
 }
 
@@ -935,6 +946,10 @@ pub struct TokenHolder<L: TokenLink> {
     pub init_time: Duration,
     /// Bytes A exchanged with the token during the last setup (commands + responses).
     pub token_bytes: u64,
+    /// Close the token link when a session's setup is over (success or not), so
+    /// that the online phase does not hold one of the token's `--max-connections`:
+    /// for a holder made for one session (the CLI's servers). Off by default.
+    pub close_after_setup: bool,
 }
 
 impl<L: TokenLink> TokenHolder<L> {
@@ -947,6 +962,7 @@ impl<L: TokenLink> TokenHolder<L> {
             pool,
             init_time: Duration::ZERO,
             token_bytes: 0,
+            close_after_setup: false,
         })
     }
 
@@ -988,6 +1004,17 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
         if party != Party::A {
             return Err(Error::Params("the token holder plays party a".into()));
         }
+        let r = self.session_triples(conn, count).await;
+        if self.close_after_setup {
+            self.link.close().await;
+        }
+        r
+    }
+}
+
+impl<L: TokenLink> TokenHolder<L> {
+    /// The token setup of one session (see [`TripleSource::triples`]).
+    async fn session_triples(&mut self, conn: &mut FramedConn, count: usize) -> Result<TripleShares, Error> {
         let t = Instant::now();
         let chosen = match self.reserve(count).await {
             Ok(c) => c,
