@@ -952,7 +952,7 @@ mod tests {
         let other = Sender::new(&PsiParams::new(5, 4), &names(&["1"]), 256, 4096, rp()).unwrap();
         assert!(matches!(
             other.respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)),
-            Err(Error::ParamsMismatch(_))
+            Err(Error::Mismatch(_))
         ));
         // a sender demanding bigger keys refuses
         let strict = Sender::new(&p, &names(&["1"]), 2048, 4096, rp()).unwrap();
