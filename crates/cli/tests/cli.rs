@@ -140,11 +140,25 @@ fn psi_serve_threads_bounds_the_answering_threads() {
     );
 }
 
+/// Issue 28, item 8: each side words the mismatch from its own point of view; the
+/// client used to print the server's sentence, "we run n = 50; the peer runs n = 60",
+/// when it ran 60 itself.
 #[test]
 fn mismatched_parameters_get_a_one_line_refusal() {
     let book = write("book.txt", "a\n");
     let ids = write("ids.txt", "a\n");
-    let (mut server, addr) = serve(&["--set", book.to_str().unwrap(), "--sessions", "1", "--max-sender", "50"]);
+    let (mut server, addr, log) = spawn_listening_logged(&[
+        "psi",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--set",
+        book.to_str().unwrap(),
+        "--sessions",
+        "1",
+        "--max-sender",
+        "50",
+    ]);
     let out = tacit()
         .args([
             "psi",
@@ -160,9 +174,80 @@ fn mismatched_parameters_get_a_one_line_refusal() {
         .unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("the peer refused: parameter mismatch"), "{err}");
+    let psi = |n: u32| format!("ristretto255 malicious PSI with m = 10, n = {n}, λ = 40");
+    assert_eq!(
+        err,
+        format!(
+            "tacit: error: query to {addr}: the peer refused: parameter mismatch: we run {}; the peer runs {}\n",
+            psi(60),
+            psi(50)
+        )
+    );
     assert!(server.wait().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let log = log.lock().unwrap().join("\n");
+    assert!(
+        log.contains(&format!(
+            ": refused: parameter mismatch: we run {}; the peer runs {}",
+            psi(50),
+            psi(60)
+        )),
+        "{log}"
+    );
+}
+
+/// Issue 28, items 9 and 10: `psi serve` says what it precomputes, shows progress on
+/// stderr (lines, as stderr is not a terminal here), says "ready" once the first
+/// precomputation is done and only then "listening"; `--sessions 0` exits once ready;
+/// stdout stays empty.
+#[test]
+fn psi_serve_shows_its_precomputation_and_says_ready() {
+    let book = write("big-book.txt", &(0..3000).map(|i| format!("{i}\n")).collect::<String>());
+    let out = tacit()
+        .args([
+            "psi",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--set",
+            book.to_str().unwrap(),
+        ])
+        .args(["--max-sender", "3000", "--semi-honest", "--sessions", "0"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(stdout(&out), "");
+    let at = |what: &str| err.find(what).unwrap_or_else(|| panic!("no {what:?} in {err}"));
+    let (announced, done, ready) = (
+        at("precomputing the answer to 3000 elements"),
+        at("tacit psi serve: precomputing: 3000/3000 (100%)"),
+        at("tacit psi serve: ready after"),
+    );
+    assert!(announced < done && done < ready, "{err}");
+    assert!(
+        err[ready..].lines().next().unwrap().contains("listening on 127.0.0.1:"),
+        "{err}"
+    );
+    // `forever` is the explicit spelling of the default
+    let out = tacit()
+        .args([
+            "psi",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--set",
+            book.to_str().unwrap(),
+        ])
+        .args(["--sessions", "often"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("neither a number of sessions nor `forever`"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -447,6 +532,18 @@ fn ca_enrolment_online_and_offline() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["identifiers"], serde_json::json!(["14155550100", "ann@example.com"]));
     assert_eq!(v["certified_slots"], 10);
+    // Issue 28, item 9: JSON keeps the seconds and adds local ISO 8601; the text
+    // prints ISO 8601 (it printed Unix seconds).
+    let iso = |key: &str| {
+        let t = chrono::DateTime::parse_from_rfc3339(v[key].as_str().unwrap()).unwrap();
+        assert_eq!(t.timestamp(), v[key.trim_end_matches("_iso")].as_i64().unwrap());
+        v[key].as_str().unwrap().to_string()
+    };
+    let (from, until) = (iso("valid_from_iso"), iso("valid_until_iso"));
+    let out = tacit().args(["--store", s, "id", "show"]).output().unwrap();
+    let text = stdout(&out);
+    assert!(text.contains(&format!("valid        {from} .. {until}\n")), "{text}");
+    assert!(!text.contains("Unix time"), "{text}");
 
     // offline, with the operator declining at the prompt
     let store = tmp("b.sqlite3");

@@ -211,8 +211,9 @@ Examples:
         /// rollover): members under either get NAME's prefix keys; repeat.
         #[arg(long = "rollover", value_name = "NAME")]
         rollover: Vec<String>,
-        /// Exit after this many connections.
-        #[arg(long)]
+        /// Exit after this many connections: a number (0: exit once ready) or
+        /// `forever` (the default).
+        #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
         #[command(flatten)]
         serve_limits: crate::util::ServeLimitArgs,
@@ -707,6 +708,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                         "links": b.depth(),
                         "bytes": b.encoded_len(),
                         "expires_at": b.expires_at(),
+                        "expires_at_iso": crate::util::iso_local(b.expires_at()),
                         "valid": valid.is_ok(),
                         "problem": valid.err().map(|e| e.to_string()),
                     })
@@ -725,6 +727,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                         "root": l.root().name(),
                         "sequence": l.sequence(),
                         "next_update": l.next_update(),
+                        "next_update_iso": crate::util::iso_local(l.next_update()),
                         "revoked": l.revoked().map(|i| i.to_string()).collect::<Vec<_>>(),
                         "stale": l.is_stale(t),
                     })
@@ -737,10 +740,11 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                 println!("public key:  {}", out["public_key"].as_str().unwrap_or(""));
                 for n in &names {
                     println!(
-                        "name:        {} ({} links, {} bytes){}",
+                        "name:        {} ({} links, {} bytes, expires {}){}",
                         n["name"].as_str().unwrap_or(""),
                         n["links"],
                         n["bytes"],
+                        n["expires_at_iso"].as_str().unwrap_or(""),
                         match n["problem"].as_str() {
                             Some(p) => format!(" — not valid here: {p}"),
                             None => String::new(),
@@ -765,7 +769,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                         l.root().name(),
                         l.sequence(),
                         l.len(),
-                        l.next_update(),
+                        crate::util::iso_local(l.next_update()),
                         if l.is_stale(t) { " (past due)" } else { "" }
                     );
                 }

@@ -1,6 +1,7 @@
 //! `tacit drop …`: PrivateDrop between two processes, and the attack on legacy captures.
 
 use crate::drop::ca::{DropParamArgs, load_ca_public, load_identity, revocations_on_start};
+use crate::util::progress::{Progress, Unit};
 use crate::util::{MdnsArg, sanitize, store_path};
 use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
@@ -90,8 +91,9 @@ Examples:
         /// Record every request body received into FILE (for `attack-legacy`).
         #[arg(long, value_name = "FILE")]
         capture: Option<PathBuf>,
-        /// Exit after this many connections.
-        #[arg(long)]
+        /// Exit after this many connections: a number (0: exit once ready) or
+        /// `forever` (the default).
+        #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
         /// Our device name.
         #[arg(long, default_value = "tacit receiver")]
@@ -383,15 +385,11 @@ fn spawn_refresher(
     })
 }
 
-fn bar(total: u64, name: &str) -> ProgressBar {
-    let pb = ProgressBar::new(total);
-    pb.set_style(
-        ProgressStyle::with_template("{msg:>20} [{bar:30}] {bytes}/{total_bytes} ({eta})")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
-    pb.set_message(name.to_string());
-    pb
+/// A transfer's progress on stderr: a bar on a terminal, else a line at each tenth
+/// of the file and at least every 10 s (issue 28, item 10); files under 1 MiB show
+/// nothing.
+fn bar(total: u64, name: &str, who: &str) -> Progress {
+    Progress::new(total, name, who, Unit::Bytes, 1 << 20)
 }
 
 fn describe(p: &Peer) -> String {
@@ -464,7 +462,7 @@ async fn receive<G: PrimeGroup>(
         ))),
         None => None,
     };
-    let bars: Arc<Mutex<std::collections::HashMap<String, ProgressBar>>> = Arc::default();
+    let bars: Arc<Mutex<std::collections::HashMap<String, Progress>>> = Arc::default();
     let decide: Arc<transport::Decide> = Arc::new(move |o: &ReceiverOutcome| {
         let files: Vec<String> = o
             .ask
@@ -500,10 +498,12 @@ async fn receive<G: PrimeGroup>(
         Event::Authenticated(p) => eprintln!("tacit drop receive: sender is {}", describe(&p)),
         Event::Progress { name, done, total } => {
             if let Ok(mut b) = b2.lock() {
-                let pb = b.entry(name.clone()).or_insert_with(|| bar(total, &name));
+                let pb = b
+                    .entry(name.clone())
+                    .or_insert_with(|| bar(total, &sanitize(&name), "tacit drop receive"));
                 pb.set_position(done);
                 if done >= total {
-                    pb.finish_and_clear();
+                    pb.finish();
                     b.remove(&name);
                 }
             }
@@ -625,16 +625,16 @@ async fn send<G: PrimeGroup>(
     name: String,
     st: &Store,
 ) -> Result<()> {
-    let current: Arc<Mutex<Option<ProgressBar>>> = Arc::default();
+    let current: Arc<Mutex<Option<Progress>>> = Arc::default();
     let c2 = current.clone();
     let events: Arc<transport::Events> = Arc::new(move |e: Event| {
         if let Event::Progress { name, done, total } = e
             && let Ok(mut c) = c2.lock()
         {
-            let pb = c.get_or_insert_with(|| bar(total, &sanitize(&name)));
+            let pb = c.get_or_insert_with(|| bar(total, &sanitize(&name), "tacit drop send"));
             pb.set_position(done);
             if done >= total {
-                pb.finish_and_clear();
+                pb.finish();
                 *c = None;
             }
         }
@@ -693,16 +693,12 @@ async fn send<G: PrimeGroup>(
     let mut offers = Vec::new();
     for f in &files {
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
-        let pb = if size >= 64 << 20 {
-            bar(size, "hashing")
-        } else {
-            ProgressBar::hidden()
-        };
+        let pb = Progress::new(size, "hashing", "tacit drop send", Unit::Bytes, 64 << 20);
         offers.push((
             f.clone(),
             transport::offer_with_progress(f, &|done, _| pb.set_position(done)).await?,
         ));
-        pb.finish_and_clear();
+        pb.finish();
     }
     let offers = Arc::new(offers);
     // Authenticate to every candidate at once.
