@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use common::{err as stderr, out as stdout};
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -2344,6 +2344,133 @@ fn goodbye_in_namespace() {
     assert!(log.iter().any(|l| l.contains("SIGTERM: stopping")), "{log:?}");
     let found = browser.join().unwrap();
     assert!(found.is_empty(), "the advert outlived the receiver: {found:?}");
+}
+
+/// Issue 28, item 3: Ctrl-C (SIGINT) on `drop receive` in the middle of a transfer
+/// removes the partial file, and nothing of the file is left in `--dir`. The
+/// transfer is slowed to 8 Mbit/s (a token bucket on the loopback of a namespace of
+/// its own) so that the signal arrives while the `.part` file is being written.
+#[test]
+fn drop_receive_interrupted_mid_transfer_leaves_no_partial_file() {
+    let Some(ns) = Netns::new() else {
+        eprintln!("SKIPPED: cannot create a network namespace here (needs root and iproute2)");
+        return;
+    };
+    let slowed = Command::new("tc")
+        .args(["-n", &ns.0, "qdisc", "add", "dev", "lo", "root", "tbf"])
+        .args(["rate", "8mbit", "burst", "256kbit", "latency", "2s"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !slowed {
+        eprintln!("SKIPPED: cannot slow the namespace's loopback (needs tc with tbf)");
+        return;
+    }
+    let ca = tmp("ca");
+    let ca_dir = ca.to_str().unwrap();
+    assert!(
+        tacit()
+            .args(["ca", "init", "--dir", ca_dir])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
+        .trim()
+        .to_string();
+    let (alice, bob) = (tmp("a.sqlite3"), tmp("b.sqlite3"));
+    let (a, b) = (alice.to_str().unwrap(), bob.to_str().unwrap());
+    enrol(
+        a,
+        ca_dir,
+        &key,
+        &["alice@example.com"],
+        &card("Bob", "EMAIL:bob@example.com"),
+    );
+    enrol(
+        b,
+        ca_dir,
+        &key,
+        &["bob@example.com"],
+        &card("Alice", "EMAIL:alice@example.com"),
+    );
+    let inbox = tmp("inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    let mut rx = ns
+        .tacit()
+        .args([
+            "--store",
+            b,
+            "drop",
+            "receive",
+            "--listen",
+            "127.0.0.1:0",
+            "--mdns",
+            "off",
+        ])
+        .args([
+            "--dir",
+            inbox.to_str().unwrap(),
+            "--accept",
+            "contacts",
+            "--max-contacts",
+            "100",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(rx.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("receiver output").unwrap();
+        if let Some(i) = line.find("listening on ") {
+            break line[i + "listening on ".len()..].trim().to_string();
+        }
+    };
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    // 16 MiB at 8 Mbit/s: about 17 s, of which the test waits for the first moments
+    let file = tmp("big.bin");
+    std::fs::write(&file, vec![0x5a; 16 << 20]).unwrap();
+    let mut tx = ns
+        .tacit()
+        .args(["--store", a, "drop", "send", file.to_str().unwrap(), "--peer", &addr])
+        .args(["--to", "bob@example.com", "--max-contacts", "100"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let part = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".tacit-") && n.ends_with(".part"))
+            .count()
+    };
+    let start = std::time::Instant::now();
+    while part(&inbox) == 0 && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let seen = part(&inbox);
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &rx.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = rx.wait().unwrap();
+    let _ = tx.kill();
+    let _ = tx.wait();
+    let log = rest.join().unwrap();
+    assert_eq!(seen, 1, "no partial file appeared: {log:?}");
+    assert!(status.success(), "{status:?} {log:?}");
+    assert!(log.iter().any(|l| l.contains("SIGINT: stopping")), "{log:?}");
+    let left: Vec<_> = std::fs::read_dir(&inbox)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind in --dir: {left:?} {log:?}");
 }
 
 /// Issue 28, item 5: when the receiver cannot store a file (its folder read-only,

@@ -54,9 +54,14 @@ impl Direction {
             ConnectionTrafficSecrets::Aes128Gcm { key, iv } => (&AES_128_GCM, key, iv),
             ConnectionTrafficSecrets::Aes256Gcm { key, iv } => (&AES_256_GCM, key, iv),
             ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => (&CHACHA20_POLY1305, key, iv),
-            _ => return Err(io::Error::other("the TLS session negotiated a cipher suite tacit's record layer does not run")),
+            _ => {
+                return Err(io::Error::other(
+                    "the TLS session negotiated a cipher suite tacit's record layer does not run",
+                ));
+            }
         };
-        let key = UnboundKey::new(alg, key.as_ref()).map_err(|_| io::Error::other("a TLS traffic key of the wrong length"))?;
+        let key = UnboundKey::new(alg, key.as_ref())
+            .map_err(|_| io::Error::other("a TLS traffic key of the wrong length"))?;
         let iv: [u8; 12] = iv
             .as_ref()
             .try_into()
