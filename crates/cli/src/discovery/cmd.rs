@@ -1045,14 +1045,16 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
     loop {
         let t = now();
         let ad = state.service.refresh(&prefix.mpk, t, t + a.refresh, &mut rng)?;
-        let _publication = match a.mdns.scope() {
-            Some(scope) => {
+        // Only addresses others can connect to are announced (issue 28).
+        let _publication = match a.mdns.scope().map(|scope| tacit_net::mdns::reach(local, scope)) {
+            Some(Ok(reach)) => {
                 let budget = if a.pointer { Budget::Ble } else { Budget::Mdns };
-                let p = carrier::publish(
+                let p = carrier::publish_at(
                     ad.advert(),
                     budget,
-                    scope,
+                    reach.scope,
                     &a.service,
+                    &reach.addrs,
                     local.port(),
                     Some((&aux, aux_port)),
                 )
@@ -1068,7 +1070,14 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
                     },
                     a.refresh
                 );
+                if let Some(note) = &reach.note {
+                    eprintln!("tacit discover advertise: {note}");
+                }
                 Some(p)
+            }
+            Some(Err(why)) => {
+                eprintln!("tacit discover advertise: {why}");
+                None
             }
             None => {
                 println!("advertisement made ({} bytes); mDNS is off", ad.advert().len());
@@ -1107,10 +1116,27 @@ async fn browse(a: BrowseArgs, h: Home) -> Result<()> {
         .scope()
         .ok_or_else(|| anyhow!("browse needs mDNS (--mdns all or loopback)"))?;
     let net = NetConfig::default();
-    let found = carrier::discover(&a.service, scope, Duration::from_secs(a.wait), &net).await?;
+    let discovery = carrier::discover_all(&a.service, scope, Duration::from_secs(a.wait), &net).await?;
+    // What was left out is counted and said (issue 28), never dropped silently.
+    let (malformed, unfetched) = (discovery.malformed.len(), discovery.unfetched.len());
+    if let Some((instance, why)) = discovery.malformed.first() {
+        eprintln!("tacit discover browse: left out {malformed} malformed advert(s) (first: {instance}: {why})");
+    }
+    if let Some((instance, why)) = discovery.unfetched.first() {
+        eprintln!(
+            "tacit discover browse: left out {unfetched} advert(s) that could not be fetched (first: {instance}: {why})"
+        );
+    }
+    if discovery.over_limit > 0 {
+        eprintln!(
+            "tacit discover browse: left out {} advert(s) past the first {}",
+            discovery.over_limit,
+            carrier::MAX_DISCOVERED
+        );
+    }
     let mut out = Vec::new();
     let mut hidden = 0usize;
-    for d in found {
+    for d in discovery.adverts {
         match open_advert(&d.advert, &creds, &prefix, now()) {
             Ok(svc) => {
                 let addr = d
@@ -1142,7 +1168,13 @@ async fn browse(a: BrowseArgs, h: Home) -> Result<()> {
     if a.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"services": out, "unreadable_adverts": hidden}))?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "services": out,
+                "unreadable_adverts": hidden,
+                "malformed_adverts": malformed,
+                "unfetched_adverts": unfetched,
+                "adverts_over_limit": discovery.over_limit,
+            }))?
         );
         return Ok(());
     }

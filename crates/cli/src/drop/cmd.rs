@@ -62,6 +62,10 @@ pub enum AcceptArg {
     None,
 }
 
+/// The protocol version PrivateDrop receivers put in their mDNS TXT record (`v=1`,
+/// [`tacit_net::mdns::advertise`]); senders connect only to receivers of this one.
+const DROP_TXT_VERSION: &str = "1";
+
 /// PrivateDrop commands.
 #[derive(Debug, Subcommand)]
 pub enum DropCommand {
@@ -73,8 +77,10 @@ Examples:
   tacit drop receive --listen 127.0.0.1:8770 --accept contacts --mode everyone
   tacit drop receive --listen 127.0.0.1:8770 --legacy --capture seen.cap   # record what peers send")]
     Receive {
-        /// Address to listen on (port 0 picks one; the address is printed).
-        #[arg(long, default_value = "127.0.0.1:8770")]
+        /// Address to listen on (port 0 picks one; the address is printed). The
+        /// default, every interface, is what other machines can reach; with
+        /// 127.0.0.1 only this machine can send (and the mDNS advert says so).
+        #[arg(long, default_value = "0.0.0.0:8770")]
         listen: String,
         /// Where received files go.
         #[arg(long, default_value = ".")]
@@ -536,18 +542,31 @@ async fn receive<G: PrimeGroup>(
         .with_context(|| format!("cannot listen on {listen}"))?;
     let local = listener.local_addr()?;
     eprintln!("tacit drop receive: listening on {local}");
-    let _advertisement = match mdns.scope() {
-        Some(scope) => {
+    // Only addresses others can connect to are announced (issue 28): a receiver on
+    // 127.0.0.1 is advertised to this machine only, and says so.
+    let _advertisement = match mdns.scope().map(|scope| tacit_net::mdns::reach(local, scope)) {
+        Some(Ok(reach)) => {
             let mut random = [0u8; 8];
             rand_core::RngCore::fill_bytes(&mut SecureRng::from_os(), &mut random);
-            let addrs = if local.ip().is_unspecified() {
-                vec![]
-            } else {
-                vec![local.ip()]
-            };
-            let ad = tacit_net::mdns::advertise(tacit_net::mdns::DROP_SERVICE, local.port(), &addrs, scope, random)?;
-            eprintln!("tacit drop receive: advertised as {} over mDNS", ad.fullname());
+            let ad = tacit_net::mdns::advertise(
+                tacit_net::mdns::DROP_SERVICE,
+                local.port(),
+                &reach.addrs,
+                reach.scope,
+                random,
+            )?;
+            match &reach.note {
+                Some(note) => eprintln!(
+                    "tacit drop receive: advertised as {} over mDNS, but {note}",
+                    ad.fullname()
+                ),
+                None => eprintln!("tacit drop receive: advertised as {} over mDNS", ad.fullname()),
+            }
             Some(ad)
+        }
+        Some(Err(why)) => {
+            eprintln!("tacit drop receive: {why}");
+            None
         }
         None => None,
     };
@@ -658,7 +677,32 @@ async fn send<G: PrimeGroup>(
             "tacit drop send: looking for receivers over mDNS for {:.1} s…",
             target.wait.as_secs_f64()
         );
-        let found = tacit_net::mdns::browse(tacit_net::mdns::DROP_SERVICE, scope, target.wait)?;
+        let instances = tacit_net::mdns::browse_txt(tacit_net::mdns::DROP_SERVICE, scope, target.wait)?;
+        // The TXT record's `v` is the PrivateDrop protocol version the receiver
+        // speaks (issue 28: it was ignored); a receiver of another version is left
+        // out with a line, not tried.
+        let (ours, other): (Vec<_>, Vec<_>) = instances.into_iter().partition(|f| {
+            f.txt
+                .iter()
+                .find(|(k, _)| k == "v")
+                .is_some_and(|(_, v)| v.as_slice() == DROP_TXT_VERSION.as_bytes())
+        });
+        if !other.is_empty() {
+            let versions: std::collections::BTreeSet<String> = other
+                .iter()
+                .map(|f| match f.txt.iter().find(|(k, _)| k == "v") {
+                    Some((_, v)) => format!("v={}", String::from_utf8_lossy(&v[..v.len().min(16)])),
+                    None => "no version".to_string(),
+                })
+                .collect();
+            eprintln!(
+                "tacit drop send: left out {} receiver(s) advertising another protocol version ({}; we speak v={DROP_TXT_VERSION})",
+                other.len(),
+                versions.into_iter().collect::<Vec<_>>().join(", ")
+            );
+        }
+        let found: std::collections::BTreeSet<std::net::SocketAddr> =
+            ours.iter().flat_map(tacit_net::mdns::Found::socket_addrs).collect();
         if found.is_empty() {
             bail!("no receiver found over mDNS (is one running `tacit drop receive`? or give --peer)");
         }
