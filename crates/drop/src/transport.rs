@@ -346,12 +346,21 @@ pub async fn serve<G: PrimeGroup>(
 }
 
 async fn connection<G: PrimeGroup>(
-    tcp: TcpStream,
+    mut tcp: TcpStream,
     acceptor: TlsAcceptor,
     cfg: Arc<ReceiverConfig<G>>,
     rate: Arc<StartRate>,
 ) -> Result<()> {
     tcp.set_nodelay(true).map_err(|e| io_err("socket", e))?;
+    // A plain tacit client (`discover connect`, `psi query` without TLS, …) opens with
+    // the tacit greeting instead of a ClientHello: it is answered with ours, flagged
+    // "TLS required", so that it names what it reached (`docs/wire.md`, "The
+    // greeting"); anything else goes on to the TLS handshake.
+    if let Some(why) =
+        tacit_net::refuse_plain_tacit(&mut tcp, tacit_net::Protocol::Drop, cfg.limits.handshake_timeout).await
+    {
+        return Err(Error::Transport(why));
+    }
     let tls = tokio::time::timeout(cfg.limits.handshake_timeout, acceptor.accept(tcp))
         .await
         .map_err(|_| Error::Transport("TLS handshake timed out".into()))?

@@ -240,8 +240,10 @@ async fn drive<G: PrimeGroup>(
     clients: usize,
     queries: usize,
 ) -> Result<(Vec<f64>, Duration)> {
+    // Queries open as `psi query` does: greeting and request in one flight.
+    let net = net.speaking(tacit_net::Protocol::Psi);
     // First, one full, verified query: the server answers correctly.
-    let mut conn = FramedConn::connect(addr, &net).await?;
+    let mut conn = FramedConn::connect_early(addr, &net).await?;
     let (waiting, req) = Receiver::start(&pre);
     conn.send(&req).await?;
     waiting
@@ -256,7 +258,7 @@ async fn drive<G: PrimeGroup>(
             let mut lat = Vec::with_capacity(per);
             for _ in 0..per {
                 let t = Instant::now();
-                let mut c = FramedConn::connect(addr.as_str(), &net).await?;
+                let mut c = FramedConn::connect_early(addr.as_str(), &net).await?;
                 c.send(&request).await?;
                 let resp = c.recv().await?;
                 anyhow::ensure!(resp.len() > 64, "the server refused a query");
@@ -327,7 +329,8 @@ pub fn run<G: PrimeGroup>(
             let (l, w) = rt.block_on(async {
                 let _staller = if stalled {
                     let mut s = tokio::net::TcpStream::connect(server.addr.as_str()).await?;
-                    tokio::io::AsyncWriteExt::write_all(&mut s, &[0]).await?;
+                    // The first byte of a greeting, then nothing.
+                    tokio::io::AsyncWriteExt::write_all(&mut s, &tacit_net::greeting::MAGIC[..1]).await?;
                     Some(s)
                 } else {
                     None
