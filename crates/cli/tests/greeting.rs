@@ -95,6 +95,19 @@ fn pros_psi_query_against_a_discovery_root() {
     let d = dir.to_str().unwrap();
     let o = tacit().args(["discover", "root", "init", "--dir", d]).output().unwrap();
     assert!(o.status.success(), "{}", err(&o));
+    let home = tmp("home.sqlite3");
+    let h = home.to_str().unwrap();
+    let o = tacit()
+        .args(["discover", "id", "new", "--store", h, "--root", "Home"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let shown = out(&tacit()
+        .args(["discover", "id", "show", "--store", h, "--json"])
+        .output()
+        .unwrap());
+    let v: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    let trust = format!("Home={}", v["public_key"].as_str().unwrap());
     let (mut root, addr) = spawn_listening(&[
         "discover",
         "root",
@@ -103,6 +116,8 @@ fn pros_psi_query_against_a_discovery_root() {
         d,
         "--listen",
         "127.0.0.1:0",
+        "--trust",
+        &trust,
         "--sessions",
         "1",
     ]);
@@ -212,7 +227,9 @@ fn discover_connect_against_drop_receive() {
     let p = phone.to_str().unwrap();
     ok(tacit().args(["discover", "id", "new", "--store", p, "--root", "Home"]));
     let o = tacit()
-        .args(["discover", "connect", &addr, "--store", p, "--sigma"])
+        .args([
+            "discover", "connect", &addr, "--store", p, "--sigma", "--policy", "Home/*",
+        ])
         .output()
         .unwrap();
     assert_eq!(

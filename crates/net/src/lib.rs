@@ -425,11 +425,10 @@ impl FramedConn {
 
     /// Reads and checks the peer's greeting (ours is sent).
     async fn check_greeting(&mut self, ours: &Greeting) -> Result<u16, Error> {
-        let t = self
-            .cfg
-            .connect_timeout
-            .min(self.cfg.read_timeout)
-            .min(self.remaining()?);
+        let bound = self.cfg.connect_timeout.min(self.cfg.read_timeout);
+        let left = self.remaining()?;
+        let t = bound.min(left);
+        let deadline = self.cfg.deadline.filter(|_| left < bound);
         let tls = self.binding.is_some();
         let stream = self.stream.stream()?;
         let exchange = async {
@@ -454,6 +453,10 @@ impl FramedConn {
             Ok::<_, std::io::Error>((got, n))
         };
         let (got, n) = match tokio::time::timeout(t, exchange).await {
+            // The connection's deadline came first: it says so, as every read does.
+            Err(_) if deadline.is_some() => {
+                return Err(Error::Deadline(deadline.unwrap_or_default().as_secs_f64()));
+            }
             Err(_) => {
                 return Err(Error::Greeting(if self.acceptor {
                     format!(
