@@ -242,4 +242,33 @@ fn discover_connect_against_drop_receive() {
         log.contains("speaks plain TCP and this PrivateDrop receiver requires TLS"),
         "{log}"
     );
+
+    // The reverse: `drop send` (TLS) to a plain tacit server reads its greeting where
+    // a ServerHello belongs and names it.
+    let book = write("book.txt", "alice@example.com\n");
+    let (mut psi, addr) = spawn_listening(&[
+        "psi",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--sessions",
+        "1",
+        "--set",
+        book.to_str().unwrap(),
+    ]);
+    let file = write("note.txt", "hello");
+    let o = tacit()
+        .args(["--store", b, "drop", "send", file.to_str().unwrap(), "--peer", &addr])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = err(&o);
+    assert!(
+        e.contains(&format!(
+            "{addr} is a tacit PSI server (on plain TCP), not a PrivateDrop receiver"
+        )),
+        "{e}"
+    );
+    let _ = psi.kill();
+    let _ = psi.wait();
 }

@@ -1017,10 +1017,21 @@ async fn connect<G: PrimeGroup>(
             .await
             .map_err(|e| io_err(&format!("connecting to {addr}"), e))?;
         tcp.set_nodelay(true).map_err(|e| io_err("socket", e))?;
-        connector
-            .connect(name, tcp)
+        // A plain tacit server answers our ClientHello with its greeting: its first
+        // bytes name it (`docs/wire.md`, "The greeting").
+        match connector
+            .connect(name, tacit_net::FirstBytes::new(tcp))
+            .into_fallible()
             .await
-            .map_err(|e| io_err("TLS handshake", e))
+        {
+            Ok(s) => Ok(s),
+            Err((e, io)) => Err(
+                match tacit_net::name_plain_answer(addr, tacit_net::Protocol::Drop, io.seen()) {
+                    Some(line) => Error::Transport(line),
+                    None => io_err("TLS handshake", e),
+                },
+            ),
+        }
     })
     .await
     .map_err(|_| Error::Transport(format!("connecting to {addr} timed out")))??;

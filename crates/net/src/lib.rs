@@ -149,36 +149,70 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> Stream for T {}
 /// four system calls; with it, one read takes whatever the socket holds (a GMW layer
 /// message of any size is one system call, as on plain TCP) and rustls's reads copy
 /// from memory. Writes go straight to the socket.
-type TlsIo = tokio::io::BufReader<Sniff<TcpStream>>;
+type TlsIo = tokio::io::BufReader<FirstBytes<TcpStream>>;
 
 /// The TLS connection's socket, buffered for reading ([`TlsIo`]).
 fn tls_io(tcp: TcpStream) -> TlsIo {
-    tokio::io::BufReader::with_capacity(
-        64 * 1024,
-        Sniff {
-            inner: tcp,
-            seen: [0; greeting::LEN],
-            n: 0,
-        },
-    )
+    tokio::io::BufReader::with_capacity(64 * 1024, FirstBytes::new(tcp))
 }
 
 /// A socket that keeps a copy of the first [`greeting::LEN`] bytes read from it: when
 /// a TLS handshake fails, they tell whether the peer answered with a plain tacit
-/// greeting (a plain server) or something else. One comparison per read afterwards.
-struct Sniff<S> {
+/// greeting (a plain server) or something else ([`name_plain_answer`]). One
+/// comparison per read afterwards.
+#[derive(Debug)]
+pub struct FirstBytes<S> {
     inner: S,
     seen: [u8; greeting::LEN],
     n: usize,
 }
 
-impl<S> Sniff<S> {
-    fn seen(&self) -> &[u8] {
+impl<S> FirstBytes<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        FirstBytes {
+            inner,
+            seen: [0; greeting::LEN],
+            n: 0,
+        }
+    }
+
+    /// The first bytes read so far (at most [`greeting::LEN`]).
+    pub fn seen(&self) -> &[u8] {
         &self.seen[..self.n]
+    }
+
+    /// The stream underneath.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for Sniff<S> {
+/// The one line for a TLS client (speaking `ours`) whose handshake with `peer` failed
+/// on the first bytes `seen`: a plain tacit server's greeting names it; bytes that are
+/// neither TLS nor tacit say so. `None` when the bytes explain nothing (a TLS failure
+/// proper).
+pub fn name_plain_answer(peer: &str, ours: Protocol, seen: &[u8]) -> Option<String> {
+    use greeting::Seen;
+    match greeting::classify(seen) {
+        Seen::Greeting(r) if r.protocol == ours.id() => Some(format!(
+            "{peer} is a tacit {} on plain TCP and this connection is TLS; connect with --plain-tcp (or without --pin/--tofu), or serve with TLS",
+            r.kind()
+        )),
+        Seen::Greeting(r) => Some(format!("{peer} is a tacit {} (on plain TCP), not a {ours}", r.kind())),
+        Seen::Format(f) => Some(format!(
+            "{peer} speaks tacit greeting format {f} on plain TCP and this tacit reads format {} over TLS; update the older one",
+            greeting::FORMAT
+        )),
+        Seen::Other if !seen.is_empty() => Some(format!(
+            "{peer} does not speak TLS and is not a tacit server (it sent {})",
+            greeting::show(seen)
+        )),
+        _ => None,
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for FirstBytes<S> {
     fn poll_read(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
@@ -197,7 +231,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Sniff<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Sniff<S> {
+impl<S: AsyncWrite + Unpin> AsyncWrite for FirstBytes<S> {
     fn poll_write(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
@@ -582,30 +616,13 @@ impl FramedConn {
     /// The error of a failed client handshake: named from the server's first bytes
     /// when they were a plain tacit greeting (a plain server) or not TLS at all.
     fn failed_handshake(&self, e: std::io::Error, seen: &[u8]) -> Error {
-        use greeting::Seen;
-        let peer = &self.label;
-        let Some(ours) = self.cfg.greeting else {
-            return Error::Tls(e.to_string());
-        };
-        match greeting::classify(seen) {
-            Seen::Greeting(r) if r.protocol == ours.protocol.id() => Error::Greeting(format!(
-                "{peer} is a tacit {} on plain TCP and this connection is TLS; connect with --plain-tcp (or without --pin/--tofu), or serve with TLS",
-                r.kind()
-            )),
-            Seen::Greeting(r) => Error::Greeting(format!(
-                "{peer} is a tacit {} (on plain TCP), not a {}",
-                r.kind(),
-                ours.protocol
-            )),
-            Seen::Format(f) => Error::Greeting(format!(
-                "{peer} speaks tacit greeting format {f} on plain TCP and this tacit reads format {} over TLS; update the older one",
-                greeting::FORMAT
-            )),
-            Seen::Other if !seen.is_empty() => Error::Greeting(format!(
-                "{peer} does not speak TLS and is not a tacit server (it sent {})",
-                greeting::show(seen)
-            )),
-            _ => Error::Tls(e.to_string()),
+        match self
+            .cfg
+            .greeting
+            .and_then(|ours| name_plain_answer(&self.label, ours.protocol, seen))
+        {
+            Some(line) => Error::Greeting(line),
+            None => Error::Tls(e.to_string()),
         }
     }
 

@@ -6,8 +6,8 @@
 //! unblinding, matching) and then only reads, so that on this 2-core machine the
 //! load generator does not compete with the server for the cores it measures. The
 //! configurations alternate round-robin, and a run with one client stalled (connected,
-//! one byte sent, then silent) measures what a staller costs the others. The server's
-//! peak memory is its `VmHWM` from `/proc`.
+//! the first byte of a greeting sent, then silent) measures what a staller costs the
+//! others. The server's peak memory is its `VmHWM` from `/proc`.
 //!
 //! The CPU time of both processes is read from `/proc/PID/stat` around every run, so
 //! the report says what each query costs the server and what it costs the load
