@@ -200,13 +200,16 @@ def test_query_against_tacit_psi_serve(tacit_bin):
             proc.kill()
             proc.wait()
 
-        proc, addr, pin = _serve(tacit_bin, set_file, store, ["--tls", "--sessions", "2"])
+        proc, addr, pin = _serve(tacit_bin, set_file, store, ["--tls", "--sessions", "3"])
         try:
             assert pin, "no fingerprint printed"
             assert psi.query(addr, recv, pin=pin, max_sender=200) == want
             wrong = ("0" if pin[0] != "0" else "1") + pin[1:]
             with pytest.raises(TacitError, match="query to"):
                 psi.query(addr, recv, pin=wrong, max_sender=200)
+            # The greeting names a TLS server reached without TLS (issue 28, item 7).
+            with pytest.raises(TacitError, match="is a tacit PSI server that requires TLS"):
+                psi.query(addr, recv, plain_tcp=True, max_sender=200)
         finally:
             proc.kill()
             proc.wait()

@@ -106,7 +106,9 @@ fn psi_serve_threads_bounds_the_answering_threads() {
     )
     .unwrap();
     let request = Receiver::start(&pre).1;
-    let mut frame = (request.len() as u32).to_be_bytes().to_vec();
+    // The greeting (docs/wire.md), then the request's frame, in one write.
+    let mut frame = tacit_net::Greeting::v1(tacit_net::Protocol::Psi).encode(0).to_vec();
+    frame.extend_from_slice(&(request.len() as u32).to_be_bytes());
     frame.extend_from_slice(&request);
     let clients: Vec<_> = (0..12)
         .map(|_| {
@@ -114,6 +116,8 @@ fn psi_serve_threads_bounds_the_answering_threads() {
             std::thread::spawn(move || {
                 let mut s = std::net::TcpStream::connect(&addr).unwrap();
                 s.write_all(&frame).unwrap();
+                let mut greeting = [0u8; 12];
+                s.read_exact(&mut greeting).unwrap();
                 let mut len = [0u8; 4];
                 s.read_exact(&mut len).unwrap();
                 let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
@@ -1805,7 +1809,7 @@ fn an_attacker_cannot_enrol_under_a_victims_account() {
         .unwrap();
     let answer = rt.block_on(async {
         let tls = tacit_drop::enrolment::client_config(ca_key).unwrap();
-        let net = tacit_net::NetConfig::default();
+        let net = tacit_net::NetConfig::default().speaking(tacit_net::Protocol::CaEnrolment);
         let mut c = tacit_net::FramedConn::connect_tls(addr.as_str(), &net, tls, tacit_drop::enrolment::SERVER_NAME)
             .await
             .unwrap();

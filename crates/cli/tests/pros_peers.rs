@@ -35,7 +35,7 @@ type Received = tokio::task::JoinHandle<Result<Vec<Vec<u8>>, tacit_pros::Error>>
 /// from the round where all of A's positions occur; returns the bound address and
 /// what B received (A's outcome last).
 fn inverting_server(rt: &tokio::runtime::Runtime, n: u32, b_set: Vec<String>) -> (String, Received) {
-    let cfg = NetConfig::default();
+    let cfg = NetConfig::default().speaking(tacit_net::Protocol::ProsReconcile);
     let l = rt.block_on(FramedListener::bind("127.0.0.1:0", &cfg)).unwrap();
     let addr = l.local_addr().unwrap().to_string();
     let h = rt.spawn(async move {
@@ -92,7 +92,7 @@ fn a_hostile_reconcile_server_learns_nothing() {
 #[test]
 fn a_hostile_schedule_server_learns_no_slot_and_fixes_none() {
     let rt = rt();
-    let cfg = NetConfig::default();
+    let cfg = NetConfig::default().speaking(tacit_net::Protocol::ProsSchedule);
     let l = rt.block_on(FramedListener::bind("127.0.0.1:0", &cfg)).unwrap();
     let addr = l.local_addr().unwrap().to_string();
     let server = rt.spawn(async move {

@@ -263,7 +263,7 @@ fn an_enrol_request_without_a_point_or_possession_is_refused_and_stores_nothing(
     ] {
         std::thread::sleep(Duration::from_millis(1100));
         let reply = rt.block_on(async {
-            let net = tacit_net::NetConfig::default();
+            let net = tacit_net::NetConfig::default().speaking(tacit_net::Protocol::TracEdge);
             let tls = tacit_net::tls::checked_server_client(tacit_net::tls::pinned(pin)).unwrap();
             let mut conn = tacit_net::FramedConn::connect_tls(&addr, &net, tls, "tracedge.tacit.invalid")
                 .await

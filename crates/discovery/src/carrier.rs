@@ -91,7 +91,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tacit_net::mdns::{self, Advertisement, Found, MdnsError, Scope};
-use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_net::{FramedConn, FramedListener, NetConfig, Protocol};
 use tacit_wire::{Decode, Encode, Envelope, ErrorMessage, Reader, Writer};
 
 /// The longest `key=value` string of a TXT record (one length byte, RFC 6763 §6.1).
@@ -707,6 +707,7 @@ pub async fn serve_aux(listener: FramedListener, store: AuxStore) {
         .with_per_address(MAX_AUX_PER_ADDRESS);
     let guard = tacit_net::guard::Guard::new(limits);
     listener
+        .speaking(Protocol::DiscoveryAdverts)
         .serve(&guard, None, |mut conn| {
             let store = store.clone();
             async move {
@@ -721,9 +722,9 @@ pub async fn serve_aux(listener: FramedListener, store: AuxStore) {
 pub async fn fetch_aux(addr: SocketAddr, id: &[u8; POINTER_ID_LEN], cfg: &NetConfig) -> Result<Vec<u8>> {
     let cfg = NetConfig {
         max_frame: cfg.max_frame.min(AUX_MAX_FRAME),
-        ..*cfg
+        ..cfg.speaking(Protocol::DiscoveryAdverts)
     };
-    let mut conn = FramedConn::connect(addr, &cfg).await?;
+    let mut conn = FramedConn::connect_early(addr, &cfg).await?;
     conn.send(&FetchAdvert { id: *id }.to_wire()).await?;
     let reply = conn.recv().await?;
     if Envelope::peek(&reply)?.tag == tacit_wire::tags::ERROR {

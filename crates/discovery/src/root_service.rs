@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
 use tacit_net::guard::{Guard, ServeEvent, ServeLimits};
-use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_net::{FramedConn, FramedListener, NetConfig, Protocol};
 use tacit_wire::{Encode, Envelope, ErrorMessage, Reader, Writer};
 
 /// Message-type tags of the revocation-list exchange (registered in `docs/wire.md`).
@@ -171,6 +171,7 @@ pub async fn serve_with(
         ServeEvent::DeadlinePassed { .. } => events(RootEvent::Refused(e.to_string())),
     }));
     listener
+        .speaking(Protocol::DiscoveryRoot)
         .serve(&guard, connections, |conn| {
             let state = state.clone();
             async move {
@@ -236,7 +237,7 @@ pub async fn fetch_prefix_key(
     net: &NetConfig,
 ) -> Result<PrefixKey, Error> {
     let mut rng = SecureRng::from_os();
-    let mut conn = FramedConn::connect(addr, net).await?;
+    let mut conn = FramedConn::connect(addr, &net.speaking(Protocol::DiscoveryRoot)).await?;
     let (req, hello) = Requester::start(principal, blessing, mpk)?;
     conn.send(&hello).await?;
     let challenge = conn.recv().await?;
@@ -249,7 +250,7 @@ pub async fn fetch_prefix_key(
 /// Fetches the revocation lists the root service at `addr` holds (unverified: apply
 /// them with `TrustedRoots::apply_revocations`).
 pub async fn fetch_revocations(addr: &str, net: &NetConfig) -> Result<Vec<SignedRevocationList>, Error> {
-    let mut conn = FramedConn::connect(addr, net).await?;
+    let mut conn = FramedConn::connect(addr, &net.speaking(Protocol::DiscoveryRoot)).await?;
     conn.send(&query()).await?;
     decode_lists(&conn.recv().await?)
 }

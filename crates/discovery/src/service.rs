@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tacit_crypto::rng::SecureRng;
 use tacit_net::guard::{Guard, ServeLimits};
-use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_net::{FramedConn, FramedListener, NetConfig, Protocol};
 use tacit_wire::Envelope;
 
 /// Errors of a networked handshake.
@@ -134,6 +134,7 @@ pub async fn serve_with(listener: FramedListener, state: Arc<ServerState>, limit
     let guard = Guard::new(limits).on_event(Arc::new(move |e| events(ServerEvent::Admission(e))));
     let deadline = guard.limits().deadline;
     listener
+        .speaking(Protocol::DiscoveryService)
         .serve(&guard, None, |conn| {
             let state = state.clone();
             async move {
@@ -216,7 +217,9 @@ pub async fn connect(
 ) -> Result<ClientOutcome, Error> {
     let mut rng = SecureRng::from_os();
     let t0 = Instant::now();
-    let mut conn = FramedConn::connect(addr, net).await?;
+    // The hello leaves with the greeting (no round trip of its own: the handshake's
+    // timings stay those of the paper); a wrong server is named by the first receive.
+    let mut conn = FramedConn::connect_early(addr, &net.speaking(Protocol::DiscoveryService)).await?;
     let connect = t0.elapsed();
     let t1 = Instant::now();
     let (c, hello) = Client::start(mode, creds.clone(), prefix.cloned(), cache, &mut rng)?;
@@ -255,7 +258,9 @@ pub async fn connect_zero_rtt(
 ) -> Result<ClientOutcome, Error> {
     let mut rng = SecureRng::from_os();
     let t0 = Instant::now();
-    let mut conn = FramedConn::connect(addr, net).await?;
+    // The hello leaves with the greeting (no round trip of its own: the handshake's
+    // timings stay those of the paper); a wrong server is named by the first receive.
+    let mut conn = FramedConn::connect_early(addr, &net.speaking(Protocol::DiscoveryService)).await?;
     let connect = t0.elapsed();
     let t1 = Instant::now();
     let (waiting, hello) = zero_rtt_connect(service, creds, early, &mut rng)?;

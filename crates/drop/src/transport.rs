@@ -346,12 +346,21 @@ pub async fn serve<G: PrimeGroup>(
 }
 
 async fn connection<G: PrimeGroup>(
-    tcp: TcpStream,
+    mut tcp: TcpStream,
     acceptor: TlsAcceptor,
     cfg: Arc<ReceiverConfig<G>>,
     rate: Arc<StartRate>,
 ) -> Result<()> {
     tcp.set_nodelay(true).map_err(|e| io_err("socket", e))?;
+    // A plain tacit client (`discover connect`, `psi query` without TLS, …) opens with
+    // the tacit greeting instead of a ClientHello: it is answered with ours, flagged
+    // "TLS required", so that it names what it reached (`docs/wire.md`, "The
+    // greeting"); anything else goes on to the TLS handshake.
+    if let Some(why) =
+        tacit_net::refuse_plain_tacit(&mut tcp, tacit_net::Protocol::Drop, cfg.limits.handshake_timeout).await
+    {
+        return Err(Error::Transport(why));
+    }
     let tls = tokio::time::timeout(cfg.limits.handshake_timeout, acceptor.accept(tcp))
         .await
         .map_err(|_| Error::Transport("TLS handshake timed out".into()))?
@@ -1008,10 +1017,21 @@ async fn connect<G: PrimeGroup>(
             .await
             .map_err(|e| io_err(&format!("connecting to {addr}"), e))?;
         tcp.set_nodelay(true).map_err(|e| io_err("socket", e))?;
-        connector
-            .connect(name, tcp)
+        // A plain tacit server answers our ClientHello with its greeting: its first
+        // bytes name it (`docs/wire.md`, "The greeting").
+        match connector
+            .connect(name, tacit_net::FirstBytes::new(tcp))
+            .into_fallible()
             .await
-            .map_err(|e| io_err("TLS handshake", e))
+        {
+            Ok(s) => Ok(s),
+            Err((e, io)) => Err(
+                match tacit_net::name_plain_answer(addr, tacit_net::Protocol::Drop, io.seen()) {
+                    Some(line) => Error::Transport(line),
+                    None => io_err("TLS handshake", e),
+                },
+            ),
+        }
     })
     .await
     .map_err(|_| Error::Transport(format!("connecting to {addr} timed out")))??;

@@ -139,7 +139,13 @@ async fn connect_as(t: &TokenProcess, key: &SelfSigned) -> Result<FramedConn, ta
     let client = key
         .client_config_checking_server(tacit_net::tls::pinned(t.link))
         .unwrap();
-    FramedConn::connect_tls(t.addr, &NetConfig::default(), client, "tacit-token.invalid").await
+    FramedConn::connect_tls(
+        t.addr,
+        &NetConfig::default().speaking(tacit_net::Protocol::MpcToken),
+        client,
+        "tacit-token.invalid",
+    )
+    .await
 }
 
 async fn host_link(t: &TokenProcess) -> TcpTokenLink {

@@ -18,10 +18,13 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod greeting;
 pub mod guard;
 pub mod mdns;
 pub mod records;
 pub mod tls;
+
+pub use greeting::{Greeting, Protocol};
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -71,6 +74,11 @@ pub enum Error {
     /// The TLS handshake failed (wrong key, not TLS, …).
     #[error("TLS handshake: {0}")]
     Tls(String),
+    /// The peer's greeting ([`greeting`]) shows it is not what this connection
+    /// expects: another tacit protocol or version, TLS against plain TCP or the
+    /// reverse, or not tacit at all. The message names both sides in one line.
+    #[error("{0}")]
+    Greeting(String),
     /// Any other socket error.
     #[error("network error: {0}")]
     Io(#[from] std::io::Error),
@@ -89,6 +97,10 @@ pub struct NetConfig {
     /// that trickles one byte per read timeout is still cut off here. `None`: no
     /// overall deadline.
     pub deadline: Option<Duration>,
+    /// The greeting ([`greeting`]) connections open with: sent and checked before
+    /// anything else. `None`: no greeting (raw frames, for tests of the framing
+    /// itself); every tacit protocol sets one.
+    pub greeting: Option<Greeting>,
 }
 
 impl Default for NetConfig {
@@ -98,6 +110,7 @@ impl Default for NetConfig {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
             deadline: None,
+            greeting: None,
         }
     }
 }
@@ -120,6 +133,12 @@ impl NetConfig {
         self.read_timeout = d;
         self
     }
+
+    /// The same, opening connections with the greeting of version 1 of `protocol`.
+    pub fn speaking(mut self, protocol: Protocol) -> Self {
+        self.greeting = Some(Greeting::v1(protocol));
+        self
+    }
 }
 
 /// A byte stream a [`FramedConn`] can run over: plain TCP or TLS.
@@ -131,11 +150,139 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> Stream for T {}
 /// four system calls; with it, one read takes whatever the socket holds (a GMW layer
 /// message of any size is one system call, as on plain TCP) and rustls's reads copy
 /// from memory. Writes go straight to the socket.
-type TlsIo = tokio::io::BufReader<TcpStream>;
+type TlsIo = tokio::io::BufReader<FirstBytes<TcpStream>>;
 
 /// The TLS connection's socket, buffered for reading ([`TlsIo`]).
 fn tls_io(tcp: TcpStream) -> TlsIo {
-    tokio::io::BufReader::with_capacity(64 * 1024, tcp)
+    tokio::io::BufReader::with_capacity(64 * 1024, FirstBytes::new(tcp))
+}
+
+/// A socket that keeps a copy of the first [`greeting::LEN`] bytes read from it: when
+/// a TLS handshake fails, they tell whether the peer answered with a plain tacit
+/// greeting (a plain server) or something else ([`name_plain_answer`]). One
+/// comparison per read afterwards.
+#[derive(Debug)]
+pub struct FirstBytes<S> {
+    inner: S,
+    seen: [u8; greeting::LEN],
+    n: usize,
+}
+
+impl<S> FirstBytes<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        FirstBytes {
+            inner,
+            seen: [0; greeting::LEN],
+            n: 0,
+        }
+    }
+
+    /// The first bytes read so far (at most [`greeting::LEN`]).
+    pub fn seen(&self) -> &[u8] {
+        &self.seen[..self.n]
+    }
+
+    /// The stream underneath.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The stream underneath, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// The one line for a TLS client (speaking `ours`) whose handshake with `peer` failed
+/// on the first bytes `seen`: a plain tacit server's greeting names it; bytes that are
+/// neither TLS nor tacit say so. `None` when the bytes explain nothing (a TLS failure
+/// proper).
+pub fn name_plain_answer(peer: &str, ours: Protocol, seen: &[u8]) -> Option<String> {
+    use greeting::Seen;
+    match greeting::classify(seen) {
+        Seen::Greeting(r) if r.protocol == ours.id() => Some(format!(
+            "{peer} is a tacit {} on plain TCP and this connection is TLS; connect with --plain-tcp (or without --pin/--tofu), or serve with TLS",
+            r.kind()
+        )),
+        Seen::Greeting(r) => Some(format!("{peer} is a tacit {} (on plain TCP), not a {ours}", r.kind())),
+        Seen::Format(f) => Some(format!(
+            "{peer} speaks tacit greeting format {f} on plain TCP and this tacit reads format {} over TLS; update the older one",
+            greeting::FORMAT
+        )),
+        Seen::Other if !seen.is_empty() => Some(format!(
+            "{peer} does not speak TLS and is not a tacit server (it sent {})",
+            greeting::show(seen)
+        )),
+        _ => None,
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for FirstBytes<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if self.n < greeting::LEN && matches!(r, std::task::Poll::Ready(Ok(()))) {
+            let got = &buf.filled()[before..];
+            let k = got.len().min(greeting::LEN - self.n);
+            let n = self.n;
+            self.seen[n..n + k].copy_from_slice(&got[..k]);
+            self.n += k;
+        }
+        r
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for FirstBytes<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Where a connection stands with its greeting.
+#[derive(Debug, Clone)]
+enum Greet {
+    /// No greeting on this connection.
+    Off,
+    /// Ours is still to be sent and theirs checked (before the first frame).
+    Pending(Greeting),
+    /// Ours is sent; theirs is checked before the first frame is received
+    /// ([`FramedConn::connect_early`]).
+    Sent(Greeting),
+    /// Checked: the protocol version both run.
+    Done(u16),
+    /// The peer's greeting was refused, for this reason.
+    Failed(String),
 }
 
 /// The byte stream under a [`FramedConn`].
@@ -177,6 +324,12 @@ pub struct FramedConn {
     keepalives: bool,
     /// Keep-alives skipped so far.
     keepalives_seen: u64,
+    greet: Greet,
+    /// Whether this side accepted the connection (it words the greeting's errors).
+    acceptor: bool,
+    /// The peer as errors name it: the address connected to, as given, or the
+    /// accepted peer's address.
+    label: String,
 }
 
 /// The keep-alive frame's payload (`01 0003`, tag [`tacit_wire::tags::KEEPALIVE`]): a
@@ -205,19 +358,43 @@ impl core::fmt::Debug for FramedConn {
 }
 
 impl FramedConn {
-    /// Connects with the configured timeout.
+    /// Connects with the configured timeout, then sends our greeting and checks the
+    /// peer's ([`greeting`]; when `cfg.greeting` is set).
     pub async fn connect(addr: impl ToSocketAddrs + std::fmt::Display, cfg: &NetConfig) -> Result<Self, Error> {
+        let mut conn = Self::connect_tcp(addr, cfg).await?;
+        conn.greet().await?;
+        Ok(conn)
+    }
+
+    /// [`Self::connect`] for a client whose first message is ready at once and whose
+    /// latency counts (a 0-RTT handshake, a PSI query): sends our greeting and returns
+    /// without waiting for the server's, which is checked before the first frame is
+    /// received. The first message thus leaves in the same flight as the greeting; a
+    /// wrong server is still named one round trip later, by the first receive.
+    pub async fn connect_early(addr: impl ToSocketAddrs + std::fmt::Display, cfg: &NetConfig) -> Result<Self, Error> {
+        let mut conn = Self::connect_tcp(addr, cfg).await?;
+        conn.send_greeting().await?;
+        Ok(conn)
+    }
+
+    /// The TCP connection alone (no greeting yet).
+    async fn connect_tcp(addr: impl ToSocketAddrs + std::fmt::Display, cfg: &NetConfig) -> Result<Self, Error> {
         let name = addr.to_string();
         let stream = tokio::time::timeout(cfg.connect_timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| Error::ConnectTimeout {
-                addr: name,
+                addr: name.clone(),
                 secs: cfg.connect_timeout.as_secs_f64(),
             })??;
-        Self::from_stream(stream, cfg)
+        let mut conn = Self::from_stream(stream, cfg)?;
+        conn.acceptor = false;
+        conn.label = name;
+        Ok(conn)
     }
 
-    /// Wraps an accepted stream.
+    /// Wraps an accepted stream. Its greeting (when `cfg.greeting` is set) is
+    /// exchanged inside TLS by [`Self::accept_tls`], else before the first frame sent
+    /// or received, or by [`Self::greet`].
     pub fn from_stream(stream: TcpStream, cfg: &NetConfig) -> Result<Self, Error> {
         stream.set_nodelay(true)?;
         let peer = stream.peer_addr().ok();
@@ -232,7 +409,212 @@ impl FramedConn {
             peer_certificate: None,
             keepalives: false,
             keepalives_seen: 0,
+            greet: match cfg.greeting {
+                Some(g) => Greet::Pending(g),
+                None => Greet::Off,
+            },
+            acceptor: true,
+            label: peer.map_or_else(|| "the peer".into(), |p| format!("the peer {p}")),
         })
+    }
+
+    /// The same connection opening with `greeting` instead of its configuration's
+    /// (before its first frame; a server whose listener another layer bound sets its
+    /// protocol here).
+    pub fn speaking(mut self, protocol: Protocol) -> Self {
+        if matches!(self.greet, Greet::Off | Greet::Pending(_)) {
+            self.greet = Greet::Pending(Greeting::v1(protocol));
+            self.cfg.greeting = Some(Greeting::v1(protocol));
+        }
+        self
+    }
+
+    /// The version of the protocol both sides run, once the greetings were exchanged.
+    pub fn protocol_version(&self) -> Option<u16> {
+        match self.greet {
+            Greet::Done(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Sends our greeting and checks the peer's, if that is still to be done (every
+    /// send and receive does it first; a server that computes before its first frame
+    /// calls this at once so that the client is not kept waiting for it).
+    ///
+    /// Bounded: exactly [`greeting::LEN`] bytes are read, never more, and the whole
+    /// greeting within the connect timeout (and the connection's deadline). The
+    /// peer's first bytes are judged as they come: one byte that cannot begin a
+    /// greeting is enough to name what the peer is.
+    pub async fn greet(&mut self) -> Result<(), Error> {
+        self.send_greeting().await?;
+        let ours = match &self.greet {
+            Greet::Off | Greet::Done(_) => return Ok(()),
+            Greet::Failed(why) => return Err(Error::Greeting(why.clone())),
+            Greet::Pending(g) | Greet::Sent(g) => *g,
+        };
+        match self.check_greeting(&ours).await {
+            Ok(v) => {
+                self.greet = Greet::Done(v);
+                Ok(())
+            }
+            Err(e) => {
+                self.greet = Greet::Failed(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// Sends our greeting if it is still to be sent.
+    async fn send_greeting(&mut self) -> Result<(), Error> {
+        let Greet::Pending(ours) = self.greet else {
+            return Ok(());
+        };
+        let flags = if self.acceptor { greeting::FLAG_ACCEPTOR } else { 0 };
+        let (t, on_timeout) = self.next_timeout(Error::WriteTimeout)?;
+        let stream = self.stream.stream()?;
+        let hello = ours.encode(flags);
+        let write = async {
+            stream.write_all(&hello).await?;
+            stream.flush().await
+        };
+        match tokio::time::timeout(t, write).await {
+            Err(_) => return Err(on_timeout),
+            // The peer may have closed already: what it sent says why.
+            Ok(Err(e)) if is_reset(&e) => {}
+            Ok(r) => r?,
+        }
+        self.greet = Greet::Sent(ours);
+        Ok(())
+    }
+
+    /// Reads and checks the peer's greeting (ours is sent).
+    async fn check_greeting(&mut self, ours: &Greeting) -> Result<u16, Error> {
+        let bound = self.cfg.connect_timeout.min(self.cfg.read_timeout);
+        let left = self.remaining()?;
+        let t = bound.min(left);
+        let deadline = self.cfg.deadline.filter(|_| left < bound);
+        let tls = self.binding.is_some();
+        let stream = self.stream.stream()?;
+        let exchange = async {
+            let mut got = [0u8; greeting::LEN];
+            let mut n = 0;
+            loop {
+                if n > 0 && !matches!(greeting::classify(&got[..n]), greeting::Seen::Partial) {
+                    break;
+                }
+                if n == greeting::LEN {
+                    break;
+                }
+                match stream.read(&mut got[n..]).await {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    // A reset after a few bytes: judge what came.
+                    Err(_) if n > 0 => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok::<_, std::io::Error>((got, n))
+        };
+        let (got, n) = match tokio::time::timeout(t, exchange).await {
+            // The connection's deadline came first: it says so, as every read does.
+            Err(_) if deadline.is_some() => {
+                return Err(Error::Deadline(deadline.unwrap_or_default().as_secs_f64()));
+            }
+            Err(_) => {
+                return Err(Error::Greeting(if self.acceptor {
+                    format!(
+                        "{} sent no tacit greeting within {:.1} s (is it a client of a tacit {}?)",
+                        self.label,
+                        t.as_secs_f64(),
+                        ours.protocol
+                    )
+                } else {
+                    format!(
+                        "{} sent no tacit greeting within {:.1} s (is it a tacit {}?)",
+                        self.label,
+                        t.as_secs_f64(),
+                        ours.protocol
+                    )
+                }));
+            }
+            Ok(Err(e)) if is_reset(&e) => ([0u8; greeting::LEN], 0),
+            Ok(r) => r?,
+        };
+        let got = &got[..n];
+        match greeting::classify(got) {
+            greeting::Seen::Greeting(theirs) => ours
+                .negotiate(&theirs)
+                .map_err(|m| Error::Greeting(self.mismatch(ours, m, tls))),
+            seen => Err(Error::Greeting(self.unreadable(ours, &seen, got, tls))),
+        }
+    }
+
+    /// The one line for two greetings that do not go together.
+    fn mismatch(&self, ours: &Greeting, m: greeting::Mismatch, tls: bool) -> String {
+        use greeting::Mismatch;
+        let peer = &self.label;
+        let range = |(a, b): (u16, u16)| if a == b { format!("{a}") } else { format!("{a}–{b}") };
+        match (m, self.acceptor) {
+            (Mismatch::Protocol { theirs, ours }, false) => format!("{peer} is a tacit {theirs}, not a {ours}"),
+            (Mismatch::Protocol { theirs, ours }, true) => {
+                format!("{peer} is a client of a tacit {theirs}, not of a {ours}")
+            }
+            (Mismatch::Version { protocol, theirs, ours }, false) => format!(
+                "{peer} is a tacit {protocol} that speaks version {} of its protocol and this tacit speaks {}; update the older one",
+                range(theirs),
+                range(ours)
+            ),
+            (Mismatch::Version { protocol, theirs, ours }, true) => format!(
+                "{peer} speaks version {} of the {protocol} protocol and this tacit speaks {}; update the older one",
+                range(theirs),
+                range(ours)
+            ),
+            (Mismatch::TlsRequired { theirs }, _) if !tls => format!(
+                "{peer} is a tacit {theirs} that requires TLS and this connection is plain TCP; connect with TLS (--pin or --tofu, without --plain-tcp)"
+            ),
+            (Mismatch::TlsRequired { theirs }, _) => {
+                format!(
+                    "{peer} is a tacit {theirs} that refused this connection ({})",
+                    ours.protocol
+                )
+            }
+        }
+    }
+
+    /// The one line for a peer whose first bytes are no (readable) greeting.
+    fn unreadable(&self, ours: &Greeting, seen: &greeting::Seen, got: &[u8], tls: bool) -> String {
+        use greeting::Seen;
+        let peer = &self.label;
+        let what = if self.acceptor { "client" } else { "server" };
+        match seen {
+            Seen::Tls if self.acceptor => format!(
+                "{peer} speaks TLS and this {} runs plain TCP (serve with TLS, or connect without it)",
+                ours.protocol
+            ),
+            Seen::Tls => format!(
+                "{peer} speaks TLS and this connection is plain TCP; connect with TLS (--pin or --tofu, without --plain-tcp)"
+            ),
+            Seen::Format(f) => format!(
+                "{peer} speaks tacit greeting format {f} and this tacit reads format {}; update the older one",
+                greeting::FORMAT
+            ),
+            Seen::Partial if got.is_empty() && self.acceptor => {
+                format!("{peer} closed the connection without a tacit greeting")
+            }
+            Seen::Partial if got.is_empty() => format!(
+                "{peer} closed the connection without a tacit greeting (a server that is busy, not a tacit {}, or a tacit older than the greeting)",
+                ours.protocol
+            ),
+            Seen::Partial => format!(
+                "{peer} closed the connection in the middle of its greeting (it sent {})",
+                greeting::show(got)
+            ),
+            Seen::Greeting(_) | Seen::Other => {
+                let over = if tls { " (inside TLS)" } else { "" };
+                format!("{peer} is not a tacit {what} (it sent {}{over})", greeting::show(got))
+            }
+        }
     }
 
     /// From now on [`Self::recv`] skips the peer's keep-alives ([`KEEPALIVE`]), each
@@ -283,20 +665,47 @@ impl FramedConn {
         client: std::sync::Arc<rustls::ClientConfig>,
         server_name: &str,
     ) -> Result<Self, Error> {
-        let mut conn = Self::connect(addr, cfg).await?;
+        let mut conn = Self::connect_tcp(addr, cfg).await?;
         let name = tls::server_name(server_name).map_err(|e| Error::Tls(e.to_string()))?;
         let tcp = tls_io(conn.take_tcp()?);
-        let handshake = tls::TlsConnector::from(client).connect(name, tcp);
-        let stream = conn.timed_handshake(handshake).await?;
+        let handshake = tls::TlsConnector::from(client).connect(name, tcp).into_fallible();
+        let t = conn.cfg.connect_timeout.min(conn.remaining()?);
+        let stream = match tokio::time::timeout(t, handshake).await {
+            Err(_) => return Err(Error::Tls(format!("no handshake within {:.1} s", t.as_secs_f64()))),
+            Ok(Err((e, io))) => return Err(conn.failed_handshake(e, io.get_ref().seen())),
+            Ok(Ok(s)) => s,
+        };
         let (_, session) = stream.get_ref();
         conn.binding = Some(tls::channel_binding(&**session).map_err(|e| Error::Tls(e.to_string()))?);
         conn.peer_certificate = session.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
         conn.stream = Io::Tls(Box::new(tokio_rustls::TlsStream::Client(stream)));
+        conn.greet().await?;
         Ok(conn)
     }
 
+    /// The error of a failed client handshake: named from the server's first bytes
+    /// when they were a plain tacit greeting (a plain server) or not TLS at all.
+    fn failed_handshake(&self, e: std::io::Error, seen: &[u8]) -> Error {
+        match self
+            .cfg
+            .greeting
+            .and_then(|ours| name_plain_answer(&self.label, ours.protocol, seen))
+        {
+            Some(line) => Error::Greeting(line),
+            None => Error::Tls(e.to_string()),
+        }
+    }
+
     /// Runs a TLS handshake as the server on an accepted plain connection.
+    ///
+    /// With a greeting configured, a plain tacit client (its first bytes are a
+    /// greeting) is answered in the clear with our greeting flagged "TLS required"
+    /// and refused, so that it can name what it reached; after the handshake the
+    /// greetings are exchanged inside TLS.
     pub async fn accept_tls(mut self, server: std::sync::Arc<rustls::ServerConfig>) -> Result<Self, Error> {
+        if let Some(ours) = self.cfg.greeting {
+            refuse_plain_client(&mut self, &ours).await?;
+        }
         let tcp = tls_io(self.take_tcp()?);
         let handshake = tls::TlsAcceptor::from(server).accept(tcp);
         let stream = self.timed_handshake(handshake).await?;
@@ -304,6 +713,7 @@ impl FramedConn {
         self.binding = Some(tls::channel_binding(&**session).map_err(|e| Error::Tls(e.to_string()))?);
         self.peer_certificate = session.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
         self.stream = Io::Tls(Box::new(tokio_rustls::TlsStream::Server(stream)));
+        self.greet().await?;
         Ok(self)
     }
 
@@ -368,7 +778,8 @@ impl FramedConn {
         };
         // Socket bytes read ahead of rustls are records of the new layer.
         let early = io.buffer().to_vec();
-        let own = records::OwnRecords::new(io.into_inner(), secrets, &early).map_err(|e| Error::Tls(e.to_string()))?;
+        let own = records::OwnRecords::new(io.into_inner().into_inner(), secrets, &early)
+            .map_err(|e| Error::Tls(e.to_string()))?;
         self.stream = Io::Own(Box::new(own));
         Ok(())
     }
@@ -437,6 +848,9 @@ impl FramedConn {
     /// Sends one frame (one write, so a frame is never split across two TLS records
     /// more than it must be).
     pub async fn send(&mut self, payload: &[u8]) -> Result<(), Error> {
+        if !matches!(self.greet, Greet::Off | Greet::Done(_) | Greet::Sent(_)) {
+            self.greet().await?;
+        }
         if payload.len() > self.cfg.max_frame {
             return Err(Error::FrameTooLarge {
                 len: payload.len(),
@@ -484,6 +898,9 @@ impl FramedConn {
     }
 
     async fn recv_frame(&mut self) -> Result<Vec<u8>, Error> {
+        if !self.greeted() {
+            self.greet().await?;
+        }
         let mut header = [0u8; 4];
         self.read_exact_timed(&mut header).await?;
         let len = u32::from_be_bytes(header) as usize;
@@ -503,6 +920,9 @@ impl FramedConn {
     /// peers that both send before they read never block each other, however large
     /// the frames. Small frames go out in one write (header and payload together).
     pub async fn exchange(&mut self, payload: &[u8]) -> Result<Vec<u8>, Error> {
+        if !self.greeted() {
+            self.greet().await?;
+        }
         if payload.len() > self.cfg.max_frame {
             return Err(Error::FrameTooLarge {
                 len: payload.len(),
@@ -612,6 +1032,9 @@ impl FramedConn {
         expect: Option<usize>,
         spin: Duration,
     ) -> Result<Option<Vec<u8>>, Error> {
+        if !self.greeted() {
+            self.greet().await?;
+        }
         if matches!(self.stream, Io::Tcp(_)) {
             self.spin_io(payload, receive, expect, spin).await
         } else {
@@ -818,6 +1241,12 @@ impl FramedConn {
         Ok(None)
     }
 
+    /// Whether the greeting is behind us (or there is none).
+    #[inline]
+    fn greeted(&self) -> bool {
+        matches!(self.greet, Greet::Off | Greet::Done(_))
+    }
+
     /// Changes the largest frame this connection accepts and sends (a protocol that
     /// knows the exact size of what comes next can bound it tighter or looser than
     /// the default).
@@ -849,6 +1278,72 @@ impl FramedConn {
         self.stream.stream()?.shutdown().await?;
         Ok(())
     }
+}
+
+/// Whether an I/O error is the peer resetting the connection (judged like a close).
+fn is_reset(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::BrokenPipe
+    )
+}
+
+/// Before a TLS handshake: looks at the client's first bytes without taking them. A
+/// plain tacit greeting gets ours back in the clear, flagged "TLS required", and an
+/// error; anything else is left to the handshake.
+async fn refuse_plain_client(conn: &mut FramedConn, ours: &Greeting) -> Result<(), Error> {
+    let t = conn.cfg.connect_timeout.min(conn.remaining()?);
+    let Io::Tcp(tcp) = &mut conn.stream else {
+        return Ok(());
+    };
+    let mut first = [0u8; greeting::LEN];
+    let n = match tokio::time::timeout(t, tcp.peek(&mut first)).await {
+        Err(_) => return Err(Error::Tls(format!("no handshake within {:.1} s", t.as_secs_f64()))),
+        Ok(r) => r?,
+    };
+    let plain = n > 0 && first[0] == greeting::MAGIC[0];
+    if !plain {
+        return Ok(());
+    }
+    let refusal = ours.encode(greeting::FLAG_ACCEPTOR | greeting::FLAG_TLS_REQUIRED);
+    let _ = tokio::time::timeout(t, async {
+        tcp.write_all(&refusal).await?;
+        tcp.flush().await?;
+        // Take what was looked at, so that closing sends FIN rather than a reset.
+        tcp.read(&mut first[..n]).await
+    })
+    .await;
+    let why = format!(
+        "{} speaks plain TCP and this {} requires TLS (it was told so)",
+        conn.label, ours.protocol
+    );
+    conn.greet = Greet::Failed(why.clone());
+    Err(Error::Greeting(why))
+}
+
+/// The same look for a server that runs TLS on its own (PrivateDrop's HTTPS): when
+/// the client's first bytes on `tcp` are a plain tacit greeting, answers with
+/// `ours` flagged "TLS required" and returns the one-line reason to log; `None` when
+/// the client may well speak TLS (then nothing was read). Waits at most `wait` for
+/// the first byte.
+pub async fn refuse_plain_tacit(tcp: &mut TcpStream, ours: Protocol, wait: Duration) -> Option<String> {
+    let mut first = [0u8; 1];
+    let n = tokio::time::timeout(wait, tcp.peek(&mut first)).await.ok()?.ok()?;
+    if n == 0 || first[0] != greeting::MAGIC[0] {
+        return None;
+    }
+    let refusal = Greeting::v1(ours).encode(greeting::FLAG_ACCEPTOR | greeting::FLAG_TLS_REQUIRED);
+    let _ = tokio::time::timeout(wait, async {
+        tcp.write_all(&refusal).await?;
+        tcp.flush().await?;
+        let mut theirs = [0u8; greeting::LEN];
+        tcp.read(&mut theirs).await
+    })
+    .await;
+    let peer = tcp.peer_addr().map_or_else(|_| "a client".into(), |p| p.to_string());
+    Some(format!(
+        "{peer} speaks plain TCP and this {ours} requires TLS (it was told so)"
+    ))
 }
 
 /// One pause of a polling loop: gives the core to another runnable thread of the
@@ -1029,6 +1524,13 @@ impl FramedListener {
         FramedConn::from_stream(stream, &self.cfg)
     }
 
+    /// The same listener, its connections opening with the greeting of version 1 of
+    /// `protocol`.
+    pub fn speaking(mut self, protocol: Protocol) -> Self {
+        self.cfg.greeting = Some(Greeting::v1(protocol));
+        self
+    }
+
     /// The TCP listener underneath.
     pub fn tcp(&self) -> &TcpListener {
         &self.listener
@@ -1072,8 +1574,363 @@ mod tests {
             connect_timeout: Duration::from_secs(2),
             read_timeout: Duration::from_millis(300),
             deadline: None,
+            greeting: None,
         }
     }
+
+    fn speaking(p: Protocol) -> NetConfig {
+        NetConfig {
+            max_frame: 1 << 16,
+            connect_timeout: Duration::from_secs(2),
+            ..NetConfig::default()
+        }
+        .speaking(p)
+    }
+
+    /// A server speaking `p` (TLS with `tls`) that answers one frame with its reverse
+    /// and returns what its first receive gave.
+    async fn greeting_server(
+        p: Protocol,
+        tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    ) -> (SocketAddr, tokio::task::JoinHandle<Result<Vec<u8>, Error>>) {
+        let l = FramedListener::bind("127.0.0.1:0", &speaking(p)).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let c = l.accept().await?;
+            let mut c = match tls {
+                Some(t) => c.accept_tls(t).await?,
+                None => c,
+            };
+            let m = c.recv().await?;
+            c.send(&m.iter().rev().copied().collect::<Vec<_>>()).await?;
+            Ok(m)
+        });
+        (addr, task)
+    }
+
+    #[tokio::test]
+    async fn the_same_protocol_greets_and_carries_frames() {
+        let (addr, server) = greeting_server(Protocol::Psi, None).await;
+        let mut c = FramedConn::connect(addr, &speaking(Protocol::Psi)).await.unwrap();
+        assert_eq!(c.protocol_version(), Some(1));
+        c.send(b"abc").await.unwrap();
+        assert_eq!(c.recv().await.unwrap(), b"cba");
+        assert_eq!(server.await.unwrap().unwrap(), b"abc");
+        // Sending the first frame with the greeting, checking at the first receive.
+        let (addr, server) = greeting_server(Protocol::Psi, None).await;
+        let mut c = FramedConn::connect_early(addr, &speaking(Protocol::Psi)).await.unwrap();
+        assert_eq!(c.protocol_version(), None);
+        c.send(b"abc").await.unwrap();
+        assert_eq!(c.recv().await.unwrap(), b"cba");
+        assert_eq!(server.await.unwrap().unwrap(), b"abc");
+        // The greeting is not counted as frame bytes.
+        assert_eq!((c.bytes_sent(), c.bytes_received()), (7, 7));
+        // Over TLS, inside it.
+        let id = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let (addr, server) = greeting_server(Protocol::Psi, Some(id.server_config().unwrap())).await;
+        let client = tls::checked_server_client(tls::pinned(id.fingerprint().unwrap())).unwrap();
+        let mut c = FramedConn::connect_tls(addr, &speaking(Protocol::Psi), client, "tacit.invalid")
+            .await
+            .unwrap();
+        assert_eq!(c.protocol_version(), Some(1));
+        c.send(b"xyz").await.unwrap();
+        assert_eq!(c.recv().await.unwrap(), b"zyx");
+        assert_eq!(server.await.unwrap().unwrap(), b"xyz");
+    }
+
+    /// The issue's case: a pros PSI client reaching a discovery root is told so by
+    /// the greeting, before any frame (it used to compute for 34.5 s and then read
+    /// "unexpected message type 0x0410"); the root logs the mirror line.
+    #[tokio::test]
+    async fn another_protocol_is_named_in_one_line_both_ways() {
+        let (addr, server) = greeting_server(Protocol::DiscoveryRoot, None).await;
+        let e = FramedConn::connect(addr, &speaking(Protocol::ProsPsi))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{addr} is a tacit discovery root, not a pros PSI server")
+        );
+        let e = server.await.unwrap().unwrap_err().to_string();
+        assert!(
+            e.starts_with("the peer 127.0.0.1:")
+                && e.ends_with(" is a client of a tacit pros PSI server, not of a discovery root"),
+            "{e}"
+        );
+        // An id this tacit does not know (a newer tacit's protocol).
+        let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let peer = tokio::spawn(async move {
+            let (mut s, _) = l.tcp().accept().await.unwrap();
+            let mut g = Greeting::v1(Protocol::Psi).encode(greeting::FLAG_ACCEPTOR);
+            g[6..8].copy_from_slice(&0x7777u16.to_be_bytes());
+            s.write_all(&g).await.unwrap();
+            let mut b = [0u8; 12];
+            let _ = s.read_exact(&mut b).await;
+        });
+        let e = FramedConn::connect(addr, &speaking(Protocol::Psi)).await.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{addr} is a tacit server of a protocol this tacit does not know (0x7777), not a PSI server")
+        );
+        peer.await.unwrap();
+    }
+
+    /// A peer of the same protocol whose versions do not meet ours is refused with
+    /// both ranges; one whose range includes ours runs our highest.
+    #[tokio::test]
+    async fn versions_are_negotiated_or_refused_in_one_line() {
+        async fn peer_with(min: u16, max: u16) -> (SocketAddr, tokio::task::JoinHandle<Result<Option<u16>, Error>>) {
+            let g = Greeting {
+                protocol: Protocol::MpcRun,
+                min,
+                max,
+            };
+            let cfg = NetConfig {
+                greeting: Some(g),
+                ..speaking(Protocol::MpcRun)
+            };
+            let l = FramedListener::bind("127.0.0.1:0", &cfg).await.unwrap();
+            let addr = l.local_addr().unwrap();
+            let t = tokio::spawn(async move {
+                let mut c = l.accept().await?;
+                c.greet().await?;
+                Ok(c.protocol_version())
+            });
+            (addr, t)
+        }
+        let (addr, peer) = peer_with(2, 4).await;
+        let e = FramedConn::connect(addr, &speaking(Protocol::MpcRun))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{addr} is a tacit GMW party (mpc run) that speaks version 2–4 of its protocol and this tacit speaks 1; update the older one"
+            )
+        );
+        let e = peer.await.unwrap().unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                " speaks version 1 of the GMW party (mpc run) protocol and this tacit speaks 2–4; update the older one"
+            ),
+            "{e}"
+        );
+        let (addr, peer) = peer_with(0, 1).await;
+        let c = FramedConn::connect(addr, &speaking(Protocol::MpcRun)).await.unwrap();
+        assert_eq!(c.protocol_version(), Some(1));
+        assert_eq!(peer.await.unwrap().unwrap(), Some(1));
+    }
+
+    /// The issue's case `psi query` (plain) against `psi serve --tls`: the TLS server
+    /// sees a plain greeting, answers with its own flagged "TLS required", and both
+    /// sides name it; and the reverse, a TLS client against a plain server.
+    #[tokio::test]
+    async fn tls_against_plain_is_named_both_ways() {
+        let id = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let (addr, server) = greeting_server(Protocol::Psi, Some(id.server_config().unwrap())).await;
+        let e = FramedConn::connect(addr, &speaking(Protocol::Psi)).await.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{addr} is a tacit PSI server that requires TLS and this connection is plain TCP; connect with TLS (--pin or --tofu, without --plain-tcp)"
+            )
+        );
+        let e = server.await.unwrap().unwrap_err().to_string();
+        assert!(
+            e.ends_with(" speaks plain TCP and this PSI server requires TLS (it was told so)"),
+            "{e}"
+        );
+        // The same for a client that sends its first frame with its greeting: the
+        // first receive names the server.
+        let (addr, server) = greeting_server(Protocol::Psi, Some(id.server_config().unwrap())).await;
+        let mut c = FramedConn::connect_early(addr, &speaking(Protocol::Psi)).await.unwrap();
+        c.send(b"request").await.unwrap();
+        assert_eq!(
+            c.recv().await.unwrap_err().to_string(),
+            format!(
+                "{addr} is a tacit PSI server that requires TLS and this connection is plain TCP; connect with TLS (--pin or --tofu, without --plain-tcp)"
+            )
+        );
+        assert!(server.await.unwrap().is_err());
+        // A TLS listener of another protocol: the protocol is named first.
+        let (addr, server) = greeting_server(Protocol::CaEnrolment, Some(id.server_config().unwrap())).await;
+        let e = FramedConn::connect(addr, &speaking(Protocol::MpcRun))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{addr} is a tacit certification authority (ca serve), not a GMW party (mpc run)")
+        );
+        let _ = server.await.unwrap();
+        // TLS client, plain server.
+        let (addr, server) = greeting_server(Protocol::Psi, None).await;
+        let client = tls::checked_server_client(tls::pinned(id.fingerprint().unwrap())).unwrap();
+        let e = FramedConn::connect_tls(addr, &speaking(Protocol::Psi), client.clone(), "tacit.invalid")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{addr} is a tacit PSI server on plain TCP and this connection is TLS; connect with --plain-tcp (or without --pin/--tofu), or serve with TLS"
+            )
+        );
+        let e = server.await.unwrap().unwrap_err().to_string();
+        assert!(
+            e.ends_with(" speaks TLS and this PSI server runs plain TCP (serve with TLS, or connect without it)"),
+            "{e}"
+        );
+        // TLS client, plain server of another protocol.
+        let (addr, _server) = greeting_server(Protocol::DiscoveryService, None).await;
+        let e = FramedConn::connect_tls(addr, &speaking(Protocol::Psi), client, "tacit.invalid")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{addr} is a tacit discovery service (discover advertise) (on plain TCP), not a PSI server")
+        );
+    }
+
+    /// Deviating peers: no greeting but frames (a tacit from before the greeting), an
+    /// HTTP server, a TLS server answering a plain greeting with an alert, a greeting
+    /// format from the future, a greeting followed by more than it (read exactly, the
+    /// rest is frames), one trickled byte by byte past the bound, a silent peer.
+    #[tokio::test]
+    async fn deviating_greetings_are_bounded_and_named() {
+        async fn peer_sending(bytes: Vec<u8>, pause: Duration) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            let t = tokio::spawn(async move {
+                let (mut s, _) = l.accept().await.unwrap();
+                for chunk in bytes.chunks(if pause.is_zero() { bytes.len().max(1) } else { 1 }) {
+                    if s.write_all(chunk).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+                let mut sink = vec![0u8; 1 << 16];
+                while let Ok(n) = s.read(&mut sink).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+            });
+            (addr, t)
+        }
+        let quick = NetConfig {
+            connect_timeout: Duration::from_millis(400),
+            ..speaking(Protocol::Psi)
+        };
+        let e = |addr: SocketAddr| async move { FramedConn::connect(addr, &quick).await.unwrap_err().to_string() };
+        // An old tacit's first frame.
+        let (addr, _p) = peer_sending(vec![0, 0, 0, 5, 1, 2, 3, 4, 5], Duration::ZERO).await;
+        let got = e(addr).await;
+        assert!(
+            got.starts_with(&format!("{addr} is not a tacit server (it sent 00")),
+            "{got}"
+        );
+        // HTTP.
+        let (addr, _p) = peer_sending(
+            b"HTTP/1.1 400 Bad Request
+
+"
+            .to_vec(),
+            Duration::ZERO,
+        )
+        .await;
+        let got = e(addr).await;
+        assert!(
+            got.starts_with(&format!("{addr} is not a tacit server (it sent \"H")),
+            "{got}"
+        );
+        // A TLS alert (what a TLS server without tacit's greeting answers).
+        let (addr, _p) = peer_sending(vec![0x15, 3, 3, 0, 2, 2, 50], Duration::ZERO).await;
+        assert_eq!(
+            e(addr).await,
+            format!(
+                "{addr} speaks TLS and this connection is plain TCP; connect with TLS (--pin or --tofu, without --plain-tcp)"
+            )
+        );
+        // A later greeting format.
+        let mut later = Greeting::v1(Protocol::Psi).encode(0);
+        later[4] = 2;
+        let (addr, _p) = peer_sending(later.to_vec(), Duration::ZERO).await;
+        assert_eq!(
+            e(addr).await,
+            format!("{addr} speaks tacit greeting format 2 and this tacit reads format 1; update the older one")
+        );
+        // More than a greeting: exactly 12 bytes are taken, what follows is a frame
+        // header (here announcing 4 GB) and is refused as one.
+        let mut long = Greeting::v1(Protocol::Psi).encode(greeting::FLAG_ACCEPTOR).to_vec();
+        long.extend_from_slice(&u32::MAX.to_be_bytes());
+        long.extend_from_slice(&[7u8; 1000]);
+        let (addr, _p) = peer_sending(long, Duration::ZERO).await;
+        let mut c = FramedConn::connect(addr, &quick).await.unwrap();
+        assert!(matches!(c.recv().await, Err(Error::FrameTooLarge { .. })));
+        // A greeting trickled a byte every 100 ms is cut off at the 400 ms bound, not
+        // after 12 read timeouts.
+        let (addr, _p) = peer_sending(
+            Greeting::v1(Protocol::Psi).encode(2).to_vec(),
+            Duration::from_millis(100),
+        )
+        .await;
+        let t = Instant::now();
+        assert_eq!(
+            e(addr).await,
+            format!("{addr} sent no tacit greeting within 0.4 s (is it a tacit PSI server?)")
+        );
+        assert!(t.elapsed() < Duration::from_secs(2));
+        // A closed connection halfway through a greeting.
+        let (addr, p) = {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            let t = tokio::spawn(async move {
+                let (mut s, _) = l.accept().await.unwrap();
+                let mut b = [0u8; 12];
+                let _ = s.read_exact(&mut b).await;
+                let _ = s.write_all(&MAGIC_HALF).await;
+            });
+            (addr, t)
+        };
+        assert_eq!(
+            e(addr).await,
+            format!("{addr} closed the connection in the middle of its greeting (it sent e3 74 61)")
+        );
+        p.await.unwrap();
+        // A server that closes at once.
+        let (addr, p) = {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            let t = tokio::spawn(async move {
+                let (s, _) = l.accept().await.unwrap();
+                drop(s);
+            });
+            (addr, t)
+        };
+        assert_eq!(
+            e(addr).await,
+            format!(
+                "{addr} closed the connection without a tacit greeting (a server that is busy, not a tacit PSI server, or a tacit older than the greeting)"
+            )
+        );
+        p.await.unwrap();
+        // The server side: a client that never greets is dropped at the bound.
+        let l = FramedListener::bind("127.0.0.1:0", &quick).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let _quiet = TcpStream::connect(addr).await.unwrap();
+        let mut s = l.accept().await.unwrap();
+        let t = Instant::now();
+        let e = s.recv().await.unwrap_err().to_string();
+        assert!(
+            e.ends_with(" sent no tacit greeting within 0.4 s (is it a client of a tacit PSI server?)"),
+            "{e}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(2));
+        // …and every later call says the same.
+        assert_eq!(s.send(b"x").await.unwrap_err().to_string(), e);
+    }
+
+    const MAGIC_HALF: [u8; 3] = [0xE3, b't', b'a'];
 
     #[tokio::test]
     async fn frames_roundtrip() {

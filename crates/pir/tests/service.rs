@@ -101,9 +101,12 @@ async fn deviant(d: &Path, reply: Vec<u8>) -> (PathBuf, Arc<AtomicUsize>) {
     let empty = SubscriberSecret::random(&mut rand_core::OsRng).public_bytes();
     let receipt = EnrolmentReceipt::issue(&sk, 3, sub.public_bytes(), 100, empty, 1, 0);
     let tls = tacit_net::tls::SelfSigned::generate("tracedge.tacit.invalid").unwrap();
-    let l = FramedListener::bind("127.0.0.1:0", &NetConfig::default())
-        .await
-        .unwrap();
+    let l = FramedListener::bind(
+        "127.0.0.1:0",
+        &NetConfig::default().speaking(tacit_net::Protocol::TracEdge),
+    )
+    .await
+    .unwrap();
     let addr = l.local_addr().unwrap().to_string();
     let id = client::Identity {
         connect: addr,
@@ -186,7 +189,9 @@ async fn one_hint_per_connection_and_frames_bounded_per_step() {
     let keys = operator::init(&store, 200, CommitScheme::Binding, 3600).unwrap();
     let (addr, _h) = start(&store, false).await;
     let tls = tacit_net::tls::checked_server_client(tacit_net::tls::pinned(keys.pin)).unwrap();
-    let net = NetConfig::default().with_max_frame_at_least(64 << 20);
+    let net = NetConfig::default()
+        .with_max_frame_at_least(64 << 20)
+        .speaking(tacit_net::Protocol::TracEdge);
     let mut c = FramedConn::connect_tls(&addr, &net, tls.clone(), "tracedge.tacit.invalid")
         .await
         .unwrap();
@@ -269,7 +274,9 @@ async fn log_requests_need_a_hello_and_are_bounded() {
     let keys = operator::init(&store, 200, CommitScheme::Binding, 3600).unwrap();
     let (addr, _h) = start(&store, false).await;
     let tls = tacit_net::tls::checked_server_client(tacit_net::tls::pinned(keys.pin)).unwrap();
-    let net = NetConfig::default().with_max_frame_at_least(64 << 20);
+    let net = NetConfig::default()
+        .with_max_frame_at_least(64 << 20)
+        .speaking(tacit_net::Protocol::TracEdge);
     let everything = LogRequest { from: 0, to: u64::MAX };
     // No Hello: refused.
     let mut c = FramedConn::connect_tls(&addr, &net, tls.clone(), "tracedge.tacit.invalid")

@@ -102,9 +102,12 @@ async fn serve_steered(st: std::sync::Arc<Steered>) -> (String, [u8; 32]) {
     let tls = tacit_net::tls::SelfSigned::generate("tracedge.tacit.invalid").unwrap();
     let pin = tls.fingerprint().unwrap();
     let cfg = tls.server_config().unwrap();
-    let l = FramedListener::bind("127.0.0.1:0", &NetConfig::default())
-        .await
-        .unwrap();
+    let l = FramedListener::bind(
+        "127.0.0.1:0",
+        &NetConfig::default().speaking(tacit_net::Protocol::TracEdge),
+    )
+    .await
+    .unwrap();
     let addr = l.local_addr().unwrap().to_string();
     tokio::spawn(async move {
         loop {

@@ -159,10 +159,13 @@ where
             let t = Instant::now();
             let mut client = None;
             let run = async {
-                let conn = match cfg.tls {
+                let mut conn = match cfg.tls {
                     Some(tls) => conn.accept_tls(tls).await.map_err(|e| e.to_string())?,
                     None => conn,
                 };
+                // The greeting (when the caller's configuration sets one) before the
+                // handler's setup, so that the client is not kept waiting for it.
+                conn.greet().await.map_err(|e| e.to_string())?;
                 client = conn
                     .peer_certificate()
                     .and_then(|c| tacit_net::tls::spki_fingerprint(c).ok());

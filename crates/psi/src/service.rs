@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::SecureRng;
-use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_wire::{Encode, ErrorMessage};
+use tacit_net::{FramedConn, FramedListener, NetConfig, Protocol};
+use tacit_wire::{Decode, Encode, ErrorMessage};
 
 /// Where the service's PSI senders come from.
 pub enum Supply<G: PrimeGroup> {
@@ -148,7 +148,7 @@ pub async fn serve<G: PrimeGroup>(
     // deadline, accept errors never fatal); a refused client reads a one-line reason.
     let ev = events.clone();
     let tls = cfg.tls.clone();
-    let net = cfg.net;
+    let net = cfg.net.speaking(Protocol::Psi);
     let guard = tacit_net::guard::Guard::new(limits)
         .on_event(Arc::new(move |e| match e {
             tacit_net::guard::ServeEvent::Refused { peer, .. } => ev(Event::Busy { peer: peer.to_string() }),
@@ -187,6 +187,7 @@ pub async fn serve<G: PrimeGroup>(
             })
         }));
     listener
+        .speaking(Protocol::Psi)
         .serve(&guard, sessions, |conn| {
             let (supply, cfg, events) = (supply.clone(), cfg.clone(), events.clone());
             let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
@@ -268,9 +269,12 @@ pub async fn query<G: PrimeGroup>(
     tls: Option<(Arc<tacit_net::tls::ClientConfig>, &str)>,
     net: &NetConfig,
 ) -> core::result::Result<QueryOutcome, QueryError> {
+    let net = &net.speaking(Protocol::Psi);
+    // On plain TCP the request leaves with the greeting; the first receive checks the
+    // server's (`docs/wire.md`, "The greeting").
     let mut conn = match tls {
         Some((client, name)) => FramedConn::connect_tls(addr, net, client, name).await?,
-        None => FramedConn::connect(addr, net).await?,
+        None => FramedConn::connect_early(addr, net).await?,
     };
     let (waiting, request) = Receiver::start(pre);
     conn.send(&request).await?;

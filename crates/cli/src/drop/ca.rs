@@ -502,7 +502,9 @@ impl Drop for Abandoned {
 /// connections cannot stall enrolment or revocation).
 async fn serve_ca(server: Arc<CaServer>, listen: &str, limits: ServeLimits, sessions: Option<u64>) -> Result<()> {
     let tls = server.ca.enrolment_tls_identity()?.server_config()?;
-    let net = NetConfig::default().with_deadline(CA_CONNECTION_DEADLINE);
+    let net = NetConfig::default()
+        .with_deadline(CA_CONNECTION_DEADLINE)
+        .speaking(tacit_net::Protocol::CaEnrolment);
     let l = FramedListener::bind(listen, &net)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
@@ -1081,7 +1083,9 @@ async fn exchange_with_ca(
     request: &[u8],
     deadline: std::time::Duration,
 ) -> Result<Vec<u8>> {
-    let net = NetConfig::default().with_deadline(deadline);
+    let net = NetConfig::default()
+        .with_deadline(deadline)
+        .speaking(tacit_net::Protocol::CaEnrolment);
     let tls = tacit_drop::enrolment::client_config(ca_pub)?;
     let mut c = FramedConn::connect_tls(addr, &net, tls, tacit_drop::enrolment::SERVER_NAME)
         .await

@@ -188,7 +188,7 @@ fn psi_sets(n: usize, sigma: usize, seed: u64) -> (Vec<String>, Vec<String>) {
 
 /// `tacit bench mpc app-peer`: party b of one session.
 pub async fn peer(a: AppPeerArgs) -> Result<()> {
-    let cfg = NetConfig::default();
+    let cfg = NetConfig::default().speaking(tacit_net::Protocol::Bench);
     let mut c = match (&a.pin, a.plain_tcp) {
         (_, true) => FramedConn::connect(a.connect.as_str(), &cfg).await?,
         (Some(pin), false) => {
@@ -239,7 +239,11 @@ struct Env {
 /// token generating `c_A` for `and_gates` triples) runs first and is timed apart.
 async fn session(env: &Env, app: AppArg, n: usize, sigma: usize, src: SourceArg, and_gates: usize) -> Result<Point> {
     let addr = format!("127.0.0.1:{}", free_port()?);
-    let l = FramedListener::bind(addr.as_str(), &NetConfig::default()).await?;
+    let l = FramedListener::bind(
+        addr.as_str(),
+        &NetConfig::default().speaking(tacit_net::Protocol::Bench),
+    )
+    .await?;
     let seed = 7;
     let mut args: Vec<String> = vec![
         "bench".into(),

@@ -101,7 +101,9 @@ pub fn run_cmd(c: MpcBenchCommand) -> Result<()> {
 }
 
 async fn echo(a: EchoArgs) -> Result<()> {
-    let cfg = NetConfig::default().with_max_frame_at_least(8 << 20);
+    let cfg = NetConfig::default()
+        .with_max_frame_at_least(8 << 20)
+        .speaking(tacit_net::Protocol::Bench);
     let mut c = FramedConn::connect(a.connect.as_str(), &cfg).await?;
     let spin = Duration::from_micros(a.spin_us);
     loop {
@@ -128,7 +130,9 @@ struct Floor {
 /// Median round trip of a 4-byte frame to an echo process, both ends polling for
 /// `spin` (zero: sleeping at once).
 async fn measure_rtt(exe: &Path, spin: Duration) -> Result<(Duration, FramedConn, Child)> {
-    let cfg = NetConfig::default().with_max_frame_at_least(8 << 20);
+    let cfg = NetConfig::default()
+        .with_max_frame_at_least(8 << 20)
+        .speaking(tacit_net::Protocol::Bench);
     let l = FramedListener::bind("127.0.0.1:0", &cfg).await?;
     let addr = l.local_addr()?;
     let child = Command::new(exe)
@@ -327,9 +331,12 @@ impl BenchChannel {
         Ok(v)
     }
 
-    /// Party a's handshake on an accepted connection (any key of party b).
+    /// Party a's handshake on an accepted connection (any key of party b), and the
+    /// greeting (before party a's setup, which may take a while).
     pub async fn accept(&self, conn: FramedConn, tls: bool) -> Result<FramedConn> {
         if !tls {
+            let mut conn = conn;
+            conn.greet().await?;
             return Ok(conn);
         }
         let cfg = self.id.server_config_checking_clients(tacit_net::tls::any_key())?;
@@ -358,7 +365,8 @@ async fn session(
 ) -> Result<Online> {
     let port = free_port()?;
     let addr = format!("127.0.0.1:{port}");
-    let cfg = NetConfig::default();
+    // Party b is `tacit mpc run`: this side greets as party a does.
+    let cfg = NetConfig::default().speaking(tacit_net::Protocol::MpcRun);
     let l = FramedListener::bind(addr.as_str(), &cfg).await?;
     let mut args: Vec<String> = [
         "mpc",

@@ -20,7 +20,7 @@ use tacit_mpc::triples::token::holder::{Pool, TcpTokenLink, TokenHolder, TokenPe
 use tacit_mpc::triples::token::{SOFTWARE_POLICY, TokenKind};
 use tacit_mpc::{Party, gmw};
 use tacit_net::tls::SelfSigned;
-use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_net::{FramedConn, FramedListener, NetConfig, Protocol};
 
 /// `tacit mpc …`
 #[derive(Debug, Subcommand)]
@@ -282,7 +282,7 @@ pub fn run_cmd(cmd: MpcCommand, store: Option<&Path>) -> Result<()> {
         }
         MpcCommand::Psi(p) => super::psi::run(p, store),
         MpcCommand::Key => {
-            let ch = peer_channel(&ChannelArgs::default(), store)?;
+            let ch = peer_channel(&ChannelArgs::default(), store, Protocol::MpcRun)?;
             let fp = ch.fingerprint()?.ok_or_else(|| anyhow!("no key"))?;
             println!("{}", hex::encode(fp));
             Ok(())
@@ -304,9 +304,10 @@ pub const HOST_PURPOSE: &str = "mpc-token-host";
 /// The TLS server name of a party (certificates are pinned, not named).
 pub const PEER_TLS_NAME: &str = "tacit-mpc.invalid";
 
-/// The channel between the two parties (`--plain-tcp`, `--pin`; keys in the store).
-pub fn peer_channel(args: &ChannelArgs, store: Option<&Path>) -> Result<Channel> {
-    Channel::new(args, store, PEER_PURPOSE, "mpc", PEER_TLS_NAME)
+/// The channel between the two parties (`--plain-tcp`, `--pin`; keys in the store),
+/// greeting with `protocol`.
+pub fn peer_channel(args: &ChannelArgs, store: Option<&Path>, protocol: Protocol) -> Result<Channel> {
+    Channel::new(args, store, PEER_PURPOSE, "mpc", PEER_TLS_NAME, protocol)
 }
 
 /// Party a's side: listens on `addr`, prints the address (and its key), accepts one
@@ -353,10 +354,11 @@ pub async fn listen_once(ch: &Channel, addr: &str, cfg: &NetConfig, who: &str) -
                         eprintln!("{who}: {}", peer.describe());
                         return Ok((conn, peer));
                     }
-                    Ok(Err(e)) if ch.identity.is_some() => {
+                    // A failed handshake or greeting (a port scan, a key that is not
+                    // pinned, a client of another protocol) does not end the wait.
+                    Ok(Err(e)) => {
                         eprintln!("{who}: refused {from}: {}", sanitize(&crate::util::one_line(&e)));
                     }
-                    Ok(Err(e)) => return Err(e),
                     Err(_) => eprintln!(
                         "{who}: refused {from}: no handshake within {} s",
                         HANDSHAKE_TIMEOUT.as_secs()
@@ -527,7 +529,7 @@ async fn run_party(a: RunArgs, store: Option<&Path>) -> Result<()> {
     }
     let lc = LayeredCircuit::new(c.clone());
     let cfg = NetConfig::default();
-    let mut channel = peer_channel(&a.channel, store)?;
+    let mut channel = peer_channel(&a.channel, store, Protocol::MpcRun)?;
     let (mut conn, peer) = match party {
         Party::A => {
             let addr = a
@@ -598,7 +600,8 @@ pub async fn connect_token(
     identity: &SelfSigned,
 ) -> Result<TokenHolder<TcpTokenLink>> {
     let client = client_config(trust, Some(identity))?.ok_or_else(|| anyhow!("the token link runs over TLS"))?;
-    let conn = FramedConn::connect_tls(addr, &NetConfig::default(), client, LINK_NAME)
+    let net = NetConfig::default().speaking(Protocol::MpcToken);
+    let conn = FramedConn::connect_tls(addr, &net, client, LINK_NAME)
         .await
         .with_context(|| {
             format!("connecting to the token at {addr} (is this store's key the one the token was paired with? `tacit mpc token host-key`)")

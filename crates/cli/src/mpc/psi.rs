@@ -179,7 +179,7 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             let set = prepare(&a.set)?;
             let r = rt.block_on(async {
-                let mut ch = super::cmd::peer_channel(&a.channel, store)?;
+                let mut ch = super::cmd::peer_channel(&a.channel, store, tacit_net::Protocol::MpcPsi)?;
                 let (mut c, peer) = ch.connect(&a.connect, &NetConfig::default()).await?;
                 eprintln!("tacit mpc psi: {}", peer.describe());
                 let mut src = a.set.triples.source(Party::B, store).await?;
@@ -202,7 +202,7 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
 }
 
 async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> Result<()> {
-    let ch = super::cmd::peer_channel(&a.channel, store.as_deref())?;
+    let ch = super::cmd::peer_channel(&a.channel, store.as_deref(), tacit_net::Protocol::MpcPsi)?;
     let acceptor = ch.acceptor()?;
     // A connection that has not finished its handshake in 5 s is closed; it holds
     // one of the --max-sessions slots meanwhile.

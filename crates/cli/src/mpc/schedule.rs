@@ -29,7 +29,7 @@ use tacit_mpc::apps::schedule::{
     Event, Geo, Kind, MAX_SLOTS, Outcome, ScheduleHello, ScheduleInput, Window, free_bits, run_session, slot_inputs,
 };
 use tacit_mpc::driver::RunReport;
-use tacit_net::FramedListener;
+use tacit_net::{FramedListener, Protocol};
 
 /// Options of the GMW engine (ignored by `--engine pros`).
 #[derive(Debug, Clone, Args)]
@@ -328,7 +328,7 @@ pub fn serve(
 ) -> Result<()> {
     let p = Arc::new(prepare(o, g)?);
     let who = "tacit schedule serve (gmw)";
-    let cfg = service_config(store, ch, 1 << 16, who)?;
+    let cfg = service_config(store, ch, 1 << 16, Protocol::MpcSchedule, who)?;
     let deadline = crate::pros::channel::secs("--deadline", ch.deadline)?;
     // Sessions run side by side on all cores (a GMW session is CPU work).
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -368,6 +368,9 @@ pub fn serve(
                         }
                         None => c,
                     };
+                    // Greet before the triple source is set up (which may take a
+                    // while): the client is told at once what it reached.
+                    c.greet().await?;
                     let mut src = g.triples.source(Party::A, store.as_deref()).await?;
                     let mut rng = SecureRng::from_os();
                     Ok::<_, anyhow::Error>(run_session(&mut c, Party::A, &p.hello, &p.input, &mut src, &mut rng).await?)
@@ -395,7 +398,8 @@ pub fn connect(
 ) -> Result<()> {
     let p = prepare(o, g)?;
     let (out, rep) = runtime()?.block_on(async {
-        let (mut c, _) = crate::pros::channel::connect(store, ch, addr, "tacit schedule connect").await?;
+        let (mut c, _) =
+            crate::pros::channel::connect(store, ch, addr, Protocol::MpcSchedule, "tacit schedule connect").await?;
         let mut src = g.triples.source(Party::B, store).await?;
         let mut rng = SecureRng::from_os();
         Ok::<_, anyhow::Error>(run_session(&mut c, Party::B, &p.hello, &p.input, &mut src, &mut rng).await?)

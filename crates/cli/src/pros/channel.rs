@@ -19,7 +19,7 @@ use clap::Args;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use tacit_net::{FramedConn, NetConfig};
+use tacit_net::{FramedConn, NetConfig, Protocol};
 use tacit_pros::service::ServiceConfig;
 
 /// The store purpose of the pros TLS key (server and client).
@@ -147,8 +147,15 @@ pub fn identity(store: Option<&Path>) -> Result<(tacit_net::tls::SelfSigned, Str
 
 /// The service configuration of a serving command: TLS (requiring a client key, from
 /// `--allow` or any) unless `--plain-tcp`, the client cap, deadlines, and the first
-/// message's frame limit. Prints how it serves to stderr under `who`.
-pub fn service_config(store: Option<&Path>, ch: &ServeChannel, first_frame: usize, who: &str) -> Result<ServiceConfig> {
+/// message's frame limit, and the greeting of `protocol`. Prints how it serves to
+/// stderr under `who`.
+pub fn service_config(
+    store: Option<&Path>,
+    ch: &ServeChannel,
+    first_frame: usize,
+    protocol: Protocol,
+    who: &str,
+) -> Result<ServiceConfig> {
     anyhow::ensure!(
         (1..=1024).contains(&ch.max_clients),
         "--max-clients must be from 1 to 1024"
@@ -157,7 +164,7 @@ pub fn service_config(store: Option<&Path>, ch: &ServeChannel, first_frame: usiz
         max_frame: first_frame,
         read_timeout: secs("--timeout", ch.timeout)?,
         deadline: Some(secs("--deadline", ch.deadline)?),
-        ..NetConfig::default()
+        ..NetConfig::default().speaking(protocol)
     };
     let tls = if ch.plain_tcp {
         if !ch.allow.is_empty() {
@@ -202,17 +209,20 @@ pub fn service_config(store: Option<&Path>, ch: &ServeChannel, first_frame: usiz
 
 /// A connection to `addr` as `ch` says: TLS with this store's key, the server's key
 /// pinned or recorded on first use, or plain TCP. Returns the connection and the
-/// server key's fingerprint (TLS only).
+/// server key's fingerprint (TLS only). The greetings of `protocol` are exchanged
+/// and checked before this returns, so a wrong server is named at once, before any
+/// long computation.
 pub async fn connect(
     store: Option<&Path>,
     ch: &ConnectChannel,
     addr: &str,
+    protocol: Protocol,
     who: &str,
 ) -> Result<(FramedConn, Option<String>)> {
     let net = NetConfig {
         read_timeout: secs("--timeout", ch.timeout)?,
         deadline: Some(secs("--deadline", ch.deadline)?),
-        ..NetConfig::default()
+        ..NetConfig::default().speaking(protocol)
     };
     if ch.plain_tcp {
         let c = FramedConn::connect(addr, &net)

@@ -10,7 +10,7 @@ use rand_core::SeedableRng;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
-use tacit_net::{FramedListener, NetConfig};
+use tacit_net::{FramedListener, NetConfig, Protocol};
 use tacit_pros::element::ElementEncoding;
 use tacit_pros::fnp::{PsiParams, Sender};
 use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS, PrivateKey, RnPool};
@@ -425,6 +425,14 @@ pub(crate) fn key_and_pool(bits: u32, pool: usize) -> Result<(PrivateKey, Arc<Rn
     Ok((key, p))
 }
 
+/// [`key_and_pool`] off the runtime's threads (it runs beside the connection's
+/// opening).
+pub(crate) async fn blocking_key_and_pool(bits: u32, pool: usize) -> Result<(PrivateKey, Arc<RnPool>)> {
+    tokio::task::spawn_blocking(move || key_and_pool(bits, pool))
+        .await
+        .map_err(|_| anyhow::anyhow!("the key generation task failed"))?
+}
+
 /// Prints a session's end as a serving command does.
 fn report_event<T>(who: &str, e: Event<T>, ok: impl Fn(u64, &str, T)) {
     match e {
@@ -548,7 +556,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 );
             }
             let who = "tacit pros psi serve";
-            let cfg = service_config(store, &channel, q_max, who)?;
+            let cfg = service_config(store, &channel, q_max, Protocol::ProsPsi, who)?;
             runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
                     .await
@@ -587,10 +595,15 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             check_key_bits(key_bits)?;
             let params = fnp.params();
             let elements = read_set(&set, params.chooser_bound as usize, "--max-chooser")?;
-            let (key, pool) = key_and_pool(key_bits, params.root_slots())?;
             let who = "tacit pros psi query";
             let (found, server_key) = runtime()?.block_on(async {
-                let (mut c, fp) = connect(store, &channel, &addr, who).await?;
+                // The key is made while the connection opens: a wrong server is named
+                // within a round trip, not after the key generation.
+                let slots = params.root_slots();
+                let ((mut c, fp), (key, pool)) = tokio::try_join!(
+                    connect(store, &channel, &addr, Protocol::ProsPsi, who),
+                    blocking_key_and_pool(key_bits, slots)
+                )?;
                 let hook = progress_hook(who.to_string(), true);
                 let found = net::with_progress(hook, net::psi_query(&mut c, &params, key, &elements, pool, &mut rng))
                     .await
@@ -639,7 +652,13 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             let who = "tacit pros reconcile serve";
             let rp = super::channel::ring_pedersen(store, who, channel.ring_bits)?;
             let probe = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS, rp.clone())?;
-            let cfg = service_config(store, &channel, Hello::max_len(MAX_KEY_BITS), who)?;
+            let cfg = service_config(
+                store,
+                &channel,
+                Hello::max_len(MAX_KEY_BITS),
+                Protocol::ProsReconcile,
+                who,
+            )?;
             runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
                     .await
@@ -686,10 +705,12 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             }
             let params = opts.params();
             let elements = read_set(&set, MAX_ORDERED_SET as usize, "the most 3PR supports")?;
-            let (key, pool) = key_and_pool(key_bits, elements.len())?;
             let who = "tacit pros reconcile connect";
             let (r, fp) = runtime()?.block_on(async {
-                let (mut c, fp) = connect(store, &channel, &addr, who).await?;
+                let ((mut c, fp), (key, pool)) = tokio::try_join!(
+                    connect(store, &channel, &addr, Protocol::ProsReconcile, who),
+                    blocking_key_and_pool(key_bits, elements.len())
+                )?;
                 let hook = progress_hook(who.to_string(), true);
                 let run =
                     net::reconcile_initiator_limited(&mut c, params, key, &elements, pool, max_peer_set, &mut rng);

@@ -3,7 +3,7 @@
 //! [`crate::pros::channel`]).
 
 use crate::pros::channel::{ConnectChannel, ServeChannel, client_label, connect, service_config};
-use crate::pros::cmd::{SchemeArg, VariantArg, key_and_pool, limits, runtime};
+use crate::pros::cmd::{SchemeArg, VariantArg, blocking_key_and_pool, limits, runtime};
 use crate::util::sanitize;
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc, Weekday};
@@ -17,7 +17,7 @@ use tacit_calendar::{
     rank_slots,
 };
 use tacit_crypto::rng::SecureRng;
-use tacit_net::FramedListener;
+use tacit_net::{FramedListener, Protocol};
 use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS};
 use tacit_pros::schedule::{self, Agreed, MAX_SLOTS, SlotEncoding, WINDOW_LEN, Window};
 use tacit_pros::service::{self, Event};
@@ -336,7 +336,7 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
                 limits: limits(max_peer_slots.min(MAX_SLOTS as u32), max_comparisons)?,
                 ring_pedersen: super::channel::ring_pedersen(store, who, channel.ring_bits)?,
             };
-            let cfg = service_config(store, &channel, WINDOW_LEN, who)?;
+            let cfg = service_config(store, &channel, WINDOW_LEN, Protocol::ProsSchedule, who)?;
             runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
                     .await
@@ -410,10 +410,14 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
                 );
             }
             let p = prepare(&opts)?;
-            let (key, pool) = key_and_pool(key_bits, p.slots.len())?;
             let who = "tacit schedule connect";
             let a = runtime()?.block_on(async {
-                let (mut c, fp) = connect(store, &channel, &addr, who).await?;
+                // The key is made while the connection opens (a wrong server is named
+                // at once).
+                let ((mut c, fp), (key, pool)) = tokio::try_join!(
+                    connect(store, &channel, &addr, Protocol::ProsSchedule, who),
+                    blocking_key_and_pool(key_bits, p.slots.len())
+                )?;
                 let mut rng = SecureRng::from_os();
                 let run = schedule::connect_limited(
                     &mut c,

@@ -46,7 +46,8 @@ pub async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     let t = Instant::now();
     let bob = make_sender::<G>(&params, &book, 1, Reuse::FreshPerSession, &mut rng, "tacit psi demo")?;
     let precompute = t.elapsed();
-    let listener = FramedListener::bind("127.0.0.1:0", &NetConfig::default()).await?;
+    let net = NetConfig::default().speaking(tacit_net::Protocol::Psi);
+    let listener = FramedListener::bind("127.0.0.1:0", &net).await?;
     let addr = listener.local_addr()?;
     let server = tokio::spawn(async move {
         let mut rng = SecureRng::from_os();
@@ -61,7 +62,7 @@ pub async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
 
     // Alice: the PSI receiver.
     let pre = ReceiverPrecomputation::<G>::compute(&params, &alice, &mut rng)?;
-    let mut conn = FramedConn::connect(addr, &NetConfig::default()).await?;
+    let mut conn = FramedConn::connect_early(addr, &net).await?;
     let (waiting, req) = Receiver::start(&pre);
     conn.send(&req).await?;
     let resp = conn.recv().await?;

@@ -6,8 +6,8 @@
 //! unblinding, matching) and then only reads, so that on this 2-core machine the
 //! load generator does not compete with the server for the cores it measures. The
 //! configurations alternate round-robin, and a run with one client stalled (connected,
-//! one byte sent, then silent) measures what a staller costs the others. The server's
-//! peak memory is its `VmHWM` from `/proc`.
+//! the first byte of a greeting sent, then silent) measures what a staller costs the
+//! others. The server's peak memory is its `VmHWM` from `/proc`.
 //!
 //! The CPU time of both processes is read from `/proc/PID/stat` around every run, so
 //! the report says what each query costs the server and what it costs the load
@@ -240,8 +240,10 @@ async fn drive<G: PrimeGroup>(
     clients: usize,
     queries: usize,
 ) -> Result<(Vec<f64>, Duration)> {
+    // Queries open as `psi query` does: greeting and request in one flight.
+    let net = net.speaking(tacit_net::Protocol::Psi);
     // First, one full, verified query: the server answers correctly.
-    let mut conn = FramedConn::connect(addr, &net).await?;
+    let mut conn = FramedConn::connect_early(addr, &net).await?;
     let (waiting, req) = Receiver::start(&pre);
     conn.send(&req).await?;
     waiting
@@ -256,7 +258,7 @@ async fn drive<G: PrimeGroup>(
             let mut lat = Vec::with_capacity(per);
             for _ in 0..per {
                 let t = Instant::now();
-                let mut c = FramedConn::connect(addr.as_str(), &net).await?;
+                let mut c = FramedConn::connect_early(addr.as_str(), &net).await?;
                 c.send(&request).await?;
                 let resp = c.recv().await?;
                 anyhow::ensure!(resp.len() > 64, "the server refused a query");
@@ -327,7 +329,8 @@ pub fn run<G: PrimeGroup>(
             let (l, w) = rt.block_on(async {
                 let _staller = if stalled {
                     let mut s = tokio::net::TcpStream::connect(server.addr.as_str()).await?;
-                    tokio::io::AsyncWriteExt::write_all(&mut s, &[0]).await?;
+                    // The first byte of a greeting, then nothing.
+                    tokio::io::AsyncWriteExt::write_all(&mut s, &tacit_net::greeting::MAGIC[..1]).await?;
                     Some(s)
                 } else {
                     None

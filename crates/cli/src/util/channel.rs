@@ -10,8 +10,8 @@
 
 use anyhow::{Context, Result};
 use std::sync::Arc;
-use tacit_net::FramedConn;
 use tacit_net::tls::{CertificateCheck, SelfSigned};
+use tacit_net::{FramedConn, Protocol};
 use tacit_store::Store;
 
 /// How a client decides whether to trust the peer's key.
@@ -172,6 +172,8 @@ pub struct Channel {
     pub prefix: &'static str,
     /// The TLS server name (certificates are pinned, not named).
     pub tls_name: &'static str,
+    /// The protocol both sides greet with (`docs/wire.md`, "The greeting").
+    pub protocol: Protocol,
 }
 
 /// What a connection's peer proved.
@@ -203,6 +205,7 @@ impl Channel {
         purpose: &str,
         prefix: &'static str,
         tls_name: &'static str,
+        protocol: Protocol,
     ) -> Result<Self> {
         if args.plain_tcp {
             return Ok(Channel {
@@ -211,6 +214,7 @@ impl Channel {
                 store: None,
                 prefix,
                 tls_name,
+                protocol,
             });
         }
         let path = crate::util::store_path(store)?;
@@ -222,6 +226,7 @@ impl Channel {
             store: Some(st),
             prefix,
             tls_name,
+            protocol,
         })
     }
 
@@ -252,12 +257,14 @@ impl Channel {
         Ok(Acceptor {
             server: self.server_config()?,
             pinned: !self.pins.is_empty(),
+            protocol: self.protocol,
         })
     }
 
     /// Connects to `addr`: TLS with this party's key, the server's key pinned or
     /// recorded on first use under `<prefix>/<addr>`; plain TCP with `--plain-tcp`.
     pub async fn connect(&mut self, addr: &str, cfg: &tacit_net::NetConfig) -> Result<(FramedConn, PeerKey)> {
+        let cfg = &cfg.speaking(self.protocol);
         let Some(id) = &self.identity else {
             let conn = FramedConn::connect(addr, cfg)
                 .await
@@ -286,9 +293,15 @@ impl Channel {
             (None, None) => anyhow::bail!("no store to record the peer's key in"),
         };
         let client = client_config(&trust, Some(id))?.ok_or_else(|| anyhow::anyhow!("no TLS configuration"))?;
-        let conn = FramedConn::connect_tls(addr, cfg, client, self.tls_name).await.map_err(|e| {
-            anyhow::anyhow!("cannot connect to {addr} over TLS: {e} (a peer that runs with --plain-tcp needs --plain-tcp here too)")
-        });
+        let conn = FramedConn::connect_tls(addr, cfg, client, self.tls_name)
+            .await
+            .map_err(|e| match e {
+                // The greeting named what the peer is: that line alone.
+                e @ tacit_net::Error::Greeting(_) => anyhow::Error::from(e),
+                e => anyhow::anyhow!(
+                    "cannot connect to {addr} over TLS: {e} (a peer that runs with --plain-tcp needs --plain-tcp here too)"
+                ),
+            });
         let known = trust.recorded();
         let recorded = match &conn {
             Ok(c) => trust.record(c.peer_certificate()),
@@ -326,13 +339,16 @@ impl Channel {
 pub struct Acceptor {
     server: Option<Arc<tacit_net::tls::ServerConfig>>,
     pinned: bool,
+    protocol: Protocol,
 }
 
 impl Acceptor {
-    /// Runs the server side of the handshake on an accepted connection (nothing on
-    /// plain TCP).
+    /// Runs the server side of the handshake on an accepted connection and checks
+    /// the peer's greeting (only the greeting on plain TCP).
     pub async fn accept(&self, conn: FramedConn) -> Result<(FramedConn, PeerKey)> {
+        let mut conn = conn.speaking(self.protocol);
         let Some(cfg) = &self.server else {
+            conn.greet().await?;
             return Ok((
                 conn,
                 PeerKey {

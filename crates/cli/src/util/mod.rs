@@ -397,6 +397,13 @@ impl MdnsArg {
 /// The error and its causes on one line, skipping a cause whose text the line
 /// already holds (error types that print their source as part of their message).
 pub fn one_line(e: &anyhow::Error) -> String {
+    // A refused greeting names the peer and both sides already ("127.0.0.1:7900 is a
+    // tacit discovery root, not a pros PSI server"): it stands alone.
+    for cause in e.chain() {
+        if let Some(g @ tacit_net::Error::Greeting(_)) = cause.downcast_ref::<tacit_net::Error>() {
+            return escape_for_display(&g.to_string()).into_owned();
+        }
+    }
     let mut out = String::new();
     for cause in e.chain() {
         let s = cause.to_string();

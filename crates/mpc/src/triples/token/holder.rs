@@ -206,6 +206,7 @@ impl<E: Eeprom + Send + 'static> TokenServer<E> {
         let host = *lock(&self.card).state().host();
         let (card, tls) = (self.card.clone(), self.tls.clone());
         listener
+            .speaking(tacit_net::Protocol::MpcToken)
             .serve(&guard, stop_after, move |conn| {
                 let (card, tls, log) = (card.clone(), tls.clone(), log.clone());
                 async move {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::VerifyingKey;
-use tacit_net::{FramedConn, NetConfig};
+use tacit_net::{FramedConn, NetConfig, Protocol};
 use tacit_wire::{Decode, Encode, Envelope};
 use zeroize::Zeroizing;
 
@@ -219,7 +219,9 @@ fn view_of(identity: &Path, id: &LoadedIdentity) -> Result<ClientView> {
 
 /// Connects to the server over TLS with its key pinned.
 pub async fn connect(addr: &str, pin: [u8; 32], deadline: Duration) -> Result<FramedConn> {
-    let net = NetConfig::default().with_deadline(deadline);
+    let net = NetConfig::default()
+        .with_deadline(deadline)
+        .speaking(Protocol::TracEdge);
     let tls = tacit_net::tls::checked_server_client(tacit_net::tls::pinned(pin))?;
     FramedConn::connect_tls(addr, &net, tls, TLS_NAME)
         .await

@@ -453,7 +453,7 @@ impl RunningServer {
         let guard =
             Guard::new(ServeLimits::new(o.max_connections, o.session_deadline).with_per_address(o.max_per_address))
                 .on_event(Arc::new(move |e| events(ServerEvent::Management(e.to_string()))));
-        let net = NetConfig::default();
+        let net = NetConfig::default().speaking(tacit_net::Protocol::TracEdge);
         let accept = guard::serve(listener.tcp(), &guard, None, |stream, peer| {
             let (tls, tx, done, stop_tx, ctx) = (tls.clone(), tx.clone(), done.clone(), stop_tx.clone(), ctx.clone());
             let conn = FramedConn::from_stream(stream, &net);
