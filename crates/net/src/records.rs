@@ -483,4 +483,42 @@ mod tests {
         let e = read_err(vec![0x16, 3, 1, 0, 5, 0, 0, 0, 0, 0], &mut own, &mut raw).await;
         assert!(e.contains("not TLS 1.3 application data"), "{e}");
     }
+
+    /// A peer's record whose inner plaintext is over 2^14 + 1 bytes (RFC 8446 §5.4;
+    /// rustls answers `record_overflow`) sealed with the peer's own key: the
+    /// ciphertext length stays within 2^14 + 256, so only the plaintext check refuses it.
+    #[tokio::test]
+    async fn red_rev27b_own_records_refuse_an_oversized_inner_plaintext() {
+        let (c, s) = session();
+        let cs = c.dangerous_extract_secrets().unwrap();
+        let ss = s.dangerous_extract_secrets().unwrap();
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (a, b) = tokio::join!(TcpStream::connect(addr), l.accept());
+        let mut own = OwnRecords::new(a.unwrap(), cs, &[]).unwrap();
+        let mut raw = b.unwrap().0;
+        let (seq, sec) = ss.tx;
+        let mut peer = Direction::new(seq, sec).unwrap();
+        // 16 384 + 200 bytes of content, then the type: 2^14 + 201 > 2^14 + 1.
+        let mut rec = vec![7u8; MAX_PLAIN + 200];
+        rec.push(APPLICATION_DATA);
+        let h = header(rec.len() + TAG);
+        let nonce = peer.next_nonce().unwrap();
+        let tag = peer
+            .key
+            .seal_in_place_separate_tag(nonce, Aad::from(h), &mut rec)
+            .unwrap();
+        rec.extend_from_slice(tag.as_ref());
+        let mut wire = h.to_vec();
+        wire.extend_from_slice(&rec);
+        assert!(wire.len() - HEADER <= MAX_CIPHER);
+        raw.write_all(&wire).await.unwrap();
+        let mut got = vec![0u8; MAX_PLAIN + 200];
+        let r = own.read_exact(&mut got).await;
+        assert!(
+            r.is_err(),
+            "an inner plaintext of {} bytes was read as data (rustls: record_overflow)",
+            MAX_PLAIN + 201
+        );
+    }
 }
