@@ -521,4 +521,66 @@ mod tests {
             MAX_PLAIN + 201
         );
     }
+
+    /// The client as [`OwnRecords`] on a socket, and the server's sealing direction
+    /// (a deviating peer holds its own keys and seals what it likes).
+    async fn own_client_and_peer_key() -> (OwnRecords, TcpStream, Direction) {
+        let (c, s) = session();
+        let cs = c.dangerous_extract_secrets().unwrap();
+        let (seq, sec) = s.dangerous_extract_secrets().unwrap().tx;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (a, b) = tokio::join!(TcpStream::connect(addr), l.accept());
+        (
+            OwnRecords::new(a.unwrap(), cs, &[]).unwrap(),
+            b.unwrap().0,
+            Direction::new(seq, sec).unwrap(),
+        )
+    }
+
+    /// One record sealed by the peer: `inner` is content ‖ type ‖ padding.
+    fn peer_record(peer: &mut Direction, mut inner: Vec<u8>) -> Vec<u8> {
+        let h = header(inner.len() + TAG);
+        let nonce = peer.next_nonce().unwrap();
+        let tag = peer
+            .key
+            .seal_in_place_separate_tag(nonce, Aad::from(h), &mut inner)
+            .unwrap();
+        inner.extend_from_slice(tag.as_ref());
+        let mut wire = h.to_vec();
+        wire.extend_from_slice(&inner);
+        wire
+    }
+
+    /// rustls refuses the 33rd consecutive empty application-data record
+    /// (ALLOWED_CONSECUTIVE_EMPTY_FRAGMENTS_MAX = 32); tacit's layer opens any number,
+    /// so a peer keeps the reader opening records that carry nothing until the read
+    /// timeout.
+    #[tokio::test]
+    async fn red_rev27b_own_records_refuse_a_run_of_empty_records() {
+        let (mut own, mut raw, mut peer) = own_client_and_peer_key().await;
+        let mut wire = Vec::new();
+        for _ in 0..1000 {
+            wire.extend(peer_record(&mut peer, vec![APPLICATION_DATA]));
+        }
+        wire.extend(peer_record(&mut peer, vec![b'x', APPLICATION_DATA]));
+        raw.write_all(&wire).await.unwrap();
+        let mut got = [0u8; 1];
+        let r = own.read_exact(&mut got).await;
+        assert!(
+            r.is_err(),
+            "1000 empty records in a row were opened (rustls refuses the 33rd)"
+        );
+    }
+
+    /// An alert of an unknown level (7) carrying close_notify: rustls refuses it
+    /// (illegal_parameter); tacit's layer reads it as a clean end of stream.
+    #[tokio::test]
+    async fn red_rev27b_own_records_refuse_an_alert_of_unknown_level() {
+        let (mut own, mut raw, mut peer) = own_client_and_peer_key().await;
+        raw.write_all(&peer_record(&mut peer, vec![7, 0, ALERT])).await.unwrap();
+        let mut got = Vec::new();
+        let r = own.read_to_end(&mut got).await;
+        assert!(r.is_err(), "an alert of level 7 was taken for close_notify");
+    }
 }
