@@ -12,7 +12,8 @@
 //! so this path is most of what TLS adds to the online phase (docs/mpc.md).
 //!
 //! What it refuses: any record whose header is not an application-data record of TLS
-//! 1.3 within the length limit, a record that fails its authentication
+//! 1.3 within the length limit, content over 2^14 bytes (record_overflow), more than
+//! 32 empty records in a row (as rustls), an alert of an unknown level, a record that fails its authentication
 //! (`bad_record_mac`: a flipped bit, a replayed, reordered or dropped record all end
 //! here because the nonce is the sequence number), an alert other than
 //! `close_notify`, a handshake message (KeyUpdate, NewSessionTicket: tacit's peers
@@ -35,6 +36,9 @@ pub const MAX_CIPHER: usize = MAX_PLAIN + 256;
 /// Records one direction may carry: AES-GCM's limit in RFC 8446 §5.5 is 2^24.5
 /// full-size records; with no key update implemented the session must end before.
 pub const MAX_RECORDS: u64 = 1 << 24;
+/// Empty application-data records accepted in a row (rustls's
+/// `ALLOWED_CONSECUTIVE_EMPTY_FRAGMENTS_MAX`).
+const MAX_EMPTY_RUN: u32 = 32;
 const HEADER: usize = 5;
 const TAG: usize = 16;
 const APPLICATION_DATA: u8 = 0x17;
@@ -116,6 +120,8 @@ pub(crate) struct OwnRecords {
     /// Sealed records not yet written: `wbuf[wpos..]`.
     wbuf: Vec<u8>,
     wpos: usize,
+    /// Empty data records read in a row.
+    empty_run: u32,
     /// The peer sent `close_notify`.
     closed: bool,
     /// We sent `close_notify`.
@@ -142,6 +148,7 @@ impl OwnRecords {
             rnext: 0,
             wbuf: Vec::with_capacity(HEADER + MAX_CIPHER),
             wpos: 0,
+            empty_run: 0,
             closed: false,
             shut: false,
         })
@@ -176,8 +183,25 @@ impl OwnRecords {
         let Some(t) = plain.iter().rposition(|&b| b != 0) else {
             return Err(bad("the peer sent a TLS record with no content type"));
         };
+        // RFC 8446 §5.4: the content and its type are at most 2^14 + 1 bytes
+        // (record_overflow), padding aside.
+        if t > MAX_PLAIN {
+            return Err(bad(
+                "the peer sent a TLS record of more than 2^14 bytes of content (record_overflow)",
+            ));
+        }
         let kind = plain[t];
         self.rnext = start + len;
+        // rustls's limit on empty data records in a row (a peer that sends nothing
+        // but them keeps us decrypting).
+        if kind == APPLICATION_DATA && t == 0 {
+            self.empty_run += 1;
+            if self.empty_run > MAX_EMPTY_RUN {
+                return Err(bad("the peer sent more than 32 empty TLS records in a row"));
+            }
+        } else {
+            self.empty_run = 0;
+        }
         match kind {
             APPLICATION_DATA => {
                 self.ppos = start;
@@ -185,7 +209,8 @@ impl OwnRecords {
                 self.rpos = self.rnext;
                 Ok(true)
             }
-            ALERT if t == 2 && plain[1] == 0 => {
+            // close_notify: level warning (1) or fatal (2), description 0.
+            ALERT if t == 2 && plain[1] == 0 && matches!(plain[0], 1 | 2) => {
                 self.closed = true;
                 self.rpos = self.rnext;
                 Ok(true)
