@@ -75,10 +75,30 @@ const DOMAIN_FAC: &[u8] = b"tacit-pros/v1/no-small-factor-proof\0";
 
 /// The least size (log₂) Π^fac proves for both prime factors of a `bits`-bit
 /// modulus: `⌈bits/2⌉ − ℓ − ε − 2` (≤ 0 means the proof shows nothing at that size;
-/// the gcd with the primes below 2²⁴ still holds). 3072 bits: 1150; 2048: 638.
+/// the gcd with the primes below 2²⁴ still holds). 3072 bits: 1150; 2048: 638;
+/// 1024: 126.
 pub fn proven_min_factor_bits(bits: u32) -> i64 {
     bits.div_ceil(2) as i64 - CHALLENGE_BITS as i64 - SLACK_BITS as i64 - 2
 }
+
+/// The smallest peer key, in bits, for which Π^fac's bound means something, and so
+/// the floor under every peer key B (3PR) and the FNP sender accept, whatever
+/// minimum their caller gives: `2·(2ℓ + ε)` = **1024**.
+///
+/// Derivation: the bound must be as strong as the proof itself. Π^fac proves both
+/// factors `≥ 2^{⌈bits/2⌉−ℓ−ε−2}`; at `bits ≥ 2·(2ℓ + ε)` that is `≥ 2^{ℓ−2}`, so a
+/// class modulo either factor holds at most one element of any dictionary of up to
+/// `2^{ℓ−2}` — searching a larger one costs about the `2^ℓ` hash queries that also
+/// forge a Π^fac — and a comparison tests two candidates whatever the dictionary.
+/// Below it the bound falls half a bit per key bit (`2⁶²` at 896 bits) and is
+/// nothing from about 772 bits down. The paper's small keys stay available only to
+/// a party that names it locally ([`crate::threepr::Responder::accept_insecure_small_keys`],
+/// [`crate::fnp::Sender::accept_insecure_small_keys`]); no message can ask for it.
+pub const MIN_PEER_KEY_BITS: u32 = 2 * (2 * CHALLENGE_BITS + SLACK_BITS);
+
+const _: () = assert!(
+    (MIN_PEER_KEY_BITS / 2) as i64 - CHALLENGE_BITS as i64 - SLACK_BITS as i64 - 2 == CHALLENGE_BITS as i64 - 2
+);
 
 fn pow2(bits: u32) -> Result<Nat> {
     let mut x = BigNum::new()?;
@@ -989,5 +1009,8 @@ mod tests {
         assert_eq!(proven_min_factor_bits(3072), 1150);
         assert_eq!(proven_min_factor_bits(2048), 638);
         assert!(proven_min_factor_bits(256) < 0);
+        assert_eq!(MIN_PEER_KEY_BITS, 1024);
+        assert_eq!(proven_min_factor_bits(MIN_PEER_KEY_BITS), CHALLENGE_BITS as i64 - 2);
+        assert!(proven_min_factor_bits(772) <= 0);
     }
 }

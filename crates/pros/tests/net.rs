@@ -15,10 +15,11 @@ use tacit_pros::{Error, net};
 
 fn policy() -> schedule::Policy {
     schedule::Policy {
-        min_key_bits: 256,
+        min_key_bits: 1024,
         max_key_bits: 4096,
         limits: Default::default(),
         ring_pedersen: tacit_pros::testing::ring_pedersen(),
+        insecure_small_keys: false,
     }
 }
 
@@ -35,12 +36,12 @@ async fn psi_over_tcp() {
     let addr = l.local_addr().unwrap();
     let p = PsiParams::new(8, 8);
     let server = tokio::spawn(async move {
-        let s = Sender::new(&p, &["x", "y", "z"], 256, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
+        let s = Sender::new(&p, &["x", "y", "z"], 1024, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
         let mut c = l.accept().await.unwrap();
         net::psi_serve(&mut c, Arc::new(s), &mut ChaCha20Rng::from_seed([1; 32])).await
     });
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = RnPool::new(key.public()).unwrap();
     let got = net::psi_query(
         &mut c,
@@ -71,7 +72,7 @@ async fn reconcile_over_tcp_and_a_refusal_reaches_the_peer() {
             let r = Responder::new(
                 p,
                 &["d", "c", "b", "a"],
-                if strict { 2048 } else { 256 },
+                if strict { 2048 } else { 1024 },
                 4096,
                 tacit_pros::testing::ring_pedersen(),
             )
@@ -81,7 +82,7 @@ async fn reconcile_over_tcp_and_a_refusal_reaches_the_peer() {
         }
         out
     });
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
     let got = net::reconcile_initiator(
@@ -100,7 +101,7 @@ async fn reconcile_over_tcp_and_a_refusal_reaches_the_peer() {
     let e = net::reconcile_initiator(&mut c, p, key, &["a"], pool, &mut ChaCha20Rng::from_seed([5; 32]))
         .await
         .unwrap_err();
-    assert!(matches!(e, Error::PeerRefused(ref m) if m.contains("256 bits")), "{e}");
+    assert!(matches!(e, Error::PeerRefused(ref m) if m.contains("1024 bits")), "{e}");
     let res = server.await.unwrap();
     assert_eq!(res[0].as_ref().unwrap().elements, vec![b"c".to_vec()]);
     assert!(matches!(res[1], Err(Error::KeySize(_))));
@@ -153,7 +154,7 @@ async fn schedule_from_two_calendars() {
         )
         .await
     });
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
     let a = schedule::connect(
@@ -209,7 +210,7 @@ async fn schedule_refuses_another_window() {
         )
         .await
     });
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
     let e = schedule::connect(
