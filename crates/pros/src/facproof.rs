@@ -408,6 +408,14 @@ impl RingPedersen {
         self.proof.encode(&self.public, w);
     }
 
+    /// The offer as a key holder receives it: the public parameters and Π^prm.
+    pub fn offer(&self) -> Offer {
+        Offer {
+            params: self.public.clone(),
+            proof: self.proof.clone(),
+        }
+    }
+
     /// Bytes of [`Self::encode_offer`] for an `N̂` of `bits`.
     pub const fn offer_len(bits: u32) -> usize {
         RingPedersenParams::encoded_len(bits) + PrmProof::encoded_len(bits)
@@ -632,9 +640,29 @@ impl Offer {
         self.proof.encode(&self.params, w);
     }
 
-    /// [`PrmProof::verify`].
-    pub fn verify(&self) -> Result<()> {
-        self.proof.verify(&self.params)
+    /// [`PrmProof::verify`]; the parameters, once verified, are what a prover may prove
+    /// against ([`FacProof::prove`] takes nothing else).
+    pub fn verify(&self) -> Result<VerifiedOffer> {
+        self.proof.verify(&self.params)?;
+        Ok(VerifiedOffer {
+            params: self.params.clone(),
+        })
+    }
+}
+
+/// Ring-Pedersen parameters whose Π^prm verified ([`Offer::verify`] is the only way to
+/// make one): what [`FacProof::prove`] takes, so that a key holder cannot prove
+/// against parameters it has not checked — with `s ∉ ⟨t⟩` the commitments `s^p·t^μ`
+/// would reveal its primes (docs/pros.md, "What the key holder checks").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedOffer {
+    params: RingPedersenParams,
+}
+
+impl VerifiedOffer {
+    /// The verified `(N̂, s, t)`.
+    pub fn params(&self) -> &RingPedersenParams {
+        &self.params
     }
 }
 
@@ -722,10 +750,21 @@ fn fac_challenge(
 
 impl FacProof {
     /// Proves that both factors of `key`'s modulus are large, against the verifier's
-    /// `rp` (whose [`PrmProof`] the caller has verified) in the session `context`.
+    /// parameters `rp` in the session `context`. `rp` is a [`VerifiedOffer`]: parameters
+    /// whose Π^prm has not been verified cannot be proven against —
+    ///
+    /// ```compile_fail,E0308
+    /// # use tacit_pros::facproof::{FacProof, RingPedersenParams};
+    /// # use tacit_pros::paillier::PrivateKey;
+    /// fn prove(key: &PrivateKey, unverified: &RingPedersenParams, rng: &mut rand_chacha::ChaCha20Rng) {
+    ///     let _ = FacProof::prove(key, unverified, &[0; 32], rng);
+    /// }
+    /// ```
+    ///
+    /// — only `offer.verify()?` gives what it takes.
     pub fn prove(
         key: &PrivateKey,
-        rp: &RingPedersenParams,
+        rp: &VerifiedOffer,
         context: &[u8; 32],
         rng: &mut impl CryptoRngCore,
     ) -> Result<Self> {
@@ -739,10 +778,11 @@ impl FacProof {
         n0: &PublicKey,
         p: &BigNumRef,
         q: &BigNumRef,
-        rp: &RingPedersenParams,
+        rp: &VerifiedOffer,
         context: &[u8; 32],
         rng: &mut impl CryptoRngCore,
     ) -> Result<Self> {
+        let rp = &rp.params;
         let nh = &rp.n;
         let le = CHALLENGE_BITS + SLACK_BITS;
         let h = n0.bits().div_ceil(2);
@@ -957,7 +997,7 @@ mod tests {
         for bits in [256, 1024] {
             let k = PrivateKey::generate(bits).unwrap();
             let ctx = [7u8; 32];
-            let p = FacProof::prove(&k, rp.public(), &ctx, &mut rng(1)).unwrap();
+            let p = FacProof::prove(&k, &rp.offer().verify().unwrap(), &ctx, &mut rng(1)).unwrap();
             p.verify(k.public(), &rp, &ctx).unwrap();
             let back = roundtrip(&p, k.public(), rp.public());
             assert_eq!(back, p);
@@ -970,7 +1010,7 @@ mod tests {
         let rp = test_ring_pedersen();
         let k = PrivateKey::generate(512).unwrap();
         let ctx = [1u8; 32];
-        let p = FacProof::prove(&k, rp.public(), &ctx, &mut rng(2)).unwrap();
+        let p = FacProof::prove(&k, &rp.offer().verify().unwrap(), &ctx, &mut rng(2)).unwrap();
         assert!(p.verify(k.public(), &rp, &[2u8; 32]).is_err());
         let other = PrivateKey::generate(512).unwrap();
         assert!(p.verify(other.public(), &rp, &ctx).is_err());
@@ -984,6 +1024,36 @@ mod tests {
         let mut bad = p.clone();
         bad.ct = bn::from_u64(0).unwrap();
         assert!(bad.verify(k.public(), &rp, &ctx).is_err());
+    }
+
+    /// Item 2 of the rev26 follow-up: the only path to a proof is an offer as it
+    /// arrives, decoded and verified ([`Offer::verify`] gives the [`VerifiedOffer`]
+    /// that [`FacProof::prove`] takes; the `compile_fail` example on `prove` shows
+    /// that bare parameters do not type-check). An offer with `s ∉ ⟨t⟩` gives none.
+    #[test]
+    fn a_prover_proves_only_against_a_verified_offer() {
+        let rp = test_ring_pedersen();
+        let k = PrivateKey::generate(1024).unwrap();
+        let ctx = [3u8; 32];
+        let mut w = Writer::new();
+        rp.encode_offer(&mut w);
+        let bytes = w.into_bytes();
+        let mut r = Reader::new(&bytes);
+        let offer = Offer::decode(&mut r).unwrap();
+        r.finish().unwrap();
+        let verified = offer.verify().unwrap();
+        assert_eq!(verified.params(), rp.public());
+        let p = FacProof::prove(&k, &verified, &ctx, &mut rng(3)).unwrap();
+        p.verify(k.public(), &rp, &ctx).unwrap();
+        // t of order 2 and s = 4: s ∉ ⟨t⟩, and P = ±4^p would confirm guesses of p
+        let nh = bn::dup(rp.public().n()).unwrap();
+        let mut minus_one = bn::dup(&nh).unwrap();
+        minus_one.sub_word(1).unwrap();
+        let bad = Offer {
+            params: RingPedersenParams::from_parts(nh, bn::from_u64(4).unwrap(), minus_one),
+            proof: rp.proof().clone(),
+        };
+        assert!(bad.verify().is_err());
     }
 
     #[test]

@@ -545,9 +545,9 @@ impl Chooser {
         }
         let values: Vec<Nat> = set.iter().map(|e| params.encoding.value(e)).collect::<Result<_>>()?;
         let proof = key.modulus_proof()?;
-        setup.offer.verify()?;
+        let verified = setup.offer.verify()?;
         let ctx = facproof::context(FACTOR_PROOF_DOMAIN, binding, &setup.nonce);
-        let fac = Arc::new(FacProof::prove(&key, &setup.offer.params, &ctx, rng)?);
+        let fac = Arc::new(FacProof::prove(&key, &verified, &ctx, rng)?);
         let (bins, load) = (params.bins(), params.load());
         let mut seed = [0u8; 32];
         let alloc = loop {

@@ -645,9 +645,9 @@ impl InitiatorAwaitingAccept {
                  (each position of ours meets n of B's guesses; raise the peer-list limit to allow more)"
             )));
         }
-        offer.verify()?;
+        let verified = offer.verify()?;
         let ctx = facproof::context(FACTOR_PROOF_DOMAIN, binding, &nonce);
-        let fac = FacProof::prove(&self.key, &offer.params, &ctx, rng)?;
+        let fac = FacProof::prove(&self.key, &verified, &ctx, rng)?;
         let fac = factor_proof_bytes(&fac, self.key.public(), &offer);
         let pk = self.key.public();
         let mut lo = BigNum::new()?;

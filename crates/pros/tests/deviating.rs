@@ -978,7 +978,7 @@ mod review {
         let (opening, _) = sender.open(&mut rng);
         let ring = testing::ring_pedersen();
         let ctx = facproof::context(fnp::FACTOR_PROOF_DOMAIN, &NO_CHANNEL_BINDING, &opening.nonce);
-        let fac = FacProof::prove_with(&pk, &p, &q, ring.public(), &ctx, &mut rng).unwrap();
+        let fac = FacProof::prove_with(&pk, &p, &q, &ring.offer().verify().unwrap(), &ctx, &mut rng).unwrap();
         let query = fnp::Query {
             params: pp,
             key: pk.clone(),
@@ -1266,7 +1266,13 @@ mod review {
                 let nonce: [u8; 32] = o.received[0][7..39].try_into().unwrap();
                 let ctx = facproof::context(tacit_pros::threepr::FACTOR_PROOF_DOMAIN, &NO_CHANNEL_BINDING, &nonce);
                 let rp = testing::ring_pedersen();
-                let f = FacProof::prove(&other, rp.public(), &ctx, &mut ChaCha20Rng::seed_from_u64(1)).unwrap();
+                let f = FacProof::prove(
+                    &other,
+                    &rp.offer().verify().unwrap(),
+                    &ctx,
+                    &mut ChaCha20Rng::seed_from_u64(1),
+                )
+                .unwrap();
                 let mut w = Writer::new();
                 w.put_envelope(tacit_pros::threepr::TAG_FACTOR_PROOF);
                 f.encode(other.public(), rp.public(), &mut w);

@@ -935,11 +935,11 @@ async fn bench_modproof(c: &Ctx) -> Result<Value> {
         let mut rd = tacit_wire::Reader::new(&bytes);
         let offer = tacit_pros::facproof::Offer::decode(&mut rd)?;
         rd.finish()?;
-        offer.verify()?;
+        let verified = offer.verify()?;
         prm_verify.push(t.elapsed().as_secs_f64());
         let ctx = [r as u8; 32];
         let t = Instant::now();
-        let fac = tacit_pros::facproof::FacProof::prove(&key, &offer.params, &ctx, &mut seeded(c.seed + r as u64))?;
+        let fac = tacit_pros::facproof::FacProof::prove(&key, &verified, &ctx, &mut seeded(c.seed + r as u64))?;
         fac_prove.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
         fac.verify(key.public(), &rp, &ctx)?;
