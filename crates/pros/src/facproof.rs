@@ -182,10 +182,7 @@ pub struct RingPedersenParams {
 
 impl Clone for RingPedersenParams {
     fn clone(&self) -> Self {
-        let dup = |v: &Nat| match bn::dup(v) {
-            Ok(v) => v,
-            Err(e) => panic!("out of memory copying a big integer: {e}"),
-        };
+        let dup = |v: &Nat| bn::dup_or_die(v);
         RingPedersenParams {
             n: dup(&self.n),
             s: dup(&self.s),
@@ -323,6 +320,27 @@ impl Drop for RingPedersen {
     }
 }
 
+/// Whether `p ≠ q` are both safe primes (`p` and `(p − 1)/2` prime; 64 rounds).
+fn distinct_safe_primes(p: &BigNumRef, q: &BigNumRef) -> Result<bool> {
+    let safe = |x: &BigNumRef| -> Result<bool> {
+        let mut half = BigNum::new()?;
+        half.rshift1(x)?;
+        bn::with_ctx(|ctx| Ok(x.is_prime(64, ctx)? && half.is_prime(64, ctx)?))
+    };
+    Ok(p != q && safe(p)? && safe(q)?)
+}
+
+/// `φ(N̂) = (P̂ − 1)(Q̂ − 1)`, flagged for constant-time use (it is secret).
+fn phi(p: &BigNumRef, q: &BigNumRef) -> Result<Nat> {
+    let mut pm1 = bn::dup(p)?;
+    pm1.sub_word(1)?;
+    let mut qm1 = bn::dup(q)?;
+    qm1.sub_word(1)?;
+    let mut phi = bn::mul(&pm1, &qm1)?;
+    phi.set_const_time();
+    Ok(phi)
+}
+
 impl RingPedersen {
     /// Makes fresh parameters with a `bits`-bit `N̂` (two safe primes from OpenSSL's
     /// `BN_generate_prime_ex`, drawn on two threads): seconds to a minute at 3072 bits.
@@ -351,24 +369,13 @@ impl RingPedersen {
     /// Parameters from two distinct safe primes (checked): `t` a random square, `λ`
     /// random, `s = t^λ`, and the proof.
     pub fn from_safe_primes(p: Nat, q: Nat, rng: &mut impl CryptoRngCore) -> Result<Self> {
-        let prime = |x: &BigNumRef| bn::with_ctx(|ctx| Ok(x.is_prime(64, ctx)?));
-        let half = |x: &BigNumRef| -> Result<Nat> {
-            let mut h = BigNum::new()?;
-            h.rshift1(x)?;
-            Ok(h)
-        };
-        if p == q || !prime(&p)? || !prime(&q)? || !prime(&*half(&p)?)? || !prime(&*half(&q)?)? {
+        if !distinct_safe_primes(&p, &q)? {
             return Err(Error::BadKey(
                 "ring-Pedersen parameters need two distinct safe primes".into(),
             ));
         }
         let n = bn::mul(&p, &q)?;
-        let mut pm1 = bn::dup(&p)?;
-        pm1.sub_word(1)?;
-        let mut qm1 = bn::dup(&q)?;
-        qm1.sub_word(1)?;
-        let mut phi = bn::mul(&pm1, &qm1)?;
-        phi.set_const_time();
+        let phi = phi(&p, &q)?;
         let tau = bn::random_unit(rng, &n)?;
         let t = bn::mul_mod(&tau, &tau, &n)?;
         // λ uniform modulo the order of QR_N̂, P̂′Q̂′ = φ(N̂)/4
@@ -454,23 +461,12 @@ impl RingPedersen {
         let proof = PrmProof::decode(&mut r, &public)?;
         r.finish()?;
         proof.verify(&public)?;
-        let prime = |x: &BigNumRef| bn::with_ctx(|ctx| Ok(x.is_prime(64, ctx)?));
-        let half = |x: &BigNumRef| -> Result<Nat> {
-            let mut h = BigNum::new()?;
-            h.rshift1(x)?;
-            Ok(h)
-        };
-        if p == q || !prime(&p)? || !prime(&q)? || !prime(&*half(&p)?)? || !prime(&*half(&q)?)? {
+        if !distinct_safe_primes(&p, &q)? {
             return Err(Error::Invalid(
                 "stored ring-Pedersen parameters: not two distinct safe primes".into(),
             ));
         }
-        let mut pm1 = bn::dup(&p)?;
-        pm1.sub_word(1)?;
-        let mut qm1 = bn::dup(&q)?;
-        qm1.sub_word(1)?;
-        let mut phi = bn::mul(&pm1, &qm1)?;
-        phi.set_const_time();
+        let phi = phi(&p, &q)?;
         Ok(RingPedersen {
             public,
             p,
@@ -507,10 +503,7 @@ impl core::fmt::Debug for PrmProof {
 
 impl Clone for PrmProof {
     fn clone(&self) -> Self {
-        let dup = |v: &Nat| match bn::dup(v) {
-            Ok(v) => v,
-            Err(e) => panic!("out of memory copying a big integer: {e}"),
-        };
+        let dup = |v: &Nat| bn::dup_or_die(v);
         PrmProof {
             a: self.a.iter().map(dup).collect(),
             z: self.z.iter().map(dup).collect(),
@@ -693,10 +686,7 @@ impl core::fmt::Debug for FacProof {
 
 impl Clone for FacProof {
     fn clone(&self) -> Self {
-        let dup = |v: &Nat| match bn::dup(v) {
-            Ok(v) => v,
-            Err(e) => panic!("out of memory copying a big integer: {e}"),
-        };
+        let dup = |v: &Nat| bn::dup_or_die(v);
         FacProof {
             cp: dup(&self.cp),
             cq: dup(&self.cq),
@@ -855,34 +845,30 @@ impl FacProof {
             }
         }
         let e = fac_challenge(context, n0, params, &self.cp, &self.cq, &self.ca, &self.cb, &self.ct)?;
-        let pw = |b: &BigNumRef, x: &BigNumRef| rp.pow_reduced(b, x);
-        type Check<'a> = (&'a str, Box<dyn Fn() -> Result<bool> + Sync + 'a>);
-        let checks: [Check<'_>; 3] = [
+        // each equation is b^x·t^y ≡ a·c^f (mod N̂), exponents reduced mod φ(N̂)
+        let ne = bn::mul(n0.n(), &e)?;
+        type Equation<'a> = (&'a str, [&'a BigNumRef; 6]);
+        let equations: [Equation<'_>; 3] = [
             (
                 "s^z1·t^w1 ≠ A·P^e",
-                Box::new(|| {
-                    Ok(bn::mul_mod(&*pw(&params.s, &self.z1)?, &*pw(&params.t, &self.w1)?, nh)?
-                        == bn::mul_mod(&self.ca, &*pw(&self.cp, &e)?, nh)?)
-                }),
+                [&params.s, &self.z1, &self.w1, &self.ca, &self.cp, &e],
             ),
             (
                 "s^z2·t^w2 ≠ B·Q^e",
-                Box::new(|| {
-                    Ok(bn::mul_mod(&*pw(&params.s, &self.z2)?, &*pw(&params.t, &self.w2)?, nh)?
-                        == bn::mul_mod(&self.cb, &*pw(&self.cq, &e)?, nh)?)
-                }),
+                [&params.s, &self.z2, &self.w2, &self.cb, &self.cq, &e],
             ),
+            // R^e = s^{N₀·e}
             (
                 "Q^z1·t^v ≠ T·R^e",
-                Box::new(|| {
-                    let re = pw(&params.s, &*bn::mul(n0.n(), &e)?)?;
-                    Ok(bn::mul_mod(&*pw(&self.cq, &self.z1)?, &*pw(&params.t, &self.v)?, nh)?
-                        == bn::mul_mod(&self.ct, &re, nh)?)
-                }),
+                [&self.cq, &self.z1, &self.v, &self.ct, &params.s, &ne],
             ),
         ];
-        let results: Vec<Result<bool>> = checks.par_iter().map(|(_, f)| f()).collect();
-        for ((why, _), ok) in checks.iter().zip(results) {
+        let holds = |[b, x, y, a, c, f]: [&BigNumRef; 6]| -> Result<bool> {
+            let lhs = bn::mul_mod(&*rp.pow_reduced(b, x)?, &*rp.pow_reduced(&params.t, y)?, nh)?;
+            Ok(lhs == bn::mul_mod(a, &*rp.pow_reduced(c, f)?, nh)?)
+        };
+        let results: Vec<Result<bool>> = equations.par_iter().map(|(_, v)| holds(*v)).collect();
+        for ((why, _), ok) in equations.iter().zip(results) {
             if !ok? {
                 return bad(why);
             }

@@ -94,10 +94,7 @@ impl core::fmt::Debug for ModulusProof {
 
 impl Clone for ModulusProof {
     fn clone(&self) -> Self {
-        let dup = |v: &Nat| match bn::dup(v) {
-            Ok(v) => v,
-            Err(e) => panic!("out of memory copying a big integer: {e}"),
-        };
+        let dup = |v: &Nat| bn::dup_or_die(v);
         ModulusProof {
             w: dup(&self.w),
             x: self.x.iter().map(dup).collect(),

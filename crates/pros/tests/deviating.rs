@@ -519,7 +519,7 @@ mod review {
     use tacit_pros::element::{ElementEncoding, match_tag, session_id};
     use tacit_pros::facproof::{self, FacProof};
     use tacit_pros::fnp::{self, PsiParams, Sender};
-    use tacit_pros::modproof::{FOURTH_ROOT_CHALLENGES, ModulusProof, NTH_ROOT_CHALLENGES};
+    use tacit_pros::modproof::ModulusProof;
     use tacit_pros::paillier::{Ciphertext, PrivateKey, PublicKey, RnPool};
     use tacit_pros::testing::{self, Act, Outgoing, Party};
     use tacit_pros::threepr::{
@@ -754,14 +754,6 @@ mod review {
         }
     }
 
-    fn is_qr(v: &Nat, p: &Nat) -> bool {
-        // Euler: v^((p−1)/2) ≡ 1
-        let mut e = bn::dup(p).unwrap();
-        e.sub_word(1).unwrap();
-        let e = bn::div(&e, &bn::from_u64(2).unwrap()).unwrap();
-        bn::is_one(&bn::pow_public(&bn::reduce(v, p).unwrap(), &e, p).unwrap())
-    }
-
     fn crt(xp: &Nat, xq: &Nat, p: &Nat, q: &Nat) -> Nat {
         let qinv = bn::inv_mod(q, p).unwrap();
         let d = bn::sub_mod(&bn::reduce(xp, p).unwrap(), &bn::reduce(xq, p).unwrap(), p).unwrap();
@@ -770,95 +762,6 @@ mod review {
             &bn::mul(&bn::mul_mod(&d, &qinv, p).unwrap(), q).unwrap(),
         )
         .unwrap()
-    }
-
-    /// The challenges of `modproof.rs` (SHA-256 in counter mode under a seed of `N`, `w`).
-    fn challenge(seed: &[u8; 32], kind: u8, i: u32, len: usize, n: &Nat) -> Nat {
-        let mut out = Vec::new();
-        let mut ctr = 0u32;
-        while out.len() < len + 16 {
-            let mut h = Sha256::new();
-            h.update(seed);
-            h.update([kind]);
-            h.update(i.to_be_bytes());
-            h.update(ctr.to_be_bytes());
-            out.extend_from_slice(&h.finalize());
-            ctr += 1;
-        }
-        out.truncate(len + 16);
-        bn::reduce(&openssl::bn::BigNum::from_slice(&out).unwrap(), n).unwrap()
-    }
-
-    /// An honest Π^mod proof for a Paillier–Blum modulus `p·q` of any shape (the crate's
-    /// prover assumes balanced primes; an attacker writes its own).
-    fn prove_any(p: &Nat, q: &Nat) -> (PublicKey, Arc<ModulusProof>) {
-        let n = bn::mul(p, q).unwrap();
-        let pk = tacit_pros::testing::unchecked_public_key(bn::dup(&n).unwrap()).unwrap();
-        let len = pk.modulus_len();
-        let mut rng = ChaCha20Rng::seed_from_u64(99);
-        let w = loop {
-            let w = bn::random_unit(&mut rng, &n).unwrap();
-            if is_qr(&w, p) != is_qr(&w, q) {
-                break w;
-            }
-        };
-        let mut h = Sha256::new();
-        h.update(b"tacit-pros/v1/modulus-proof\0");
-        h.update((len as u32).to_be_bytes());
-        h.update(bn::to_fixed(&n, len).unwrap());
-        h.update(bn::to_fixed(&w, len).unwrap());
-        let seed: [u8; 32] = h.finalize().into();
-        let fourth = |p: &Nat| {
-            let mut pp1 = bn::dup(p).unwrap();
-            pp1.add_word(1).unwrap();
-            let s = bn::div(&pp1, &bn::from_u64(4).unwrap()).unwrap();
-            let mut pm1 = bn::dup(p).unwrap();
-            pm1.sub_word(1).unwrap();
-            bn::mul_mod(&s, &s, &pm1).unwrap()
-        };
-        let (fp, fq) = (fourth(p), fourth(q));
-        let mut wr = Writer::new();
-        wr.put_fixed(&bn::to_fixed(&w, len).unwrap());
-        let mut a = [0u8; FOURTH_ROOT_CHALLENGES / 8];
-        let mut b = [0u8; FOURTH_ROOT_CHALLENGES / 8];
-        for i in 0..FOURTH_ROOT_CHALLENGES {
-            let y = challenge(&seed, b'4', i as u32, len, &n);
-            let (yp, yq, wp) = (is_qr(&y, p), is_qr(&y, q), is_qr(&w, p));
-            let bi = yp != yq;
-            let ai = (bi && !wp) ^ !yp;
-            let mut t = bn::dup(&y).unwrap();
-            if bi {
-                t = bn::mul_mod(&t, &w, &n).unwrap();
-            }
-            if ai {
-                t = bn::sub_mod(&bn::from_u64(0).unwrap(), &t, &n).unwrap();
-            }
-            let xp = bn::pow_public(&bn::reduce(&t, p).unwrap(), &fp, p).unwrap();
-            let xq = bn::pow_public(&bn::reduce(&t, q).unwrap(), &fq, q).unwrap();
-            wr.put_fixed(&bn::to_fixed(&crt(&xp, &xq, p, q), len).unwrap());
-            a[i / 8] |= (ai as u8) << (i % 8);
-            b[i / 8] |= (bi as u8) << (i % 8);
-        }
-        wr.put_fixed(&a);
-        wr.put_fixed(&b);
-        let mut pm1 = bn::dup(p).unwrap();
-        pm1.sub_word(1).unwrap();
-        let mut qm1 = bn::dup(q).unwrap();
-        qm1.sub_word(1).unwrap();
-        let phi = bn::mul(&pm1, &qm1).unwrap();
-        let d = bn::inv_mod(&bn::reduce(&n, &phi).unwrap(), &phi).unwrap();
-        for j in 0..NTH_ROOT_CHALLENGES {
-            let u = challenge(&seed, b'N', j as u32, len, &n);
-            wr.put_fixed(&bn::to_fixed(&bn::pow_public(&u, &d, &n).unwrap(), len).unwrap());
-        }
-        let bytes = wr.into_bytes();
-        let mut r = Reader::new(&bytes);
-        let proof = ModulusProof::decode(&mut r, &pk).unwrap();
-        r.finish().unwrap();
-        proof
-            .verify(&pk)
-            .expect("an honest proof of a Paillier–Blum modulus verifies");
-        (pk, Arc::new(proof))
     }
 
     /// A 1024-bit Paillier–Blum key `p·q` with `p` a 20-bit prime: it passed trial
@@ -874,7 +777,9 @@ mod review {
             let Ok(sk) = PrivateKey::from_primes(bn::dup(&q).unwrap(), bn::dup(&p).unwrap()) else {
                 continue;
             };
-            let (pk, proof) = prove_any(&p, &q);
+            // the crate's own prover (it proves keys of any shape)
+            let proof = sk.modulus_proof().unwrap();
+            let pk = sk.public().clone();
             return (p, q, sk, pk, proof);
         }
     }
@@ -1034,8 +939,8 @@ mod review {
             let Ok(sk) = PrivateKey::from_primes(bn::dup(&q).unwrap(), bn::dup(&p).unwrap()) else {
                 continue;
             };
-            let (_, proof) = prove_any(&p, &q);
-            return (p, q, testing::with_modulus_proof(sk, proof));
+            sk.modulus_proof().unwrap();
+            return (p, q, sk);
         }
     }
 
