@@ -259,6 +259,11 @@ pub async fn run<S: TripleSource>(
     if got.len() != 3 {
         return Err(Error::Peer("sent a malformed ready message".into()));
     }
+    // Over TLS the online phase's records are sealed and opened by tacit's own record
+    // layer on the session's traffic secrets (same TLS 1.3 records on the wire; a
+    // layer is one record each way, and rustls's path was most of what TLS added to
+    // a layer's round trip: docs/mpc.md).
+    conn.own_record_layer(party == Party::A).await?;
     let setup = PhaseStats {
         rounds: 0,
         bytes_sent: conn.bytes_sent() - s0,

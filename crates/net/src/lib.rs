@@ -20,6 +20,7 @@
 
 pub mod guard;
 pub mod mdns;
+pub mod records;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -140,7 +141,10 @@ fn tls_io(tcp: TcpStream) -> TlsIo {
 /// The byte stream under a [`FramedConn`].
 enum Io {
     Tcp(TcpStream),
-    Tls(Box<dyn Stream>),
+    Tls(Box<tokio_rustls::TlsStream<TlsIo>>),
+    /// A TLS session whose records are sealed and opened here
+    /// ([`FramedConn::own_record_layer`]).
+    Own(Box<records::OwnRecords>),
     /// Between taking the TCP stream for a TLS handshake and the handshake's end.
     Gone,
 }
@@ -150,6 +154,7 @@ impl Io {
         match self {
             Io::Tcp(t) => Ok(t),
             Io::Tls(s) => Ok(s.as_mut()),
+            Io::Own(s) => Ok(s.as_mut()),
             Io::Gone => Err(std::io::Error::new(
                 std::io::ErrorKind::NotConnected,
                 "the connection failed its TLS handshake",
@@ -226,7 +231,7 @@ impl FramedConn {
         let (_, session) = stream.get_ref();
         conn.binding = Some(tls::channel_binding(&**session).map_err(|e| Error::Tls(e.to_string()))?);
         conn.peer_certificate = session.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
-        conn.stream = Io::Tls(Box::new(stream));
+        conn.stream = Io::Tls(Box::new(tokio_rustls::TlsStream::Client(stream)));
         Ok(conn)
     }
 
@@ -238,8 +243,74 @@ impl FramedConn {
         let (_, session) = stream.get_ref();
         self.binding = Some(tls::channel_binding(&**session).map_err(|e| Error::Tls(e.to_string()))?);
         self.peer_certificate = session.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
-        self.stream = Io::Tls(Box::new(stream));
+        self.stream = Io::Tls(Box::new(tokio_rustls::TlsStream::Server(stream)));
         Ok(self)
+    }
+
+    /// Switches a TLS connection to tacit's own record layer ([`records`]): the same
+    /// TLS 1.3 records on the wire, sealed and opened on the traffic secrets that
+    /// rustls gives up after the handshake (the interface kTLS uses), for phases where
+    /// a record's path through rustls is a measurable part of each round trip (GMW's
+    /// online phase). Both peers call it at the same point of their protocol, one with
+    /// `initiator` true. On plain TCP it does nothing and returns false.
+    ///
+    /// The switch is a barrier, so that no byte of the peer's is in rustls's buffers
+    /// when its state is taken: the initiator sends a switch frame through rustls, the
+    /// responder answers through rustls and switches, the initiator switches on the
+    /// answer and sends a last frame through the new layer, which the responder reads
+    /// before either side sends anything else. Any other frame in its place is an
+    /// error, and the connection must be dropped.
+    pub async fn own_record_layer(&mut self, initiator: bool) -> Result<bool, Error> {
+        const SWITCH: &[u8] = b"tacit: own TLS records";
+        const AGREED: &[u8] = b"tacit: own TLS records agreed";
+        const GO: &[u8] = b"tacit: own TLS records go";
+        let unexpected = || Error::Tls("the peer did not switch to tacit's TLS record layer".into());
+        if !matches!(self.stream, Io::Tls(_)) {
+            return Ok(false);
+        }
+        if initiator {
+            self.send(SWITCH).await?;
+            if self.recv().await? != AGREED {
+                return Err(unexpected());
+            }
+            self.take_tls_records()?;
+            self.send(GO).await?;
+        } else {
+            if self.recv().await? != SWITCH {
+                return Err(unexpected());
+            }
+            self.send(AGREED).await?;
+            self.take_tls_records()?;
+            if self.recv().await? != GO {
+                return Err(unexpected());
+            }
+        }
+        Ok(true)
+    }
+
+    /// Takes the TLS session's state out of rustls ([`Self::own_record_layer`]).
+    fn take_tls_records(&mut self) -> Result<(), Error> {
+        let Io::Tls(s) = std::mem::replace(&mut self.stream, Io::Gone) else {
+            return Err(Error::Tls("the connection does not run TLS".into()));
+        };
+        let fail = |e: rustls::Error| Error::Tls(format!("cannot take the TLS session over: {e}"));
+        let (io, secrets) = match *s {
+            tokio_rustls::TlsStream::Client(c) => {
+                let (io, mut conn) = c.into_inner();
+                no_plaintext_left(conn.reader())?;
+                (io, conn.dangerous_extract_secrets().map_err(fail)?)
+            }
+            tokio_rustls::TlsStream::Server(c) => {
+                let (io, mut conn) = c.into_inner();
+                no_plaintext_left(conn.reader())?;
+                (io, conn.dangerous_extract_secrets().map_err(fail)?)
+            }
+        };
+        // Socket bytes read ahead of rustls are records of the new layer.
+        let early = io.buffer().to_vec();
+        let own = records::OwnRecords::new(io.into_inner(), secrets, &early).map_err(|e| Error::Tls(e.to_string()))?;
+        self.stream = Io::Own(Box::new(own));
+        Ok(())
     }
 
     fn take_tcp(&mut self) -> Result<TcpStream, Error> {
@@ -836,6 +907,19 @@ impl<'p> Polled<'p> {
     }
 }
 
+/// Refuses to take a TLS session over while rustls holds decrypted bytes nobody read
+/// (a peer that sent more than the switch barrier allows).
+fn no_plaintext_left(mut r: rustls::Reader<'_>) -> Result<(), Error> {
+    use std::io::Read;
+    let mut one = [0u8; 1];
+    match r.read(&mut one) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
+        _ => Err(Error::Tls(
+            "the peer sent data across the switch to tacit's TLS record layer".into(),
+        )),
+    }
+}
+
 async fn read_exact_timed<R: AsyncReadExt + Unpin>(rd: &mut R, buf: &mut [u8], t: Duration) -> Result<(), Error> {
     match tokio::time::timeout(t, rd.read_exact(buf)).await {
         Err(_) => Err(Error::ReadTimeout(t.as_secs_f64())),
@@ -1229,6 +1313,13 @@ mod tests {
     }
 
     /// A TLS pair (server pinned by the client) over loopback with `cfg`.
+    async fn tcp_pair(cfg: &NetConfig) -> (FramedConn, FramedConn) {
+        let l = FramedListener::bind("127.0.0.1:0", cfg).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (s, c) = tokio::join!(l.accept(), FramedConn::connect(addr, cfg));
+        (s.unwrap(), c.unwrap())
+    }
+
     async fn tls_pair(cfg: &NetConfig) -> (FramedConn, FramedConn) {
         let id = tls::SelfSigned::generate("tacit.invalid").unwrap();
         let client = tls::checked_server_client(tls::pinned(id.fingerprint().unwrap())).unwrap();
@@ -1250,8 +1341,60 @@ mod tests {
             max_frame: 64 << 20,
             ..cfg()
         };
-        let spin = Duration::from_micros(200);
+        let (s, c) = tls_pair(&big).await;
+        frames_both_ways(s, c).await;
+        // The peer goes away: Closed, not a hang.
+        let (mut s, c) = tls_pair(&cfg()).await;
+        drop(c);
+        assert!(matches!(
+            s.recv_spin(Duration::from_micros(200)).await,
+            Err(Error::Closed) | Err(Error::Io(_))
+        ));
+    }
+
+    /// After [`FramedConn::own_record_layer`] the same frames move as through rustls,
+    /// records over 16 KiB included, and a peer that goes away is `Closed`.
+    #[tokio::test]
+    async fn own_records_move_the_same_frames() {
+        let big = NetConfig {
+            max_frame: 64 << 20,
+            ..cfg()
+        };
         let (mut s, mut c) = tls_pair(&big).await;
+        let (a, b) = tokio::join!(s.own_record_layer(false), c.own_record_layer(true));
+        assert!(a.unwrap() && b.unwrap());
+        assert!(matches!(s.stream, Io::Own(_)) && matches!(c.stream, Io::Own(_)));
+        frames_both_ways(s, c).await;
+        let (mut s, mut c) = tls_pair(&cfg()).await;
+        let (a, b) = tokio::join!(s.own_record_layer(false), c.own_record_layer(true));
+        assert!(a.unwrap() && b.unwrap());
+        // A clean close (close_notify) and a dropped socket both read as Closed.
+        c.shutdown().await.unwrap();
+        assert!(matches!(s.recv().await, Err(Error::Closed)));
+        drop(c);
+        // Plain TCP does not switch.
+        let (mut s, mut c) = tcp_pair(&cfg()).await;
+        let (a, b) = tokio::join!(s.own_record_layer(false), c.own_record_layer(true));
+        assert!(!a.unwrap() && !b.unwrap());
+    }
+
+    /// A peer that does not take part in the switch is refused in one line.
+    #[tokio::test]
+    async fn own_records_need_both_peers_to_switch() {
+        let (mut s, mut c) = tls_pair(&cfg()).await;
+        let other = tokio::spawn(async move {
+            let _ = s.recv().await;
+            s.send(b"hello").await.unwrap();
+            s
+        });
+        let e = c.own_record_layer(true).await.unwrap_err();
+        assert!(e.to_string().contains("did not switch"), "{e}");
+        drop(other.await.unwrap());
+    }
+
+    async fn frames_both_ways(mut s: FramedConn, mut c: FramedConn) {
+        let spin = Duration::from_micros(200);
+        let (s0, r0, c0, c1) = (s.bytes_sent(), s.bytes_received(), c.bytes_received(), c.bytes_sent());
         let server = tokio::spawn(async move {
             for i in 0..300u32 {
                 let mine = vec![i as u8; (i as usize * 7) % 300];
@@ -1286,16 +1429,8 @@ mod tests {
         c.send(b"abc").await.unwrap();
         let (theirs, sent, received) = server.await.unwrap();
         assert!(theirs.len() == 16 << 20 && theirs.iter().all(|&b| b == 2));
-        assert_eq!(sent, c.bytes_received());
-        assert_eq!(received, c.bytes_sent() - 7);
-        // The peer goes away: Closed, not a hang.
-        drop(c);
-        let (mut s, c) = tls_pair(&cfg()).await;
-        drop(c);
-        assert!(matches!(
-            s.recv_spin(spin).await,
-            Err(Error::Closed) | Err(Error::Io(_))
-        ));
+        assert_eq!(sent - s0, c.bytes_received() - c0);
+        assert_eq!(received - r0, c.bytes_sent() - c1 - 7);
     }
 
     /// Over TLS a silent peer still times out and an oversized header is refused

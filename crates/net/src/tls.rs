@@ -130,12 +130,13 @@ impl SelfSigned {
     /// certificates.
     pub fn server_config(&self) -> Result<Arc<ServerConfig>, TlsConfigError> {
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.to_vec()));
-        let cfg = ServerConfig::builder_with_provider(channel_provider())
+        let mut cfg = ServerConfig::builder_with_provider(channel_provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(err)?
             .with_no_client_auth()
             .with_single_cert(vec![CertificateDer::from(self.cert.clone())], key)
             .map_err(err)?;
+        cfg.enable_secret_extraction = true; // FramedConn::own_record_layer
         Ok(Arc::new(cfg))
     }
 
@@ -152,12 +153,13 @@ impl SelfSigned {
             check,
             algs: p.signature_verification_algorithms,
         });
-        let cfg = ServerConfig::builder_with_provider(p)
+        let mut cfg = ServerConfig::builder_with_provider(p)
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(err)?
             .with_client_cert_verifier(verifier)
             .with_single_cert(vec![CertificateDer::from(self.cert.clone())], key)
             .map_err(err)?;
+        cfg.enable_secret_extraction = true; // FramedConn::own_record_layer
         Ok(Arc::new(cfg))
     }
 
@@ -171,13 +173,14 @@ impl SelfSigned {
             check,
             algs: p.signature_verification_algorithms,
         });
-        let cfg = ClientConfig::builder_with_provider(p)
+        let mut cfg = ClientConfig::builder_with_provider(p)
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(err)?
             .dangerous()
             .with_custom_certificate_verifier(verifier)
             .with_client_auth_cert(vec![CertificateDer::from(self.cert.clone())], key)
             .map_err(err)?;
+        cfg.enable_secret_extraction = true; // FramedConn::own_record_layer
         Ok(Arc::new(cfg))
     }
 }
@@ -340,12 +343,13 @@ pub fn checked_server_client(check: CertificateCheck) -> Result<Arc<ClientConfig
         check,
         algs: p.signature_verification_algorithms,
     });
-    let cfg = ClientConfig::builder_with_provider(p)
+    let mut cfg = ClientConfig::builder_with_provider(p)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(err)?
         .dangerous()
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
+    cfg.enable_secret_extraction = true; // FramedConn::own_record_layer
     Ok(Arc::new(cfg))
 }
 
