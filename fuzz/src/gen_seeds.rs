@@ -254,6 +254,11 @@ fn main() {
         "err",
         &ErrorMessage::new("refused: too many").to_wire(),
     );
+    write(
+        "wire_error_message",
+        "mismatch",
+        &tacit_wire::Mismatch::new("parameter", "m = 10", "m = 20").to_wire(),
+    );
     let mut frames = vec![3u8];
     frames.extend_from_slice(&tacit_wire::encode_frame(b"hello", 64).unwrap());
     frames.extend_from_slice(&tacit_wire::encode_frame(b"", 64).unwrap());

@@ -120,7 +120,29 @@ enum Command {
     Bench(bench::BenchCommand),
 }
 
+/// Rust ignores SIGPIPE, so `tacit id show | head -1` made `println!` panic with
+/// "failed printing to stdout: Broken pipe". A command-line tool ends quietly when its
+/// reader goes away, with SIGPIPE's exit status (141), as other Unix tools do. SIGPIPE
+/// itself stays ignored: a server writing to a socket whose peer left must get an
+/// error, not die.
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_broken_pipe();
     let cli = Cli::parse();
     util::shutdown::install();
     let result = match cli.command {

@@ -364,3 +364,24 @@ fn an_empty_psi_result_says_so_on_stderr_only() {
     assert!(stderr(&out).contains("no common elements"), "{}", stderr(&out));
     assert!(server.wait().unwrap().success());
 }
+
+/// `tacit … | head -1` (a reader that goes away) ends tacit quietly with SIGPIPE's
+/// status, not with a panic about printing to stdout.
+#[test]
+fn a_reader_that_goes_away_ends_tacit_quietly() {
+    let circuit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mpc/testdata/circuits/adder64.txt");
+    let input = format!("{:064}", 0);
+    // A pipe whose reader is gone before tacit starts.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_tacit"))
+        .args(["mpc", "eval", "--circuit"])
+        .arg(&circuit)
+        .args(["--input", &input, "--input", &input])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(141), "{err}");
+}

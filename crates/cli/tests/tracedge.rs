@@ -435,3 +435,62 @@ fn one_serving_process_per_store_and_nothing_recorded_on_failure() {
     assert!(!o.status.success());
     assert!(!missing.exists());
 }
+
+/// Issue 28, items 9 and 10: `pir server serve --sessions 0` means what it means for
+/// every serving command (stop once ready: here after the table is built and
+/// committed) where it used to mean "never stop"; the build prints progress lines on
+/// stderr when stderr is not a terminal, and stdout stays empty. `pir server status`
+/// prints times as local ISO 8601 and its JSON keeps the seconds beside the ISO
+/// strings.
+#[test]
+fn sessions_zero_stops_once_ready_with_progress_lines_and_iso_times() {
+    let d = dir();
+    let (store, _, _) = init_store(&d, "zero.sqlite3");
+    let mut child = tacit()
+        .args(["pir", "server", "serve", "--store", &store, "--listen", "127.0.0.1:0"])
+        .args(["--sessions", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // it stops by itself (the test would hang on the old meaning, "never")
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("pir server serve --sessions 0 did not stop");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "", "stdout stays clean");
+    assert!(err.contains(": rows: 300/300 (100%)"), "{err}");
+    assert!(err.contains("built in"), "{err}");
+    // `forever` is the explicit spelling of the default; anything else is refused
+    let o = run(&["pir", "server", "serve", "--store", &store, "--sessions", "sometimes"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("neither a number of sessions nor `forever`"));
+    // times: ISO 8601 for people, seconds and ISO in JSON
+    let text = ok(&run(&["pir", "server", "status", "--store", &store]));
+    let line = text.lines().find(|l| l.starts_with("table")).unwrap();
+    let created = line
+        .split("created ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    chrono::DateTime::parse_from_rfc3339(created).unwrap_or_else(|e| panic!("{created:?}: {e}"));
+    let v: serde_json::Value =
+        serde_json::from_str(ok(&run(&["pir", "server", "status", "--store", &store, "--json"])).trim()).unwrap();
+    let t0 = &v["tables"][0];
+    let secs = t0["created_unix"].as_i64().unwrap();
+    let iso = chrono::DateTime::parse_from_rfc3339(t0["created"].as_str().unwrap()).unwrap();
+    assert_eq!(iso.timestamp(), secs);
+}

@@ -26,10 +26,23 @@
 //! record. Measured sizes (length bytes included): a 700-byte advertisement takes
 //! 716 bytes (chunks 252, 252, 196), the paper's 820-byte one 840 bytes, and the
 //! largest inline advertisement, [`MAX_INLINE_ADVERT`] = 1272 bytes, exactly 1300; a
-//! pointer record is 25 bytes ([`POINTER_TXT_LEN`]). [`from_txt`] refuses anything
-//! else: a missing or unknown version, unknown, repeated, missing or out-of-order
-//! keys, non-canonical chunks, strings over 255 bytes and records over 1300 bytes
-//! (checked before anything is copied).
+//! pointer record is 25 bytes ([`POINTER_TXT_LEN`]). [`from_txt`] refuses any other
+//! list of entries: a missing or unknown version, unknown, repeated, missing or
+//! out-of-order keys, non-canonical chunks, strings over 255 bytes and records over
+//! 1300 bytes (checked before anything is copied).
+//!
+//! **What [`from_txt`] sees of a record received over mDNS.** Not the record's
+//! bytes: `mdns-sd` 0.21 decodes them first and keeps only the first of entries
+//! whose keys repeat (ignoring case) and drops entries whose key is not UTF-8
+//! ([`tacit_net::mdns::txt_as_browsed`]; the crate gives no access to the raw
+//! record). A record with a repeated or non-UTF-8 key is therefore read as the
+//! record without those entries, and accepted if that is well formed; the refusal
+//! of repeated keys holds only for entries handed to [`from_txt`] directly. This
+//! costs nothing we rely on: the advertisement is authenticated ciphertext (§5), so
+//! whatever a record is stripped to opens as the advertiser's own advertisement or
+//! not at all, and a neighbour able to send a malformed record can as well send a
+//! well-formed one. Test: `a_record_with_repeated_keys_is_read_as_mdns_sd_strips_it`
+//! (`tests/carrier.rs`).
 //!
 //! The SRV record's port is the handshake port; the instance and host names are
 //! random per publication ([`tacit_net::mdns::advertise_txt`]); the TXT record holds
@@ -778,6 +791,21 @@ pub async fn publish(
     handshake_port: u16,
     aux: Option<(&AuxStore, u16)>,
 ) -> Result<Publication> {
+    publish_at(advert, budget, scope, service_type, &[], handshake_port, aux).await
+}
+
+/// [`publish`], announcing `addrs` (empty: the enabled interfaces' addresses) —
+/// for a service that listens on one address only (see
+/// [`tacit_net::mdns::reach`]).
+pub async fn publish_at(
+    advert: &[u8],
+    budget: Budget,
+    scope: Scope,
+    service_type: &str,
+    addrs: &[IpAddr],
+    handshake_port: u16,
+    aux: Option<(&AuxStore, u16)>,
+) -> Result<Publication> {
     check_advert_len(advert)?;
     let mut random = [0u8; 8 + POINTER_ID_LEN];
     OsRng
@@ -808,7 +836,7 @@ pub async fn publish(
         }
     };
     let txt = to_txt(&carried);
-    match mdns::advertise_txt(service_type, handshake_port, &[], &txt, scope, label_bytes) {
+    match mdns::advertise_txt(service_type, handshake_port, addrs, &txt, scope, label_bytes) {
         Ok(advertisement) => Ok(Publication {
             advertisement,
             carried,
@@ -872,37 +900,67 @@ pub async fn resolve(found: &Found, cfg: &NetConfig) -> Result<DiscoveredAdvert>
     })
 }
 
+/// What [`discover_all`] found, and what it left out.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// The advertisements read, in the order their instances were resolved.
+    pub adverts: Vec<DiscoveredAdvert>,
+    /// Instances whose TXT record [`from_txt`] refused, with why.
+    pub malformed: Vec<(String, Error)>,
+    /// Instances with a well-formed record whose advertisement could not be had
+    /// (no address, or the auxiliary service failed), with why.
+    pub unfetched: Vec<(String, Error)>,
+    /// Instances beyond [`MAX_DISCOVERED`], not looked at.
+    pub over_limit: usize,
+}
+
 /// Browses for `service_type` for `wait` and returns the advertisements found,
 /// fetching pointed-to ones from their auxiliary services (at most
 /// [`MAX_CONCURRENT_FETCHES`] at once). Instances whose record is malformed or whose
-/// advertisement cannot be fetched are left out; use
-/// [`tacit_net::mdns::browse_txt`] and [`resolve`] to see why.
+/// advertisement cannot be fetched are left out; [`discover_all`] counts them.
 pub async fn discover(
     service_type: &str,
     scope: Scope,
     wait: Duration,
     cfg: &NetConfig,
 ) -> Result<Vec<DiscoveredAdvert>> {
+    Ok(discover_all(service_type, scope, wait, cfg).await?.adverts)
+}
+
+/// [`discover`], also reporting every instance it left out and why (issue 28:
+/// `discover browse` counts malformed adverts instead of dropping them silently).
+pub async fn discover_all(service_type: &str, scope: Scope, wait: Duration, cfg: &NetConfig) -> Result<Discovery> {
     let service = service_type.to_string();
     let found = tokio::task::spawn_blocking(move || mdns::browse_txt(&service, scope, wait))
         .await
         .map_err(|e| Error::Browse(e.to_string()))??;
+    let mut report = Discovery {
+        over_limit: found.len().saturating_sub(MAX_DISCOVERED),
+        ..Discovery::default()
+    };
     let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_FETCHES));
     let mut tasks = tokio::task::JoinSet::new();
     for (n, f) in found.into_iter().take(MAX_DISCOVERED).enumerate() {
+        if let Err(e) = from_txt(&f.txt) {
+            report.malformed.push((f.instance, e));
+            continue;
+        }
         let cfg = *cfg;
         let permits = permits.clone();
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            (n, resolve(&f, &cfg).await)
+            (n, f.instance.clone(), resolve(&f, &cfg).await)
         });
     }
     let mut out = Vec::new();
     while let Some(done) = tasks.join_next().await {
-        if let Ok((n, Ok(d))) = done {
-            out.push((n, d));
+        match done {
+            Ok((n, _, Ok(d))) => out.push((n, d)),
+            Ok((_, instance, Err(e))) => report.unfetched.push((instance, e)),
+            Err(e) => report.unfetched.push((String::new(), Error::Browse(e.to_string()))),
         }
     }
     out.sort_by_key(|(n, _)| *n);
-    Ok(out.into_iter().map(|(_, d)| d).collect())
+    report.adverts = out.into_iter().map(|(_, d)| d).collect();
+    Ok(report)
 }

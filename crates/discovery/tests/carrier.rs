@@ -299,6 +299,39 @@ fn malformed_txt_records_are_refused() {
     ));
 }
 
+/// Issue 28: over mDNS `from_txt` never sees a repeated or non-UTF-8 key — `mdns-sd`
+/// strips them first (`tacit_net::mdns::txt_as_browsed`) — so such a record is
+/// read as the record without them (the module docs say so; handed to `from_txt`
+/// directly, the repeats are refused).
+#[test]
+fn a_record_with_repeated_keys_is_read_as_mdns_sd_strips_it() {
+    fn rdata(entries: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            out.push((k.len() + 1 + v.len()) as u8);
+            out.extend_from_slice(k);
+            out.push(b'=');
+            out.extend_from_slice(v);
+        }
+        out
+    }
+    let (p1, p2) = (pointer(7000).to_txt_value(), pointer(7001).to_txt_value());
+    // v=1, p=<first>, p=<second>: refused as given, the first pointer as browsed
+    let raw = rdata(&[(b"v", b"1"), (b"p", &p1), (b"p", &p2)]);
+    let given = vec![v1(), e("p", &p1), e("p", &p2)];
+    assert!(matches!(refuse(given), Error::DuplicateKey(k) if k == "p"));
+    assert_eq!(
+        from_txt(&mdns::txt_as_browsed(&raw)).unwrap(),
+        Carried::Pointer(pointer(7000))
+    );
+    // a repeated chunk and a non-UTF-8 key: only the first chunk is left
+    let raw = rdata(&[(b"v", b"1"), (b"a0", b"xy"), (b"A0", b"zz"), (b"\xff", b"junk")]);
+    assert_eq!(
+        from_txt(&mdns::txt_as_browsed(&raw)).unwrap(),
+        Carried::Inline(b"xy".to_vec())
+    );
+}
+
 #[test]
 fn errors_say_what_is_wrong() {
     let s = refuse(vec![v1(), e("a0", &[0; 253])]).to_string();

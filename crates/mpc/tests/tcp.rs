@@ -630,8 +630,8 @@ async fn pipelined_stream_equals_one_command_at_a_time() {
     let b = local.fill(n, &mut |_, _| {}).await.unwrap();
     assert_eq!(a, b);
     for id in a {
-        let x = tcp.pool.take(id.d).unwrap().unwrap();
-        let y = local.pool.take(id.d).unwrap().unwrap();
+        let x = tcp.pool.take(&tcp.certificate.token_id, id.d).unwrap().unwrap();
+        let y = local.pool.take(&local.certificate.token_id, id.d).unwrap().unwrap();
         assert_eq!(x.c_a.len(), (1usize << id.log) / 64);
         assert!(x.c_a == y.c_a, "sequence {id:?} differs");
     }
@@ -720,6 +720,11 @@ fn pool_dir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("tacit-pool-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
+}
+
+/// The name of a stored sequence's file in a pool folder.
+fn pool_name(token_id: &[u8; 16], d: u64, log: u8, ext: &str) -> String {
+    format!("{}-{d:016x}-{log:02}.{ext}", hex::encode(token_id))
 }
 
 fn files_in(d: &std::path::Path) -> Vec<String> {
@@ -844,25 +849,361 @@ async fn a_claimed_sequence_is_no_other_pools_and_stale_claims_are_swept() {
     }
     drop(pool);
     let (mut p1, mut p2) = (Pool::open(&dir).unwrap(), Pool::open(&dir).unwrap());
-    assert!(p1.claim(ds[0]).unwrap());
-    assert!(!p2.claim(ds[0]).unwrap(), "two pools claimed one sequence");
+    assert!(p1.claim(&id, ds[0]).unwrap());
+    assert!(!p2.claim(&id, ds[0]).unwrap(), "two pools claimed one sequence");
     assert_eq!(p2.list(&id).len(), 2);
     assert_eq!(p1.list(&id).len(), 2);
-    assert!(p2.claim(ds[1]).unwrap());
+    assert!(p2.claim(&id, ds[1]).unwrap());
     // A third pool opened now sees only the free one, and keeps the live claims.
     let p3 = Pool::open(&dir).unwrap();
     assert_eq!(p3.list(&id), vec![SequenceId { d: ds[2], log: 7 }]);
     assert_eq!(files_in(&dir).iter().filter(|f| f.ends_with(".claim")).count(), 2);
     // Used: the file goes. Dropped with a claim: the file goes too.
-    assert!(p1.take(ds[0]).unwrap().is_some());
+    assert!(p1.take(&id, ds[0]).unwrap().is_some());
     drop(p2);
-    assert_eq!(files_in(&dir), vec![format!("{:016x}.ca", ds[2])]);
+    assert_eq!(files_in(&dir), vec![pool_name(&id, ds[2], 7, "ca")]);
     // A crashed process's claim: a claim file nobody holds locked.
-    let stale = dir.join(format!("{:016x}.claim", ds[2]));
-    std::fs::rename(dir.join(format!("{:016x}.ca", ds[2])), &stale).unwrap();
+    let stale = dir.join(pool_name(&id, ds[2], 7, "claim"));
+    std::fs::rename(dir.join(pool_name(&id, ds[2], 7, "ca")), &stale).unwrap();
     let p4 = Pool::open(&dir).unwrap();
     assert!(p4.list(&id).is_empty());
     assert_eq!(files_in(&dir), Vec::<String>::new(), "a stale claim was not swept");
     drop((p3, p4));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------
+// Adversarial review of issue 27 (rev27): red tests. Each fails on i27 (344f73f).
+// ---------------------------------------------------------------------------------
+
+/// RED (rev27, MEDIUM: a hostile client drains the prefilled pool for free). A client
+/// of `schedule serve` / `mpc psi serve --triples token --pool DIR` (party b) reads the
+/// token offer and walks away before its seed request. Nothing of the offered
+/// sequences reached anyone but a: their `s_B` never left the token, so each could
+/// serve a later session unchanged. Yet a DELETEs every one (the token erases them)
+/// and removes their files: one connection per session's worth of triples empties a
+/// pool the operator filled ahead (the init work the paper moves off the critical
+/// path), and every later honest session pays the generation again. Expected: the
+/// sequences whose RELEASE B was never sent go back to the pool (the card gets an
+/// owner-only "give back" that turns AReleased into Generated; the pool renames
+/// D.claim back to D.ca).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn red_rev27_a_peer_walking_away_after_the_offer_burns_the_prefilled_pool() {
+    use tacit_mpc::triples::token::decompose;
+    let lc = aes();
+    let count = lc.and_gates();
+    let (_, card) = manufacture(90);
+    let t = token_process(card, ServeLimits::default(), NetConfig::default()).await;
+    let dir = pool_dir("red-walkaway");
+    let mut holder = TokenHolder::new(host_link(&t).await, Pool::open(&dir).unwrap())
+        .await
+        .unwrap();
+    holder.fill(count, &mut |_, _| {}).await.unwrap();
+    let id = holder.certificate.token_id;
+    let prefilled = files_in(&dir).len();
+    assert_eq!(prefilled, decompose(count).len());
+    let (mut ca, mut cb) = pair().await;
+    let hostile_b = async move {
+        // The offer, then nothing: the connection closes.
+        let offer = cb.recv().await.unwrap();
+        assert!(TokenOffer::from_wire(&offer).is_ok());
+        drop(cb);
+    };
+    let (a, ()) = tokio::join!(holder.triples(&mut ca, Party::A, count), hostile_b);
+    assert!(a.is_err(), "the session cannot finish without b");
+    drop(holder);
+    let pool = Pool::open(&dir).unwrap();
+    let left = pool.triples(&id);
+    let live = t.server.card().lock().unwrap().state().sequences().count();
+    let files = files_in(&dir).len();
+    drop(pool);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        left >= count && live >= prefilled,
+        "one peer that read the offer and left burnt the prefilled pool: {left} triples left of {count} \
+         ({files} files of {prefilled}), {live} sequences left on the token"
+    );
+}
+
+/// Bytes this thread has read through system calls so far (`rchar`).
+fn thread_rchar() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/io").unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("rchar:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A stored sequence made up for pool tests (no token needed: the pool stores what it
+/// is given).
+fn made_up_sequence(
+    token_id: [u8; 16],
+    d: u64,
+    log: u8,
+    fill: u64,
+) -> tacit_mpc::triples::token::holder::StoredSequence {
+    tacit_mpc::triples::token::holder::StoredSequence {
+        token_id,
+        id: SequenceId { d, log },
+        c_a: vec![fill; (1usize << log) / 64],
+    }
+}
+
+/// RED (rev27, MEDIUM-HIGH: memory per session = the whole pool, outside the psi
+/// budget, before any hello). Every session of `schedule serve` / `mpc psi serve
+/// --triples token --pool DIR` opens the pool (`TripleOpts::source` →
+/// `connect_token` → `Pool::open`), and `Pool::open` reads every stored sequence's
+/// whole `c_A` into memory, where it stays for the session — though the session
+/// claims only the few sequences of its own circuit. In `mpc psi serve` this happens
+/// right after the channel handshake, before the querier's hello and outside the
+/// `MemoryBudget` (`serve_reserving` reserves only the circuit's footprint): K
+/// connections that never send a hello hold K copies of the pool (a pool filled for
+/// S sessions run S at a time holds S² sessions' worth). Measured here as the bytes
+/// the opening thread reads: 32 sequences of 2^16 triples (256 KiB of c_A) are read
+/// whole. Expected: `Pool::open` indexes the folder (file names, or each file's
+/// header) and a sequence's `c_A` is read from the claimed, locked file at claim
+/// time — which also makes the session use the bytes it locked, not a copy read
+/// before the claim.
+#[test]
+fn red_rev27_opening_the_pool_reads_no_c_a_it_does_not_claim() {
+    let dir = pool_dir("red-lazy");
+    let id = [7u8; 16];
+    let (n, log) = (32u64, 16u8);
+    {
+        let mut p = Pool::open(&dir).unwrap();
+        for d in 0..n {
+            p.put(made_up_sequence(id, d, log, d)).unwrap();
+        }
+    }
+    let c_a_bytes = n * (1u64 << log) / 8;
+    let before = thread_rchar();
+    let p = Pool::open(&dir).unwrap();
+    let read = thread_rchar() - before;
+    assert_eq!(p.list(&id).len(), n as usize);
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        read < c_a_bytes / 4,
+        "opening a pool read {read} bytes: every sequence's c_A ({c_a_bytes} bytes), per session, \
+         before the session claimed any"
+    );
+}
+
+/// RED (rev27, MEDIUM when the pool folder is shared with another user, e.g. under
+/// /tmp; LOW otherwise: a symlink planted in the pool folder is written through). The
+/// pool writes `D.ca-new` (then renames it to `D.ca`) and `D.claim` with
+/// `O_CREAT|O_TRUNC` and no `O_NOFOLLOW`/`O_EXCL`, and `D` is the token's counter
+/// (0, 1, 2, … for every token), so anyone who can create a file in the folder
+/// predicts the next names and plants symlinks there: the server (often root, or the
+/// operator) truncates and overwrites the link's target with `c_A` bytes. `Pool::open`
+/// also neither refuses a folder others may write nor a `.ca` that is a link or not a
+/// regular file (a FIFO named `x.ca` blocks every session's `Pool::open`). Expected:
+/// create the temporary and claim files with `create_new` + `O_NOFOLLOW` (remove a
+/// stale one first), and refuse at `open` a pool folder that is not the user's own or
+/// is writable by group/others.
+#[test]
+fn red_rev27_a_symlink_planted_in_the_pool_folder_is_not_written_through() {
+    let dir = pool_dir("red-symlink");
+    let victim_dir = pool_dir("red-symlink-victim");
+    std::fs::create_dir_all(&victim_dir).unwrap();
+    let victim = victim_dir.join("precious");
+    std::fs::write(&victim, b"the operator's file").unwrap();
+    let mut p = Pool::open(&dir).unwrap();
+    let id = [9u8; 16];
+    // The next d values a token hands out are 0, 1, …: plant links for both names.
+    // (Adapted to the pool's file names since the fix, `<token>-<d>-<log>.<ext>`; on
+    // i27 the names were `<d>.<ext>`.)
+    std::os::unix::fs::symlink(&victim, dir.join(pool_name(&id, 0, 7, "ca-new"))).unwrap();
+    let _ = p.put(made_up_sequence(id, 0, 7, 0x4141_4141_4141_4141));
+    let after_put = std::fs::read(&victim).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join(pool_name(&id, 1, 7, "claim"))).unwrap();
+    std::fs::write(&victim, b"the operator's file").unwrap();
+    let _ = p.put_claimed(made_up_sequence(id, 1, 7, 0x4242_4242_4242_4242));
+    let after_claim = std::fs::read(&victim).unwrap();
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&victim_dir);
+    assert_eq!(
+        after_put, b"the operator's file",
+        "Pool::put wrote through a symlink planted at D.ca-new"
+    );
+    assert_eq!(
+        after_claim, b"the operator's file",
+        "Pool::put_claimed wrote through a symlink planted at D.claim"
+    );
+}
+
+/// RED (rev27, LOW: two tokens on one pool folder overwrite each other). The pool is
+/// made for several tokens (`list`/`triples` filter by token id), but its files are
+/// named by `d` alone and every token counts `d` from 0, so `tacit mpc token fill`
+/// with a second token (or a re-manufactured one) on the same `--pool` silently
+/// replaces the first token's stored sequences — and the in-memory map, keyed by `d`
+/// too, keeps one of the two at random. Expected: the file name carries the token id
+/// (`<token>-<d>.ca`), the maps are keyed by (token, d), and `put` never replaces an
+/// existing file (`create_new` / `renameat2(RENAME_NOREPLACE)`).
+#[test]
+fn red_rev27_two_tokens_on_one_pool_folder_keep_their_sequences() {
+    let dir = pool_dir("red-two-tokens");
+    let (t1, t2) = ([1u8; 16], [2u8; 16]);
+    {
+        let mut p = Pool::open(&dir).unwrap();
+        p.put(made_up_sequence(t1, 0, 7, 1)).unwrap();
+    }
+    {
+        let mut p = Pool::open(&dir).unwrap();
+        p.put(made_up_sequence(t2, 0, 7, 2)).unwrap();
+    }
+    let p = Pool::open(&dir).unwrap();
+    let (n1, n2) = (p.list(&t1).len(), p.list(&t2).len());
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        (n1, n2),
+        (1, 1),
+        "storing token 2's sequence 0 replaced token 1's sequence 0"
+    );
+}
+
+/// RED (rev27, MEDIUM-LOW: another session's GENERATE evicts the sequence a session
+/// just claimed). A full token (MAX_LIVE_SEQUENCES live) makes room for a GENERATE by
+/// erasing the *oldest* sequence whose `s_A` was never released — and a session's
+/// `reserve` claims the *oldest* free sequence of each size (`Pool::list` runs in `d`
+/// order). Between a session's claim and its RELEASE A (the offer goes to b first), a
+/// concurrent session that generates a size its pool lacks erases exactly the
+/// sequence the first one claimed; the first fails "the token no longer holds …".
+/// In `mpc psi serve` the querier picks the set size, hence the sizes the server needs,
+/// so a querier can force a GENERATE whenever it likes. Expected: a claimed sequence
+/// is made the session's on the card at once (RELEASE A right after the claim, so it
+/// is AReleased and never evicted; or a card-level "reserve"), or the card refuses
+/// GENERATE (6A84) instead of evicting when the only victims are claimed.
+#[tokio::test]
+async fn red_rev27_another_sessions_generate_evicts_a_claimed_sequence() {
+    use tacit_mpc::triples::token::card::MAX_LIVE_SEQUENCES;
+    use tacit_mpc::triples::token::holder::generate;
+    let (_, card) = manufacture(91);
+    let mut holder = TokenHolder::new(LocalTokenLink { card }, Pool::in_memory())
+        .await
+        .unwrap();
+    let id = holder.certificate.token_id;
+    let mut pool = std::mem::take(&mut holder.pool);
+    for _ in 0..MAX_LIVE_SEQUENCES {
+        generate(holder.link(), id, 7, &mut pool, &mut |_, _| {}).await.unwrap();
+    }
+    // Session 1 reserves a sequence of 2^7 as its setup does (the first free one).
+    // (Adapted since the fix: on i27 `reserve` was private and only claimed, which
+    // this test did by hand with `pool.claim`; now the reservation also releases s_A.)
+    holder.pool = pool;
+    let mine = holder.reserve(1 << 7).await.unwrap()[0].id;
+    assert_eq!(mine.log, 7);
+    // Session 2 needs a 2^8 sequence its pool lacks: it generates one.
+    let mut other = Pool::in_memory();
+    generate(holder.link(), id, 8, &mut other, &mut |_, _| {})
+        .await
+        .unwrap();
+    // Session 1 goes on with its setup: RELEASE A of the sequence it claimed.
+    let sw_a = release_a(&mut holder, mine.d).await;
+    assert_eq!(
+        sw_a,
+        sw::OK,
+        "a concurrent GENERATE evicted the sequence session 1 had claimed (status {sw_a:04X})"
+    );
+}
+
+/// rev27 (symlinks in the pool folder), the rest of the fix: a pool folder that group
+/// or others may write is refused at open, a stored file is never replaced (a second
+/// `put` of the same sequence, here from another pool on the folder, is an error and
+/// leaves the first file as it was), and entries that are not regular files — a
+/// symbolic link or a FIFO under a stored sequence's name — are skipped, so opening
+/// the pool neither follows the link nor blocks on the FIFO.
+#[test]
+fn a_pool_folder_others_may_write_is_refused_and_odd_entries_are_skipped() {
+    use std::os::unix::fs::PermissionsExt;
+    let id = [5u8; 16];
+    let open = pool_dir("world-writable");
+    std::fs::create_dir_all(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = Pool::open(&open).unwrap_err().to_string();
+    assert!(e.contains("group or others"), "{e}");
+    let _ = std::fs::remove_dir_all(&open);
+
+    let dir = pool_dir("odd-entries");
+    let mut p = Pool::open(&dir).unwrap();
+    p.put(made_up_sequence(id, 0, 7, 1)).unwrap();
+    let first = std::fs::read(dir.join(pool_name(&id, 0, 7, "ca"))).unwrap();
+    let mut q = Pool::open(&dir).unwrap();
+    assert!(
+        q.put(made_up_sequence(id, 0, 7, 2)).is_err(),
+        "a stored file was replaced"
+    );
+    assert_eq!(std::fs::read(dir.join(pool_name(&id, 0, 7, "ca"))).unwrap(), first);
+    // A link to a stored sequence elsewhere, and a FIFO, under sequences' names.
+    let elsewhere = pool_dir("odd-entries-elsewhere");
+    {
+        let mut e = Pool::open(&elsewhere).unwrap();
+        e.put(made_up_sequence(id, 5, 7, 5)).unwrap();
+    }
+    std::os::unix::fs::symlink(
+        elsewhere.join(pool_name(&id, 5, 7, "ca")),
+        dir.join(pool_name(&id, 5, 7, "ca")),
+    )
+    .unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        dir.join(pool_name(&id, 6, 7, "ca")),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let mut r = Pool::open(&dir).unwrap();
+    assert_eq!(r.list(&id), vec![SequenceId { d: 0, log: 7 }]);
+    assert!(!r.claim(&id, 5).unwrap() && !r.claim(&id, 6).unwrap());
+    let got = r.take(&id, 0).unwrap().unwrap();
+    assert_eq!(got.c_a, vec![1u64; 2]);
+    drop((p, q, r));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&elsewhere);
+}
+
+/// A holder made for one session (`close_after_setup`, as the CLI's servers make
+/// them) ends its token connection when its setup is over, so the session's online
+/// phase holds none of the token's connection slots: with a token that serves one
+/// connection at a time, the next session connects while the first one's holder is
+/// still alive. Without it, the newcomer (from the same address as the connection
+/// it would replace) was refused until the first session ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_holder_frees_its_token_connection_after_the_setup() {
+    let lc = aes();
+    let count = lc.and_gates();
+    let (ca, card) = manufacture(92);
+    let limits = ServeLimits::new(1, Duration::from_secs(60));
+    let t = token_process(card, limits, NetConfig::default()).await;
+    let mut holder = TokenHolder::new(host_link(&t).await, Pool::in_memory()).await.unwrap();
+    holder.close_after_setup = true;
+    let mut peer = TokenPeer::new(trust(&ca), ChaCha20Rng::seed_from_u64(93));
+    let (mut ca_conn, mut cb_conn) = pair().await;
+    let (a, b) = tokio::join!(
+        holder.triples(&mut ca_conn, Party::A, count),
+        peer.triples(&mut cb_conn, Party::B, count)
+    );
+    assert_eq!(a.unwrap().len(), count);
+    assert_eq!(b.unwrap().len(), count);
+    // The first holder is alive (its session would be in its online phase now).
+    let mut next = None;
+    for _ in 0..50 {
+        if let Ok(conn) = connect_as(&t, host_key()).await
+            && let Ok(h) = TokenHolder::new(TcpTokenLink::new(conn), Pool::in_memory()).await
+        {
+            next = Some(h);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        next.is_some(),
+        "the token's only connection slot stayed with a session past its setup"
+    );
+    drop(holder);
 }

@@ -173,7 +173,25 @@ pub struct FramedConn {
     started: Instant,
     binding: Option<[u8; 32]>,
     peer_certificate: Option<Vec<u8>>,
+    /// Whether [`Self::recv`] skips the peer's keep-alives ([`Self::accept_keepalives`]).
+    keepalives: bool,
+    /// Keep-alives skipped so far.
+    keepalives_seen: u64,
 }
+
+/// The keep-alive frame's payload (`01 0003`, tag [`tacit_wire::tags::KEEPALIVE`]): a
+/// side that computes for long sends it every [`KEEPALIVE_PERIOD`] so that the side
+/// waiting for its message knows work is under way ([`FramedConn::working`]). A
+/// connection that accepts keep-alives ([`FramedConn::accept_keepalives`]) skips them
+/// in [`FramedConn::recv`], and each restarts its per-message timeout; the
+/// connection's overall deadline still runs, so a peer that only sends keep-alives is
+/// cut off there. See `docs/wire.md`, "Keep-alives".
+pub const KEEPALIVE: [u8; 3] = [tacit_wire::WIRE_VERSION, 0x00, 0x03];
+
+/// How often a computing side sends a keep-alive: well below the shortest
+/// per-message timeout tacit's commands accept by default (60 s), and small enough
+/// that a `--timeout` of 10 s still sees two per timeout.
+pub const KEEPALIVE_PERIOD: Duration = Duration::from_secs(4);
 
 impl core::fmt::Debug for FramedConn {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -212,7 +230,49 @@ impl FramedConn {
             started: Instant::now(),
             binding: None,
             peer_certificate: None,
+            keepalives: false,
+            keepalives_seen: 0,
         })
+    }
+
+    /// From now on [`Self::recv`] skips the peer's keep-alives ([`KEEPALIVE`]), each
+    /// restarting the per-message timeout, up to the connection's overall deadline.
+    /// Without a deadline ([`NetConfig::deadline`] `None`) keep-alives are not
+    /// accepted (a peer could hold the connection forever) and this returns `false`.
+    pub fn accept_keepalives(&mut self) -> bool {
+        self.keepalives = self.cfg.deadline.is_some();
+        self.keepalives
+    }
+
+    /// Keep-alives skipped by [`Self::recv`] so far.
+    pub fn keepalives_seen(&self) -> u64 {
+        self.keepalives_seen
+    }
+
+    /// Sends one keep-alive frame ([`KEEPALIVE`]).
+    pub async fn send_keepalive(&mut self) -> Result<(), Error> {
+        self.send(&KEEPALIVE).await
+    }
+
+    /// Runs `work` (a computation on another thread, say) and sends a keep-alive
+    /// every `period` until it is done, so that the peer waiting for our next message
+    /// does not give up ([`KEEPALIVE`]). Only for peers that accept keep-alives.
+    /// Keep-alives are best effort: if one cannot be sent (the peer left), the work
+    /// still finishes and the next real send or receive reports the connection's
+    /// state.
+    pub async fn working<T>(&mut self, period: Duration, work: impl std::future::Future<Output = T>) -> T {
+        tokio::pin!(work);
+        let period = period.max(Duration::from_millis(10));
+        loop {
+            tokio::select! {
+                r = &mut work => return r,
+                () = tokio::time::sleep(period) => {
+                    if self.send_keepalive().await.is_err() {
+                        return work.await;
+                    }
+                }
+            }
+        }
     }
 
     /// Connects and runs a TLS handshake as the client (see [`tls`] for the
@@ -408,8 +468,22 @@ impl FramedConn {
         Ok(())
     }
 
-    /// Receives one frame, refusing frames over the maximum before reading them.
+    /// Receives one frame, refusing frames over the maximum before reading them. On a
+    /// connection that accepts keep-alives ([`Self::accept_keepalives`]) a keep-alive
+    /// frame is skipped and the next frame read under a fresh per-message timeout
+    /// (the overall deadline still counts).
     pub async fn recv(&mut self) -> Result<Vec<u8>, Error> {
+        loop {
+            let frame = self.recv_frame().await?;
+            if self.keepalives && frame[..] == KEEPALIVE[..] {
+                self.keepalives_seen += 1;
+                continue;
+            }
+            return Ok(frame);
+        }
+    }
+
+    async fn recv_frame(&mut self) -> Result<Vec<u8>, Error> {
         let mut header = [0u8; 4];
         self.read_exact_timed(&mut header).await?;
         let len = u32::from_be_bytes(header) as usize;
@@ -1018,6 +1092,43 @@ mod tests {
         assert_eq!(c.bytes_sent(), 7);
         server.await.unwrap();
         assert!(matches!(c.recv().await, Err(Error::Closed)));
+    }
+
+    /// Issue 28, item 10: keep-alives restart the per-message timeout only where the
+    /// connection accepts them and has an overall deadline; a peer that sends nothing
+    /// else is cut off there, and where they are not accepted they are ordinary data.
+    #[tokio::test]
+    async fn keepalives_restart_the_timeout_up_to_the_deadline() {
+        let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let mut c = l.accept().await.unwrap();
+            // slow but honest: 900 ms of work (three read timeouts) announced, then data
+            let slow = tokio::time::sleep(Duration::from_millis(900));
+            c.working(Duration::from_millis(50), slow).await;
+            c.send(b"late").await.unwrap();
+            // then a keep-alive to a side that does not accept them
+            c.send_keepalive().await.unwrap();
+            // then keep-alives only, until the peer leaves
+            while c.send_keepalive().await.is_ok() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+        assert!(!c.accept_keepalives(), "no deadline: keep-alives are refused");
+        let mut c = FramedConn {
+            cfg: cfg().with_deadline(Duration::from_millis(2500)),
+            ..c
+        };
+        assert!(c.accept_keepalives());
+        assert_eq!(c.recv().await.unwrap(), b"late");
+        assert!(c.keepalives_seen() >= 3, "{}", c.keepalives_seen());
+        c.keepalives = false;
+        assert_eq!(c.recv().await.unwrap(), KEEPALIVE);
+        c.accept_keepalives();
+        assert!(matches!(c.recv().await, Err(Error::Deadline(_))));
+        drop(c);
+        server.await.unwrap();
     }
 
     #[tokio::test]

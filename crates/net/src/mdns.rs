@@ -17,7 +17,7 @@
 //! [`Advertisement`], its drop) returns, and the shutdown is confirmed by the daemon
 //! thread, so browsing leaves no thread behind.
 
-use mdns_sd::{IfKind, ServiceDaemon, ServiceEvent, ServiceInfo, TxtProperty};
+use mdns_sd::{IfKind, ServiceDaemon, ServiceEvent, ServiceInfo, TxtProperties, TxtProperty};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -180,6 +180,66 @@ pub fn advertise_txt(
     Ok(Advertisement { daemon, fullname })
 }
 
+/// What an advertisement of a service listening on `listen` should announce, and
+/// where ([`reach`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reach {
+    /// Where to advertise: [`Scope::Loopback`] when only this machine can connect.
+    pub scope: Scope,
+    /// The addresses to announce (empty: those of the enabled interfaces, for a
+    /// service listening on every interface).
+    pub addrs: Vec<IpAddr>,
+    /// One line for the user when the advert reaches less than was asked for.
+    pub note: Option<String>,
+}
+
+/// Which addresses an advertisement of a service listening on `listen` may announce
+/// under `scope`: only addresses others can connect to (issue 28). A service on
+/// every interface announces the interfaces' addresses; one on a loopback address
+/// is announced to this machine only, whatever `scope` asked (a note says so); one
+/// on another single address announces that address. `Err` holds the one line
+/// saying why no advert would help: a loopback-only advert of a non-loopback
+/// address, or an IPv6 address (browsers here keep IPv4 addresses only).
+pub fn reach(listen: SocketAddr, scope: Scope) -> Result<Reach, String> {
+    let ip = listen.ip();
+    if ip.is_unspecified() {
+        return Ok(Reach {
+            scope,
+            addrs: vec![],
+            note: None,
+        });
+    }
+    if ip.is_ipv6() && !ip.is_loopback() {
+        return Err(format!(
+            "not advertised over mDNS: listening on {ip} only, and browsers here look for IPv4 addresses              (listen on 0.0.0.0:{port} to be found)",
+            port = listen.port()
+        ));
+    }
+    if ip.is_loopback() {
+        let v4 = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+        return Ok(Reach {
+            scope: Scope::Loopback,
+            addrs: vec![if ip.is_ipv4() { ip } else { v4 }],
+            note: (scope == Scope::All).then(|| {
+                format!(
+                    "listening on {ip} only, so the mDNS advert reaches this machine only;                      to be found from other machines listen on 0.0.0.0:{port}",
+                    port = listen.port()
+                )
+            }),
+        });
+    }
+    if scope == Scope::Loopback {
+        return Err(format!(
+            "not advertised over mDNS: --mdns loopback announces loopback addresses only,              and this listens on {ip} (use --mdns all)"
+        ));
+    }
+    Ok(Reach {
+        scope,
+        addrs: vec![ip],
+        note: None,
+    })
+}
+
 /// One resolved DNS-SD instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
@@ -189,10 +249,28 @@ pub struct Found {
     pub addrs: Vec<IpAddr>,
     /// The SRV record's port.
     pub port: u16,
-    /// The TXT record's entries in record order, values as raw bytes. A key without
-    /// `=` is reported with an empty value; `mdns-sd` keeps only the first of
-    /// entries whose keys repeat.
+    /// The TXT record's entries in record order, values as raw bytes, as `mdns-sd`
+    /// leaves them (see [`txt_as_browsed`]): a key without `=` is reported with an
+    /// empty value, only the first of entries whose keys repeat (ignoring case) is
+    /// kept, and entries whose key is not UTF-8 are dropped.
     pub txt: Vec<(String, Vec<u8>)>,
+}
+
+fn txt_entries(props: &TxtProperties) -> Vec<(String, Vec<u8>)> {
+    props
+        .iter()
+        .map(|p| (p.key().to_string(), p.val().unwrap_or_default().to_vec()))
+        .collect()
+}
+
+/// The entries [`browse_txt`] reports for a TXT record whose RDATA (length-prefixed
+/// strings) is `rdata`: what `mdns-sd` 0.21 leaves of it. That crate decodes the
+/// record before tacit sees it and keeps **only the first of entries whose keys
+/// repeat** (ignoring case) and **drops entries whose key is not UTF-8**; neither
+/// is visible to a caller of [`browse_txt`], so no check of ours can refuse such a
+/// record (issue 28). Callers must not rely on seeing repeats.
+pub fn txt_as_browsed(rdata: &[u8]) -> Vec<(String, Vec<u8>)> {
+    txt_entries(&TxtProperties::from(rdata))
 }
 
 impl Found {
@@ -232,11 +310,7 @@ pub fn browse_txt(service: &str, scope: Scope, wait: Duration) -> Result<Vec<Fou
                     .map(IpAddr::V4)
                     .take(MAX_ADDRS_PER_INSTANCE)
                     .collect();
-                let txt = info
-                    .get_properties()
-                    .iter()
-                    .map(|p| (p.key().to_string(), p.val().unwrap_or_default().to_vec()))
-                    .collect();
+                let txt = txt_entries(info.get_properties());
                 let entry = Found {
                     instance: info.get_fullname().to_string(),
                     addrs: addrs.into_iter().collect(),
@@ -273,6 +347,42 @@ mod tests {
 
     fn entry(k: &str, v: &[u8]) -> (String, Vec<u8>) {
         (k.to_string(), v.to_vec())
+    }
+
+    #[test]
+    fn adverts_announce_only_addresses_others_reach() {
+        let sa = |s: &str| s.parse::<SocketAddr>().unwrap();
+        // every interface: the interfaces' addresses, where asked
+        let r = reach(sa("0.0.0.0:8770"), Scope::All).unwrap();
+        assert_eq!((r.scope, r.addrs.len(), r.note), (Scope::All, 0, None));
+        // loopback asked to be seen on the network: this machine only, with a note
+        let r = reach(sa("127.0.0.1:8770"), Scope::All).unwrap();
+        assert_eq!(r.scope, Scope::Loopback);
+        assert_eq!(r.addrs, vec!["127.0.0.1".parse::<IpAddr>().unwrap()]);
+        assert!(r.note.unwrap().contains("listen on 0.0.0.0:8770"));
+        let r = reach(sa("127.0.0.1:1"), Scope::Loopback).unwrap();
+        assert_eq!((r.scope, r.note), (Scope::Loopback, None));
+        // one LAN address: that address
+        let r = reach(sa("192.0.2.7:8770"), Scope::All).unwrap();
+        assert_eq!(r.addrs, vec!["192.0.2.7".parse::<IpAddr>().unwrap()]);
+        // useless adverts are not made
+        assert!(
+            reach(sa("192.0.2.7:8770"), Scope::Loopback)
+                .unwrap_err()
+                .contains("--mdns all")
+        );
+        assert!(
+            reach(sa("[2001:db8::1]:8770"), Scope::All)
+                .unwrap_err()
+                .contains("IPv4")
+        );
+    }
+
+    #[test]
+    fn mdns_sd_strips_repeated_and_non_utf8_keys_before_we_see_them() {
+        // v=1, V=2 (a repeat ignoring case), \xff k=1 (a key that is not UTF-8), p=ab
+        let raw = b"\x03v=1\x03V=2\x04\xffk=1\x04p=ab";
+        assert_eq!(txt_as_browsed(raw), vec![entry("v", b"1"), entry("p", b"ab")]);
     }
 
     #[test]

@@ -53,6 +53,15 @@ pub enum Error {
     /// The peer refused our message and said why.
     #[error("the peer refused: {0}")]
     PeerRefused(String),
+    /// The peer runs other settings than we do: worded from our side
+    /// ([`tacit_wire::Mismatch::refuser_words`]) and sent to the peer as data, so
+    /// that it words it from its side.
+    #[error("{}", .0.refuser_words())]
+    Mismatch(tacit_wire::Mismatch),
+    /// The peer refused our message because it runs other settings; worded from our
+    /// side ([`tacit_wire::Mismatch::receiver_words`]).
+    #[error("the peer refused: {}", .0.receiver_words())]
+    PeerMismatch(tacit_wire::Mismatch),
     /// A transport error.
     #[error("{0}")]
     Net(String),

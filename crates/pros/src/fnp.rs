@@ -131,6 +131,25 @@ impl PsiParams {
         }
     }
 
+    /// The parameters both sides must agree on, in words ("FNP with bucketing,
+    /// hash encoding, bounds m = 10, n = 1000").
+    pub fn describe(&self) -> String {
+        format!(
+            "FNP {}, {} encoding, bounds m = {}, n = {}",
+            if self.bucketing {
+                "with bucketing"
+            } else {
+                "without bucketing"
+            },
+            match self.encoding {
+                ElementEncoding::Hash127 => "hash",
+                ElementEncoding::Integer32 => "int32",
+            },
+            self.chooser_bound,
+            self.sender_bound
+        )
+    }
+
     fn check(&self) -> Result<()> {
         for (what, b) in [
             ("chooser bound", self.chooser_bound),
@@ -350,16 +369,10 @@ impl Query {
         r.envelope(TAG_QUERY, "FNP query")?;
         let params = PsiParams::decode(&mut r)?;
         if !params.same_as(ours) {
-            return Err(Error::ParamsMismatch(format!(
-                "we run FNP with bucketing {}, encoding {:?}, bounds ({}, {}); the chooser asked for {}, {:?}, ({}, {})",
-                ours.bucketing,
-                ours.encoding,
-                ours.chooser_bound,
-                ours.sender_bound,
-                params.bucketing,
-                params.encoding,
-                params.chooser_bound,
-                params.sender_bound
+            return Err(Error::Mismatch(tacit_wire::Mismatch::new(
+                "parameter",
+                ours.describe(),
+                params.describe(),
             )));
         }
         let key = PublicKey::decode(&mut r)?;
@@ -974,7 +987,7 @@ mod tests {
         let other = Sender::new(&PsiParams::new(5, 4), &names(&["1"]), 1024, 4096, rp()).unwrap();
         assert!(matches!(
             other.respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)),
-            Err(Error::ParamsMismatch(_))
+            Err(Error::Mismatch(_))
         ));
         // a sender demanding bigger keys refuses
         let strict = Sender::new(&p, &names(&["1"]), 2048, 4096, rp()).unwrap();

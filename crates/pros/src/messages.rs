@@ -3,17 +3,27 @@
 use crate::facproof::MIN_PEER_KEY_BITS;
 use crate::paillier::PublicKey;
 use crate::{Error, Result};
-use tacit_wire::{Decode, Envelope, ErrorMessage, tags};
 
-/// If `bytes` is an [`ErrorMessage`], the peer refused: surface its reason.
+/// If `bytes` is a refusal, the peer refused: surface its reason, or the mismatch it
+/// names worded from our side.
 pub(crate) fn check_refusal(bytes: &[u8]) -> Result<()> {
-    if let Ok(env) = Envelope::peek(bytes)
-        && env.tag == tags::ERROR
-    {
-        let m = ErrorMessage::from_wire(bytes)?;
-        return Err(Error::PeerRefused(m.reason));
+    match tacit_wire::Refusal::peek(bytes) {
+        None => Ok(()),
+        Some(r) => Err(match r? {
+            tacit_wire::Refusal::Words(w) => Error::PeerRefused(w),
+            tacit_wire::Refusal::Mismatch(m) => Error::PeerMismatch(m),
+        }),
     }
-    Ok(())
+}
+
+/// The refusal to send the peer for `e`: a typed [`tacit_wire::Mismatch`] for
+/// [`Error::Mismatch`], the words otherwise.
+pub(crate) fn refusal_of(e: &Error) -> Vec<u8> {
+    use tacit_wire::Encode;
+    match e {
+        Error::Mismatch(m) => m.to_wire(),
+        e => tacit_wire::ErrorMessage::new(e.to_string()).to_wire(),
+    }
 }
 
 /// Whether a party takes peer keys below [`MIN_PEER_KEY_BITS`]: never, unless it was

@@ -1,7 +1,7 @@
 //! Drivers that run the sans-I/O engines over a [`tacit_net::FramedConn`] (plain
 //! TCP or TLS; `TCP_NODELAY`, bounded frames). They hold no cryptography: bytes from
 //! the engines go out, bytes from the peer go in. On a local error the driver sends
-//! the peer an [`ErrorMessage`] with the reason before it returns.
+//! the peer an [`tacit_wire::ErrorMessage`] (or a typed [`tacit_wire::Mismatch`]) with the reason before it returns.
 //!
 //! **Frame limits come from the protocol.** Before each receive the driver sets the
 //! connection's limit to the largest message the protocol allows at that step (the
@@ -25,13 +25,12 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{CryptoRngCore, SeedableRng};
 use std::sync::Arc;
 use tacit_net::FramedConn;
-use tacit_wire::{Encode, ErrorMessage};
 
 /// The largest frame any PROS message can need: the bucketed FNP query of 100 000
 /// elements at 4096 bits does not fit, and `tacit` refuses such bounds at start.
 pub const MAX_FRAME: usize = 256 << 20;
 
-/// Room for a refusal ([`ErrorMessage`] with its longest reason) wherever a shorter
+/// Room for a refusal ([`tacit_wire::ErrorMessage`] or [`tacit_wire::Mismatch`] with its longest fields) wherever a shorter
 /// message is expected.
 pub const REFUSAL_ROOM: usize = 1024;
 
@@ -41,8 +40,8 @@ pub fn binding_of(conn: &FramedConn) -> [u8; 32] {
 }
 
 async fn refuse(conn: &mut FramedConn, e: &Error) {
-    if !matches!(e, Error::PeerRefused(_) | Error::Net(_)) {
-        let msg = ErrorMessage::new(e.to_string()).to_wire();
+    if !matches!(e, Error::PeerRefused(_) | Error::PeerMismatch(_) | Error::Net(_)) {
+        let msg = crate::messages::refusal_of(e);
         conn.set_max_frame(msg.len().max(REFUSAL_ROOM));
         let _ = conn.send(&msg).await;
     }
@@ -92,37 +91,106 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 
         .map_err(|e| Error::Backend(format!("a worker failed: {e}")))?
 }
 
-/// The chooser's side of FNP PSI: returns the intersection.
+/// What a session is doing, for progress displays: reported to the hook that
+/// [`with_progress`] sets for the task, if any (the CLI prints it on stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// We compute our next message (keep-alives go to the peer meanwhile).
+    Computing(&'static str),
+    /// We wait for the peer's next message (its keep-alives restart our timeout).
+    Waiting(&'static str),
+    /// 3PR: round `round` (1-based) of at most `rounds` (the session stops at the
+    /// first match).
+    Round {
+        /// This round.
+        round: u32,
+        /// The most rounds the session can take.
+        rounds: u32,
+    },
+}
+
+/// A progress hook ([`with_progress`]).
+pub type ProgressHook = Arc<dyn Fn(Step) + Send + Sync>;
+
+tokio::task_local! {
+    static PROGRESS: ProgressHook;
+}
+
+/// Runs `f` with `hook` receiving the [`Step`]s of the PROS sessions it runs.
+pub async fn with_progress<F: std::future::Future>(hook: ProgressHook, f: F) -> F::Output {
+    PROGRESS.scope(hook, f).await
+}
+
+fn report(step: Step) {
+    let _ = PROGRESS.try_with(|p| p(step));
+}
+
+/// Computes `f` on the blocking pool ([`blocking`]) while sending the peer a
+/// keep-alive every [`tacit_net::KEEPALIVE_PERIOD`] (issue 28, item 10): a long
+/// computation on our side never makes the waiting peer give up, and the peer's
+/// overall deadline still bounds a deviating side that only sends keep-alives.
+async fn compute<T: Send + 'static>(
+    conn: &mut FramedConn,
+    what: &'static str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    report(Step::Computing(what));
+    conn.working(tacit_net::KEEPALIVE_PERIOD, blocking(f)).await
+}
+
+/// [`recv_at_most`], reporting what we wait for.
+async fn wait_for(conn: &mut FramedConn, what: &'static str, max: usize) -> Result<Vec<u8>> {
+    report(Step::Waiting(what));
+    recv_at_most(conn, max).await
+}
+
+/// The chooser's side of FNP PSI: returns the intersection. Keep-alives from the
+/// sender are accepted while it evaluates (up to the connection's deadline), and sent
+/// to it while we compute.
 pub async fn psi_query<T: AsRef<[u8]>>(
     conn: &mut FramedConn,
     params: &PsiParams,
     key: PrivateKey,
     set: &[T],
-    pool: &RnPool,
+    pool: Arc<RnPool>,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Vec<Vec<u8>>> {
+    conn.accept_keepalives();
     let bits = key.public().bits();
-    let setup = recv_at_most(conn, SETUP_LEN).await?;
+    let setup = wait_for(conn, "the server's setup", SETUP_LEN).await?;
     let binding = binding_of(conn);
-    let r = Chooser::start(params, key, set, &setup, &binding, pool, rng);
-    let (wait, q) = guard(conn, r).await?;
+    let (p, set): (PsiParams, Vec<Vec<u8>>) = (*params, set.iter().map(|e| e.as_ref().to_vec()).collect());
+    let mut r = seed(rng);
+    let res = compute(conn, "the query (encrypted polynomials)", move || {
+        Chooser::start(&p, key, &set, &setup, &binding, &pool, &mut r)
+    })
+    .await;
+    let (wait, q) = guard(conn, res).await?;
     send(conn, &q.to_bytes()).await?;
-    let a = recv_at_most(conn, params.answer_len(bits)).await?;
+    let a = wait_for(
+        conn,
+        "the server's answer (it evaluates the polynomials)",
+        params.answer_len(bits),
+    )
+    .await?;
     let binding = binding_of(conn);
+    // the sender is done and may have left: no keep-alives here
+    report(Step::Computing("the intersection (decrypting)"));
     let r = blocking(move || wait.on_answer(&a, &binding)).await;
     guard(conn, r).await
 }
 
 /// The sender's side of FNP PSI for one session: reads a query of at most
 /// [`PsiParams::query_len`] at the sender's largest key size, verifies the modulus
-/// proof, answers.
+/// proof, answers (sending keep-alives while it computes).
 pub async fn psi_serve(conn: &mut FramedConn, sender: Arc<Sender>, rng: &mut impl CryptoRngCore) -> Result<()> {
+    conn.accept_keepalives();
     let (opening, setup) = sender.open(rng);
     send(conn, &setup).await?;
-    let q = recv_at_most(conn, sender.max_query_len()).await?;
+    let q = wait_for(conn, "the query", sender.max_query_len()).await?;
     let binding = binding_of(conn);
     let mut r = seed(rng);
-    let res = blocking(move || {
+    let res = compute(conn, "the answer", move || {
         let (a, pk) = sender.respond(&opening, &q, &binding, &mut r)?;
         Ok(a.to_bytes(&pk))
     })
@@ -155,21 +223,35 @@ pub async fn reconcile_initiator_limited<T: AsRef<[u8]>>(
     max_peer_set: u32,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Reconciled> {
+    conn.accept_keepalives();
     let set: Vec<Vec<u8>> = set.iter().map(|e| e.as_ref().to_vec()).collect();
-    let (wait, hello) = blocking(move || Initiator::start(params, key, &set, pool)).await?;
+    let (wait, hello) = compute(conn, "the hello (key and its proof)", move || {
+        Initiator::start(params, key, &set, pool)
+    })
+    .await?;
     let wait = wait.with_max_peer_set(max_peer_set);
     send(conn, &hello).await?;
-    let acc = recv_at_most(conn, ACCEPT_LEN).await?;
+    let acc = wait_for(conn, "the peer's accept", ACCEPT_LEN).await?;
     let binding = binding_of(conn);
     let mut r = seed(rng);
-    let res = blocking(move || wait.on_accept(&acc, &binding, &mut r)).await;
+    let res = compute(conn, "the factor proof and the first query", move || {
+        wait.on_accept(&acc, &binding, &mut r)
+    })
+    .await;
     let (mut state, fac, q) = guard(conn, res).await?;
     send(conn, &fac).await?;
     send(conn, &q).await?;
     loop {
-        let ans = recv_at_most(conn, state.expected_answer_len()).await?;
+        report(Step::Round {
+            round: state.round() + 1,
+            rounds: state.rounds(),
+        });
+        let ans = wait_for(conn, "the peer's answer", state.expected_answer_len()).await?;
         let mut r = seed(rng);
-        let step = blocking(move || state.on_answer(&ans, &mut r)).await;
+        let step = compute(conn, "the comparisons (decrypting)", move || {
+            state.on_answer(&ans, &mut r)
+        })
+        .await;
         match guard(conn, step).await? {
             InitiatorStep::Continue(s, q) => {
                 send(conn, &q).await?;
@@ -191,17 +273,26 @@ pub async fn reconcile_responder(
     responder: Responder,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Reconciled> {
-    let hello = recv_at_most(conn, responder.max_hello_len()).await?;
+    conn.accept_keepalives();
+    let hello = wait_for(conn, "the peer's hello", responder.max_hello_len()).await?;
     let binding = binding_of(conn);
     let mut r = seed(rng);
-    let res = blocking(move || responder.on_hello(&hello, &binding, &mut r)).await;
+    let res = compute(conn, "the accept (checking the peer's key)", move || {
+        responder.on_hello(&hello, &binding, &mut r)
+    })
+    .await;
     let (state, accept) = guard(conn, res).await?;
     send(conn, &accept).await?;
     // nothing is computed with A's key until its no-small-factor proof verifies
-    let fac = recv_at_most(conn, state.max_next_message_len()).await?;
-    let res = blocking(move || state.on_factor_proof(&fac)).await;
+    let fac = wait_for(conn, "the peer's factor proof", state.max_next_message_len()).await?;
+    let res = compute(conn, "checking the factor proof", move || state.on_factor_proof(&fac)).await;
     let mut state = guard(conn, res).await?;
     loop {
+        report(Step::Round {
+            round: state.round() + 1,
+            rounds: state.rounds(),
+        });
+        report(Step::Waiting("the peer's query"));
         let pool = state.pool();
         let key = state.peer_key().clone();
         let want = state.next_round_size().saturating_sub(pool.len());
@@ -212,7 +303,7 @@ pub async fn reconcile_responder(
         let msg = msg?;
         filled?;
         let mut r = seed(rng);
-        let step = blocking(move || state.on_message(&msg, &mut r)).await;
+        let step = compute(conn, "the answer", move || state.on_message(&msg, &mut r)).await;
         match guard(conn, step).await? {
             ResponderStep::Answer(s, a) => {
                 send(conn, &a).await?;

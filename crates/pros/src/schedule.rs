@@ -353,15 +353,16 @@ pub async fn serve(
     if theirs != *window {
         // the peer learns which fields differ, not our values; the local error has both
         let fields = window.differences(&theirs).join(", ");
-        refuse(
-            conn,
-            &format!("parameter mismatch: the scheduling windows differ in {fields}; agree on them with the peer"),
-        )
-        .await;
-        return Err(Error::ParamsMismatch(format!(
-            "we schedule {}; the peer schedules {}",
+        let refusal = tacit_wire::Mismatch::new(
+            "scheduling window",
+            format!("another window (it differs in {fields})"),
+            theirs.describe(),
+        );
+        let _ = crate::net::send(conn, &tacit_wire::Encode::to_wire(&refusal)).await;
+        return Err(Error::Mismatch(tacit_wire::Mismatch::new(
+            "scheduling window",
             window.describe(),
-            theirs.describe()
+            theirs.describe(),
         )));
     }
     let responder = Responder::new(

@@ -226,6 +226,13 @@ pub struct ReconcileParams {
     pub encoding: ElementEncoding,
 }
 
+impl ReconcileParams {
+    /// The parameters in words ("3PR SOR / fast / Hash127").
+    pub fn describe(&self) -> String {
+        format!("3PR {} / {} / {:?}", self.scheme, self.variant, self.encoding)
+    }
+}
+
 /// The positions of A's elements that appear in round `t`, ascending.
 fn a_positions(scheme: Scheme, n: u32, t: u32) -> Vec<u32> {
     let mut v: Vec<u32> = scheme.round_pairs(n, t).into_iter().map(|(i, _)| i).collect();
@@ -685,6 +692,11 @@ impl InitiatorAwaitingAnswer {
         self.round
     }
 
+    /// The most rounds this session can take ([`Scheme::rounds`] of the session length).
+    pub fn rounds(&self) -> u32 {
+        self.params.scheme.rounds(self.n)
+    }
+
     fn query(&mut self, rng: &mut impl CryptoRngCore) -> Result<Vec<u8>> {
         let (scheme, n, t) = (self.params.scheme, self.n, self.round);
         let positions: Vec<u32> = match self.params.variant {
@@ -936,14 +948,10 @@ impl Responder {
     ) -> Result<(ResponderAwaiting, Vec<u8>)> {
         let h = Hello::from_bytes(bytes)?;
         if h.params != self.params {
-            return Err(Error::ParamsMismatch(format!(
-                "we reconcile with {} / {} / {:?}; the peer asked for {} / {} / {:?}",
-                self.params.scheme,
-                self.params.variant,
-                self.params.encoding,
-                h.params.scheme,
-                h.params.variant,
-                h.params.encoding
+            return Err(Error::Mismatch(tacit_wire::Mismatch::new(
+                "parameter",
+                self.params.describe(),
+                h.params.describe(),
             )));
         }
         check_key_bits(
@@ -1013,6 +1021,16 @@ impl ResponderAwaiting {
     /// The parameters.
     pub fn params(&self) -> ReconcileParams {
         self.params
+    }
+
+    /// The next round expected (0-based).
+    pub fn round(&self) -> u32 {
+        self.next
+    }
+
+    /// The most rounds this session can take ([`Scheme::rounds`] of `n`).
+    pub fn rounds(&self) -> u32 {
+        self.params.scheme.rounds(self.n)
     }
 
     /// The pool of `ρⁿ` for A's key (a driver may fill it while waiting).

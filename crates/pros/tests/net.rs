@@ -42,17 +42,10 @@ async fn psi_over_tcp() {
     });
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
     let key = PrivateKey::generate(1024).unwrap();
-    let pool = RnPool::new(key.public()).unwrap();
-    let got = net::psi_query(
-        &mut c,
-        &p,
-        key,
-        &["y", "w"],
-        &pool,
-        &mut ChaCha20Rng::from_seed([2; 32]),
-    )
-    .await
-    .unwrap();
+    let pool = Arc::new(RnPool::new(key.public()).unwrap());
+    let got = net::psi_query(&mut c, &p, key, &["y", "w"], pool, &mut ChaCha20Rng::from_seed([2; 32]))
+        .await
+        .unwrap();
     assert_eq!(got, vec![b"y".to_vec()]);
     server.await.unwrap().unwrap();
 }
@@ -225,10 +218,172 @@ async fn schedule_refuses_another_window() {
     )
     .await
     .unwrap_err();
-    // the peer learns which field differs, not our window
-    assert!(
-        matches!(e, Error::PeerRefused(ref m) if m.contains("differ in step") && !m.contains("2025")),
-        "{e}"
+    // the peer learns which field differs, not our window; each side words the
+    // mismatch from its own point of view (issue 28, item 8)
+    assert!(matches!(e, Error::PeerMismatch(_)), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the peer refused: scheduling window mismatch: we run {}; the peer runs another window (it differs in step)",
+            other.describe()
+        )
     );
-    assert!(matches!(server.await.unwrap(), Err(Error::ParamsMismatch(_))));
+    let b = server.await.unwrap().unwrap_err();
+    assert_eq!(
+        b.to_string(),
+        format!(
+            "scheduling window mismatch: we run {}; the peer runs {}",
+            w.describe(),
+            other.describe()
+        )
+    );
+}
+
+/// Issue 28, item 8: on a parameter mismatch the refused side words the server's
+/// refusal from its own point of view (it used to print the server's sentence, with
+/// "we" meaning the server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parameter_mismatch_is_worded_by_each_side_for_itself() {
+    let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let theirs = PsiParams::new(10, 8);
+    let server = tokio::spawn(async move {
+        let s = Sender::new(&theirs, &["x"], 1024, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
+        let mut c = l.accept().await.unwrap();
+        let psi = net::psi_serve(&mut c, Arc::new(s), &mut ChaCha20Rng::from_seed([1; 32])).await;
+        let r = Responder::new(
+            ReconcileParams::default(),
+            &["a"],
+            256,
+            4096,
+            tacit_pros::testing::ring_pedersen(),
+        )
+        .unwrap();
+        let mut c = l.accept().await.unwrap();
+        (
+            psi,
+            net::reconcile_responder(&mut c, r, &mut ChaCha20Rng::from_seed([3; 32])).await,
+        )
+    });
+    let ours = PsiParams::new(20, 8);
+    let key = PrivateKey::generate(1024).unwrap();
+    let pool = Arc::new(RnPool::new(key.public()).unwrap());
+    let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+    let e = net::psi_query(
+        &mut c,
+        &ours,
+        key.clone(),
+        &["y"],
+        pool.clone(),
+        &mut ChaCha20Rng::from_seed([2; 32]),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the peer refused: parameter mismatch: we run FNP with bucketing, hash encoding, bounds m = 20, n = 8; \
+         the peer runs FNP with bucketing, hash encoding, bounds m = 10, n = 8"
+    );
+    let mor = ReconcileParams {
+        scheme: Scheme::Mor,
+        ..Default::default()
+    };
+    let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+    let e = net::reconcile_initiator(&mut c, mor, key, &["a"], pool, &mut ChaCha20Rng::from_seed([5; 32]))
+        .await
+        .unwrap_err();
+    let (psi, rec) = server.await.unwrap();
+    assert_eq!(
+        psi.unwrap_err().to_string(),
+        "parameter mismatch: we run FNP with bucketing, hash encoding, bounds m = 10, n = 8; \
+         the peer runs FNP with bucketing, hash encoding, bounds m = 20, n = 8"
+    );
+    let (b, a) = (ReconcileParams::default().describe(), mor.describe());
+    assert_eq!(
+        e.to_string(),
+        format!("the peer refused: parameter mismatch: we run {a}; the peer runs {b}")
+    );
+    assert_eq!(
+        rec.unwrap_err().to_string(),
+        format!("parameter mismatch: we run {b}; the peer runs {a}")
+    );
+}
+
+/// A client that gives the server `read_timeout` per message and `deadline` in all.
+fn patient(read_timeout: std::time::Duration, deadline: std::time::Duration) -> NetConfig {
+    NetConfig {
+        read_timeout,
+        deadline: Some(deadline),
+        ..cfg()
+    }
+}
+
+/// Issue 28, item 10: a server that computes for longer than the client's timeout per
+/// message (here 1.5 s against 0.4 s) keeps the client waiting with keep-alives, and
+/// the client gets its answer. Before keep-alives the client gave up ("the peer sent
+/// nothing for 0.4 s").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_honest_server_is_not_cut_off() {
+    use std::time::Duration;
+    let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let p = PsiParams::new(8, 8);
+    let server = tokio::spawn(async move {
+        let s = Arc::new(Sender::new(&p, &["x", "y", "z"], 1024, 4096, tacit_pros::testing::ring_pedersen()).unwrap());
+        let mut c = l.accept().await.unwrap();
+        let mut rng = ChaCha20Rng::from_seed([1; 32]);
+        let (opening, setup) = s.open(&mut rng);
+        net::send(&mut c, &setup).await.unwrap();
+        let q = net::recv_at_most(&mut c, s.max_query_len()).await.unwrap();
+        let binding = net::binding_of(&c);
+        // the honest answer, after a long computation announced by keep-alives
+        let slow = async {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let (a, pk) = s.respond(&opening, &q, &binding, &mut rng).unwrap();
+            a.to_bytes(&pk)
+        };
+        let a = c.working(Duration::from_millis(100), slow).await;
+        net::send(&mut c, &a).await.unwrap();
+    });
+    let cfg = patient(Duration::from_millis(400), Duration::from_secs(60));
+    let mut c = FramedConn::connect(addr, &cfg).await.unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
+    let pool = Arc::new(RnPool::new(key.public()).unwrap());
+    let got = net::psi_query(&mut c, &p, key, &["y", "w"], pool, &mut ChaCha20Rng::from_seed([2; 32]))
+        .await
+        .unwrap();
+    assert_eq!(got, vec![b"y".to_vec()]);
+    assert!(c.keepalives_seen() >= 5, "{} keep-alives", c.keepalives_seen());
+    server.await.unwrap();
+}
+
+/// Issue 28, item 10: a deviating server that answers nothing but keep-alives is cut
+/// off at the client's overall deadline (here 2 s), not held forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_sending_only_keepalives_is_cut_off_at_the_deadline() {
+    use std::time::Duration;
+    let l = FramedListener::bind("127.0.0.1:0", &cfg()).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let p = PsiParams::new(8, 8);
+    let server = tokio::spawn(async move {
+        let s = Sender::new(&p, &["x"], 1024, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
+        let mut c = l.accept().await.unwrap();
+        let (_opening, setup) = s.open(&mut ChaCha20Rng::from_seed([1; 32]));
+        net::send(&mut c, &setup).await.unwrap();
+        let _q = net::recv_at_most(&mut c, s.max_query_len()).await.unwrap();
+        // "work is under way", for ever
+        c.working(Duration::from_millis(100), std::future::pending::<()>())
+            .await;
+    });
+    let cfg = patient(Duration::from_millis(400), Duration::from_secs(2));
+    let mut c = FramedConn::connect(addr, &cfg).await.unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
+    let pool = Arc::new(RnPool::new(key.public()).unwrap());
+    let e = net::psi_query(&mut c, &p, key, &["y"], pool, &mut ChaCha20Rng::from_seed([2; 32]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.to_string(), "the exchange did not finish within its 2.0 s deadline");
+    assert!(c.keepalives_seen() >= 5, "{} keep-alives", c.keepalives_seen());
+    drop(c);
+    server.abort();
 }

@@ -442,7 +442,7 @@ fn b_refuses_mismatched_parameters_and_small_keys() {
     .unwrap();
     assert!(matches!(
         other.on_hello(&hello, &NO_CHANNEL_BINDING, &mut rng(5)),
-        Err(Error::ParamsMismatch(_))
+        Err(Error::Mismatch(_))
     ));
     let strict = Responder::new(
         params(Scheme::Sor, Variant::Implicit),

@@ -45,7 +45,7 @@ pub enum Error {
     #[error("invalid parameters: {0}")]
     InvalidParams(String),
     /// The message belongs to another group than the engine's.
-    #[error("the peer uses group {theirs}; we use {ours}")]
+    #[error("group mismatch: we run {ours}; the peer runs {theirs}")]
     GroupMismatch {
         /// Ours.
         ours: GroupId,
@@ -67,4 +67,26 @@ pub enum Error {
     /// The peer refused our message and said why.
     #[error("the peer refused: {0}")]
     PeerRefused(String),
+    /// The peer refused our message because it runs other settings; worded from our
+    /// side ([`tacit_wire::Mismatch::receiver_words`]).
+    #[error("the peer refused: {}", .0.receiver_words())]
+    PeerMismatch(tacit_wire::Mismatch),
+}
+
+impl Error {
+    /// The refusal to send the peer for this error: a typed
+    /// [`tacit_wire::Mismatch`] for a parameter or group mismatch (so that the peer
+    /// words it from its own side), the words otherwise.
+    pub fn to_refusal(&self) -> Vec<u8> {
+        use tacit_wire::Encode;
+        match self {
+            Error::ParamsMismatch { ours, theirs } => {
+                tacit_wire::Mismatch::new("parameter", ours.clone(), theirs.clone()).to_wire()
+            }
+            Error::GroupMismatch { ours, theirs } => {
+                tacit_wire::Mismatch::new("group", ours.to_string(), theirs.clone()).to_wire()
+            }
+            e => tacit_wire::ErrorMessage::new(e.to_string()).to_wire(),
+        }
+    }
 }

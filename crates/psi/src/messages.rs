@@ -17,7 +17,7 @@ use crate::{Error, Result, Security};
 use core::marker::PhantomData;
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::oprf::Proof;
-use tacit_wire::{Envelope, ErrorMessage, Reader, Writer, tags};
+use tacit_wire::{Reader, Writer, tags};
 
 /// Canonical encodings remembered beside the elements they encode, so that an element
 /// decoded from the wire (or encoded for it) is not compressed again for the DLEQ
@@ -127,15 +127,16 @@ pub(crate) fn read_element<G: PrimeGroup>(
     Ok((e, b))
 }
 
-/// Turns a peer's [`ErrorMessage`] into [`Error::PeerRefused`].
+/// Turns a peer's refusal into [`Error::PeerRefused`] (its words) or
+/// [`Error::PeerMismatch`] (a typed mismatch, worded from our side).
 pub(crate) fn check_refusal(bytes: &[u8]) -> Result<()> {
-    if let Ok(env) = Envelope::peek(bytes)
-        && env.tag == tags::ERROR
-    {
-        let m = <ErrorMessage as tacit_wire::Decode>::from_wire(bytes)?;
-        return Err(Error::PeerRefused(m.reason));
+    match tacit_wire::Refusal::peek(bytes) {
+        None => Ok(()),
+        Some(r) => Err(match r? {
+            tacit_wire::Refusal::Words(w) => Error::PeerRefused(w),
+            tacit_wire::Refusal::Mismatch(m) => Error::PeerMismatch(m),
+        }),
     }
-    Ok(())
 }
 
 impl<G: PrimeGroup> Request<G> {

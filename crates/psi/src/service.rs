@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::SecureRng;
 use tacit_net::{FramedConn, FramedListener, NetConfig};
-use tacit_wire::{Decode, Encode, ErrorMessage};
+use tacit_wire::{Encode, ErrorMessage};
 
 /// Where the service's PSI senders come from.
 pub enum Supply<G: PrimeGroup> {
@@ -240,7 +240,7 @@ async fn session<G: PrimeGroup>(
             Ok((request.len(), response.len()))
         }
         Err(e) => {
-            let _ = conn.send(&ErrorMessage::new(e.to_string()).to_wire()).await;
+            let _ = conn.send(&e.to_refusal()).await;
             Err(format!("refused: {e}"))
         }
     }
@@ -275,11 +275,11 @@ pub async fn query<G: PrimeGroup>(
     let (waiting, request) = Receiver::start(pre);
     conn.send(&request).await?;
     let response = conn.recv().await?;
-    if let Ok(env) = tacit_wire::Envelope::peek(&response)
-        && env.tag == tacit_wire::tags::ERROR
-    {
-        let m = ErrorMessage::from_wire(&response).map_err(Error::from)?;
-        return Err(QueryError::Refused(m.reason));
+    if let Some(refusal) = tacit_wire::Refusal::peek(&response) {
+        return Err(match refusal.map_err(Error::from)? {
+            tacit_wire::Refusal::Words(w) => QueryError::Refused(w),
+            tacit_wire::Refusal::Mismatch(m) => QueryError::Psi(Error::PeerMismatch(m)),
+        });
     }
     let binding = conn.channel_binding().copied();
     let intersection = waiting.on_response_bound(&response, binding.as_ref().map_or(&[][..], |b| &b[..]))?;

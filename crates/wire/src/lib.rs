@@ -397,6 +397,10 @@ impl Envelope {
 pub mod tags {
     /// A refusal with a human-readable reason ([`crate::ErrorMessage`]).
     pub const ERROR: u16 = 0x0001;
+    /// A refusal because the two sides run different settings ([`crate::Mismatch`]).
+    pub const MISMATCH: u16 = 0x0002;
+    /// A keep-alive: work is under way (`tacit_net::KEEPALIVE`; no body).
+    pub const KEEPALIVE: u16 = 0x0003;
     /// PSI request: the receiver's blinded elements.
     pub const PSI_REQUEST: u16 = 0x0101;
     /// PSI response: evaluations, proof and the sender's truncated set.
@@ -502,10 +506,147 @@ impl Decode for ErrorMessage {
     }
 }
 
+/// The longest field of a [`Mismatch`].
+pub const MAX_MISMATCH_FIELD: usize = 400;
+
+fn cut(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
+/// A refusal because the two sides run different settings, sent as data so that the
+/// side that receives it words it from its own point of view (issue 28, item 8): the
+/// refusing side's log says "we run m = 10; the peer runs m = 20", the refused side's
+/// "we run m = 20; the peer runs m = 10" — never the refuser's sentence with the roles
+/// reversed.
+///
+/// ```text
+/// Mismatch = 01 0002 || str what (≤ 64) || str refuser (≤ 400) || str received (≤ 400)
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// What differs, as a noun ("parameter", "group", "scheduling window").
+    pub what: String,
+    /// The refusing side's setting in its words, or what it is willing to say of it.
+    pub refuser: String,
+    /// The setting the refusing side received from the other side, as it read it.
+    pub received: String,
+}
+
+impl Mismatch {
+    /// A mismatch; each field is cut to its bound on a character boundary.
+    pub fn new(what: impl Into<String>, refuser: impl Into<String>, received: impl Into<String>) -> Self {
+        Mismatch {
+            what: cut(what.into(), 64),
+            refuser: cut(refuser.into(), MAX_MISMATCH_FIELD),
+            received: cut(received.into(), MAX_MISMATCH_FIELD),
+        }
+    }
+
+    /// The refusing side's words: "parameter mismatch: we run …; the peer runs …".
+    pub fn refuser_words(&self) -> String {
+        format!(
+            "{} mismatch: we run {}; the peer runs {}",
+            self.what, self.refuser, self.received
+        )
+    }
+
+    /// The refused side's words, from its own point of view: what it sent is what
+    /// "we run", the refuser's setting is what "the peer runs".
+    pub fn receiver_words(&self) -> String {
+        format!(
+            "{} mismatch: we run {}; the peer runs {}",
+            self.what, self.received, self.refuser
+        )
+    }
+}
+
+impl Encode for Mismatch {
+    fn encode(&self, w: &mut Writer) {
+        w.put_envelope(tags::MISMATCH);
+        w.put_str(&self.what);
+        w.put_str(&self.refuser);
+        w.put_str(&self.received);
+    }
+}
+
+impl Decode for Mismatch {
+    fn decode(r: &mut Reader<'_>) -> Result<Self> {
+        r.envelope(tags::MISMATCH, "mismatch")?;
+        Ok(Mismatch {
+            what: r.str("mismatch subject", 64)?.to_owned(),
+            refuser: r.str("the peer's setting", MAX_MISMATCH_FIELD)?.to_owned(),
+            received: r.str("our setting as the peer read it", MAX_MISMATCH_FIELD)?.to_owned(),
+        })
+    }
+}
+
+/// A refusal as it arrives: free words ([`ErrorMessage`]) or a typed [`Mismatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The peer's words.
+    Words(String),
+    /// The peer runs other settings.
+    Mismatch(Mismatch),
+}
+
+impl Refusal {
+    /// `None` unless `bytes` is a refusal ([`tags::ERROR`] or [`tags::MISMATCH`]);
+    /// otherwise the refusal, or the error decoding it.
+    pub fn peek(bytes: &[u8]) -> Option<Result<Refusal>> {
+        let env = Envelope::peek(bytes).ok()?;
+        match env.tag {
+            tags::ERROR => Some(ErrorMessage::from_wire(bytes).map(|m| Refusal::Words(m.reason))),
+            tags::MISMATCH => Some(Mismatch::from_wire(bytes).map(Refusal::Mismatch)),
+            _ => None,
+        }
+    }
+}
+
+impl core::fmt::Display for Refusal {
+    /// The refused side's words: the peer's reason, or the mismatch worded from the
+    /// receiving side ([`Mismatch::receiver_words`]).
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Refusal::Words(w) => f.write_str(w),
+            Refusal::Mismatch(m) => f.write_str(&m.receiver_words()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_mismatch_is_worded_by_each_side_from_its_own_point_of_view() {
+        let m = Mismatch::new("parameter", "m = 10", "m = 20");
+        assert_eq!(
+            m.refuser_words(),
+            "parameter mismatch: we run m = 10; the peer runs m = 20"
+        );
+        let got = Refusal::peek(&m.to_wire()).unwrap().unwrap();
+        assert_eq!(
+            got.to_string(),
+            "parameter mismatch: we run m = 20; the peer runs m = 10"
+        );
+        let words = Refusal::peek(&ErrorMessage::new("no").to_wire()).unwrap().unwrap();
+        assert_eq!(words, Refusal::Words("no".into()));
+        assert!(Refusal::peek(&[1, 0x01, 0x01]).is_none());
+        // every field is bounded, trailing bytes are refused
+        let long = Mismatch::new("x".repeat(100), "y".repeat(600), "z");
+        assert_eq!((long.what.len(), long.refuser.len()), (64, MAX_MISMATCH_FIELD));
+        let mut bytes = m.to_wire();
+        bytes.push(0);
+        assert!(Mismatch::from_wire(&bytes).is_err());
+    }
 
     proptest! {
         #[test]

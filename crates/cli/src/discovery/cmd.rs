@@ -211,8 +211,9 @@ Examples:
         /// rollover): members under either get NAME's prefix keys; repeat.
         #[arg(long = "rollover", value_name = "NAME")]
         rollover: Vec<String>,
-        /// Exit after this many connections.
-        #[arg(long)]
+        /// Exit after this many connections: a number (0: exit once ready) or
+        /// `forever` (the default).
+        #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
         #[command(flatten)]
         serve_limits: crate::util::ServeLimitArgs,
@@ -707,6 +708,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                         "links": b.depth(),
                         "bytes": b.encoded_len(),
                         "expires_at": b.expires_at(),
+                        "expires_at_iso": crate::util::iso_local(b.expires_at()),
                         "valid": valid.is_ok(),
                         "problem": valid.err().map(|e| e.to_string()),
                     })
@@ -725,6 +727,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                         "root": l.root().name(),
                         "sequence": l.sequence(),
                         "next_update": l.next_update(),
+                        "next_update_iso": crate::util::iso_local(l.next_update()),
                         "revoked": l.revoked().map(|i| i.to_string()).collect::<Vec<_>>(),
                         "stale": l.is_stale(t),
                     })
@@ -737,10 +740,11 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                 println!("public key:  {}", out["public_key"].as_str().unwrap_or(""));
                 for n in &names {
                     println!(
-                        "name:        {} ({} links, {} bytes){}",
+                        "name:        {} ({} links, {} bytes, expires {}){}",
                         n["name"].as_str().unwrap_or(""),
                         n["links"],
                         n["bytes"],
+                        n["expires_at_iso"].as_str().unwrap_or(""),
                         match n["problem"].as_str() {
                             Some(p) => format!(" — not valid here: {p}"),
                             None => String::new(),
@@ -765,7 +769,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                         l.root().name(),
                         l.sequence(),
                         l.len(),
-                        l.next_update(),
+                        crate::util::iso_local(l.next_update()),
                         if l.is_stale(t) { " (past due)" } else { "" }
                     );
                 }
@@ -1041,14 +1045,16 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
     loop {
         let t = now();
         let ad = state.service.refresh(&prefix.mpk, t, t + a.refresh, &mut rng)?;
-        let _publication = match a.mdns.scope() {
-            Some(scope) => {
+        // Only addresses others can connect to are announced (issue 28).
+        let _publication = match a.mdns.scope().map(|scope| tacit_net::mdns::reach(local, scope)) {
+            Some(Ok(reach)) => {
                 let budget = if a.pointer { Budget::Ble } else { Budget::Mdns };
-                let p = carrier::publish(
+                let p = carrier::publish_at(
                     ad.advert(),
                     budget,
-                    scope,
+                    reach.scope,
                     &a.service,
+                    &reach.addrs,
                     local.port(),
                     Some((&aux, aux_port)),
                 )
@@ -1064,7 +1070,14 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
                     },
                     a.refresh
                 );
+                if let Some(note) = &reach.note {
+                    eprintln!("tacit discover advertise: {note}");
+                }
                 Some(p)
+            }
+            Some(Err(why)) => {
+                eprintln!("tacit discover advertise: {why}");
+                None
             }
             None => {
                 println!("advertisement made ({} bytes); mDNS is off", ad.advert().len());
@@ -1103,10 +1116,27 @@ async fn browse(a: BrowseArgs, h: Home) -> Result<()> {
         .scope()
         .ok_or_else(|| anyhow!("browse needs mDNS (--mdns all or loopback)"))?;
     let net = NetConfig::default();
-    let found = carrier::discover(&a.service, scope, Duration::from_secs(a.wait), &net).await?;
+    let discovery = carrier::discover_all(&a.service, scope, Duration::from_secs(a.wait), &net).await?;
+    // What was left out is counted and said (issue 28), never dropped silently.
+    let (malformed, unfetched) = (discovery.malformed.len(), discovery.unfetched.len());
+    if let Some((instance, why)) = discovery.malformed.first() {
+        eprintln!("tacit discover browse: left out {malformed} malformed advert(s) (first: {instance}: {why})");
+    }
+    if let Some((instance, why)) = discovery.unfetched.first() {
+        eprintln!(
+            "tacit discover browse: left out {unfetched} advert(s) that could not be fetched (first: {instance}: {why})"
+        );
+    }
+    if discovery.over_limit > 0 {
+        eprintln!(
+            "tacit discover browse: left out {} advert(s) past the first {}",
+            discovery.over_limit,
+            carrier::MAX_DISCOVERED
+        );
+    }
     let mut out = Vec::new();
     let mut hidden = 0usize;
-    for d in found {
+    for d in discovery.adverts {
         match open_advert(&d.advert, &creds, &prefix, now()) {
             Ok(svc) => {
                 let addr = d
@@ -1138,7 +1168,13 @@ async fn browse(a: BrowseArgs, h: Home) -> Result<()> {
     if a.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"services": out, "unreadable_adverts": hidden}))?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "services": out,
+                "unreadable_adverts": hidden,
+                "malformed_adverts": malformed,
+                "unfetched_adverts": unfetched,
+                "adverts_over_limit": discovery.over_limit,
+            }))?
         );
         return Ok(());
     }

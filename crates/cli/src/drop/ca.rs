@@ -124,8 +124,9 @@ Example:
         /// Confirm ownership of every identifier without asking.
         #[arg(long)]
         confirm: bool,
-        /// Exit after this many connections (enrolments and revocation-list fetches).
-        #[arg(long)]
+        /// Exit after this many connections (enrolments and revocation-list fetches): a
+        /// number (0: exit once ready) or `forever` (the default).
+        #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
         /// Lifetime of a revocation list in hours (its next-update time).
         #[arg(long, default_value_t = DEFAULT_LIST_LIFETIME_SECS / 3600)]
@@ -1191,6 +1192,8 @@ fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
             "validation_records": id.records.len(),
             "valid_from": v.not_before,
             "valid_until": v.not_after,
+            "valid_from_iso": crate::util::iso_local(v.not_before),
+            "valid_until_iso": crate::util::iso_local(v.not_after),
             "ca_public_key": hex(&ca.0.to_bytes()),
             "ca_address": addr,
             "max_contacts": id.params.max_contacts(),
@@ -1198,6 +1201,8 @@ fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
                 "sequence": l.list().sequence(),
                 "issued_at": l.list().issued_at(),
                 "next_update": l.list().next_update(),
+                "issued_at_iso": crate::util::iso_local(l.list().issued_at()),
+                "next_update_iso": crate::util::iso_local(l.list().next_update()),
                 "revoked_accounts": l.list().accounts().iter().map(|a| a.to_string()).collect::<Vec<_>>(),
                 "stale": l.list().is_stale(t),
                 "this_account_revoked": l.list().contains(&id.account),
@@ -1214,7 +1219,11 @@ fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
             id.identifiers().len(),
             id.records.len()
         );
-        println!("valid        {} .. {} (Unix time)", v.not_before, v.not_after);
+        println!(
+            "valid        {} .. {}",
+            crate::util::iso_local(v.not_before),
+            crate::util::iso_local(v.not_after)
+        );
         println!("CA key       {}", hex(&ca.0.to_bytes()));
         if let Some(a) = &addr {
             println!("CA address   {a}");
@@ -1227,7 +1236,7 @@ fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
                     "revocations  list {}: {} accounts revoked, next update {}{}{}",
                     l.sequence(),
                     l.accounts().len(),
-                    l.next_update(),
+                    crate::util::iso_local(l.next_update()),
                     if l.is_stale(t) {
                         " (past due: `tacit id refresh`)"
                     } else {

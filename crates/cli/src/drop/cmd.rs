@@ -1,6 +1,7 @@
 //! `tacit drop …`: PrivateDrop between two processes, and the attack on legacy captures.
 
 use crate::drop::ca::{DropParamArgs, load_ca_public, load_identity, revocations_on_start};
+use crate::util::progress::{Progress, Unit};
 use crate::util::{MdnsArg, sanitize, store_path};
 use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
@@ -61,6 +62,10 @@ pub enum AcceptArg {
     None,
 }
 
+/// The protocol version PrivateDrop receivers put in their mDNS TXT record (`v=1`,
+/// [`tacit_net::mdns::advertise`]); senders connect only to receivers of this one.
+const DROP_TXT_VERSION: &str = "1";
+
 /// PrivateDrop commands.
 #[derive(Debug, Subcommand)]
 pub enum DropCommand {
@@ -72,8 +77,10 @@ Examples:
   tacit drop receive --listen 127.0.0.1:8770 --accept contacts --mode everyone
   tacit drop receive --listen 127.0.0.1:8770 --legacy --capture seen.cap   # record what peers send")]
     Receive {
-        /// Address to listen on (port 0 picks one; the address is printed).
-        #[arg(long, default_value = "127.0.0.1:8770")]
+        /// Address to listen on (port 0 picks one; the address is printed). The
+        /// default, every interface, is what other machines can reach; with
+        /// 127.0.0.1 only this machine can send (and the mDNS advert says so).
+        #[arg(long, default_value = "0.0.0.0:8770")]
         listen: String,
         /// Where received files go.
         #[arg(long, default_value = ".")]
@@ -90,8 +97,9 @@ Examples:
         /// Record every request body received into FILE (for `attack-legacy`).
         #[arg(long, value_name = "FILE")]
         capture: Option<PathBuf>,
-        /// Exit after this many connections.
-        #[arg(long)]
+        /// Exit after this many connections: a number (0: exit once ready) or
+        /// `forever` (the default).
+        #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
         /// Our device name.
         #[arg(long, default_value = "tacit receiver")]
@@ -383,15 +391,11 @@ fn spawn_refresher(
     })
 }
 
-fn bar(total: u64, name: &str) -> ProgressBar {
-    let pb = ProgressBar::new(total);
-    pb.set_style(
-        ProgressStyle::with_template("{msg:>20} [{bar:30}] {bytes}/{total_bytes} ({eta})")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
-    pb.set_message(name.to_string());
-    pb
+/// A transfer's progress on stderr: a bar on a terminal, else a line at each tenth
+/// of the file and at least every 10 s (issue 28, item 10); files under 1 MiB show
+/// nothing.
+fn bar(total: u64, name: &str, who: &str) -> Progress {
+    Progress::new(total, name, who, Unit::Bytes, 1 << 20)
 }
 
 fn describe(p: &Peer) -> String {
@@ -464,7 +468,7 @@ async fn receive<G: PrimeGroup>(
         ))),
         None => None,
     };
-    let bars: Arc<Mutex<std::collections::HashMap<String, ProgressBar>>> = Arc::default();
+    let bars: Arc<Mutex<std::collections::HashMap<String, Progress>>> = Arc::default();
     let decide: Arc<transport::Decide> = Arc::new(move |o: &ReceiverOutcome| {
         let files: Vec<String> = o
             .ask
@@ -500,10 +504,12 @@ async fn receive<G: PrimeGroup>(
         Event::Authenticated(p) => eprintln!("tacit drop receive: sender is {}", describe(&p)),
         Event::Progress { name, done, total } => {
             if let Ok(mut b) = b2.lock() {
-                let pb = b.entry(name.clone()).or_insert_with(|| bar(total, &name));
+                let pb = b
+                    .entry(name.clone())
+                    .or_insert_with(|| bar(total, &sanitize(&name), "tacit drop receive"));
                 pb.set_position(done);
                 if done >= total {
-                    pb.finish_and_clear();
+                    pb.finish();
                     b.remove(&name);
                 }
             }
@@ -536,18 +542,31 @@ async fn receive<G: PrimeGroup>(
         .with_context(|| format!("cannot listen on {listen}"))?;
     let local = listener.local_addr()?;
     eprintln!("tacit drop receive: listening on {local}");
-    let _advertisement = match mdns.scope() {
-        Some(scope) => {
+    // Only addresses others can connect to are announced (issue 28): a receiver on
+    // 127.0.0.1 is advertised to this machine only, and says so.
+    let _advertisement = match mdns.scope().map(|scope| tacit_net::mdns::reach(local, scope)) {
+        Some(Ok(reach)) => {
             let mut random = [0u8; 8];
             rand_core::RngCore::fill_bytes(&mut SecureRng::from_os(), &mut random);
-            let addrs = if local.ip().is_unspecified() {
-                vec![]
-            } else {
-                vec![local.ip()]
-            };
-            let ad = tacit_net::mdns::advertise(tacit_net::mdns::DROP_SERVICE, local.port(), &addrs, scope, random)?;
-            eprintln!("tacit drop receive: advertised as {} over mDNS", ad.fullname());
+            let ad = tacit_net::mdns::advertise(
+                tacit_net::mdns::DROP_SERVICE,
+                local.port(),
+                &reach.addrs,
+                reach.scope,
+                random,
+            )?;
+            match &reach.note {
+                Some(note) => eprintln!(
+                    "tacit drop receive: advertised as {} over mDNS, but {note}",
+                    ad.fullname()
+                ),
+                None => eprintln!("tacit drop receive: advertised as {} over mDNS", ad.fullname()),
+            }
             Some(ad)
+        }
+        Some(Err(why)) => {
+            eprintln!("tacit drop receive: {why}");
+            None
         }
         None => None,
     };
@@ -625,16 +644,16 @@ async fn send<G: PrimeGroup>(
     name: String,
     st: &Store,
 ) -> Result<()> {
-    let current: Arc<Mutex<Option<ProgressBar>>> = Arc::default();
+    let current: Arc<Mutex<Option<Progress>>> = Arc::default();
     let c2 = current.clone();
     let events: Arc<transport::Events> = Arc::new(move |e: Event| {
         if let Event::Progress { name, done, total } = e
             && let Ok(mut c) = c2.lock()
         {
-            let pb = c.get_or_insert_with(|| bar(total, &sanitize(&name)));
+            let pb = c.get_or_insert_with(|| bar(total, &sanitize(&name), "tacit drop send"));
             pb.set_position(done);
             if done >= total {
-                pb.finish_and_clear();
+                pb.finish();
                 *c = None;
             }
         }
@@ -658,7 +677,32 @@ async fn send<G: PrimeGroup>(
             "tacit drop send: looking for receivers over mDNS for {:.1} s…",
             target.wait.as_secs_f64()
         );
-        let found = tacit_net::mdns::browse(tacit_net::mdns::DROP_SERVICE, scope, target.wait)?;
+        let instances = tacit_net::mdns::browse_txt(tacit_net::mdns::DROP_SERVICE, scope, target.wait)?;
+        // The TXT record's `v` is the PrivateDrop protocol version the receiver
+        // speaks (issue 28: it was ignored); a receiver of another version is left
+        // out with a line, not tried.
+        let (ours, other): (Vec<_>, Vec<_>) = instances.into_iter().partition(|f| {
+            f.txt
+                .iter()
+                .find(|(k, _)| k == "v")
+                .is_some_and(|(_, v)| v.as_slice() == DROP_TXT_VERSION.as_bytes())
+        });
+        if !other.is_empty() {
+            let versions: std::collections::BTreeSet<String> = other
+                .iter()
+                .map(|f| match f.txt.iter().find(|(k, _)| k == "v") {
+                    Some((_, v)) => format!("v={}", String::from_utf8_lossy(&v[..v.len().min(16)])),
+                    None => "no version".to_string(),
+                })
+                .collect();
+            eprintln!(
+                "tacit drop send: left out {} receiver(s) advertising another protocol version ({}; we speak v={DROP_TXT_VERSION})",
+                other.len(),
+                versions.into_iter().collect::<Vec<_>>().join(", ")
+            );
+        }
+        let found: std::collections::BTreeSet<std::net::SocketAddr> =
+            ours.iter().flat_map(tacit_net::mdns::Found::socket_addrs).collect();
         if found.is_empty() {
             bail!("no receiver found over mDNS (is one running `tacit drop receive`? or give --peer)");
         }
@@ -693,16 +737,12 @@ async fn send<G: PrimeGroup>(
     let mut offers = Vec::new();
     for f in &files {
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
-        let pb = if size >= 64 << 20 {
-            bar(size, "hashing")
-        } else {
-            ProgressBar::hidden()
-        };
+        let pb = Progress::new(size, "hashing", "tacit drop send", Unit::Bytes, 64 << 20);
         offers.push((
             f.clone(),
             transport::offer_with_progress(f, &|done, _| pb.set_position(done)).await?,
         ));
-        pb.finish_and_clear();
+        pb.finish();
     }
     let offers = Arc::new(offers);
     // Authenticate to every candidate at once.

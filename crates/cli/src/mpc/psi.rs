@@ -81,8 +81,9 @@ pub struct ServeArgs {
     /// Where to listen.
     #[arg(long, value_name = "ADDR")]
     listen: String,
-    /// Exit after this many sessions (default: serve forever).
-    #[arg(long, value_name = "N")]
+    /// Exit after this many sessions: a number (0: exit once ready) or `forever` (the
+    /// default).
+    #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
     sessions: Option<u64>,
     /// Acknowledge that GMW protects the set only from queriers that follow the
     /// protocol; a deviating querier reads the whole set (use `tacit psi` for

@@ -28,9 +28,11 @@ pub struct TripleOpts {
     #[command(flatten)]
     pub link: TokenLinkArgs,
     /// Listening party with --triples token: the folder of stored c_A sequences
-    /// (default: in memory). Sessions running at once, of this process or others,
-    /// may share it: each claims the sequences it uses (D.ca locked and renamed
-    /// D.claim), and claims left by a crashed process are removed at the next start.
+    /// (default: in memory; created mode 0700; one that is not yours or that group
+    /// or others may write is refused). Sessions running at once, of this process or
+    /// others, may share it: each claims the sequences it uses (TOKEN-D-LOG.ca locked
+    /// and renamed .claim), gives back those a peer left unused, and claims left by a
+    /// crashed process are removed at the next start.
     #[arg(long, value_name = "DIR")]
     pub pool: Option<PathBuf>,
     /// Connecting party with --triples token: the manufacturer CA key to trust (hex).
@@ -82,7 +84,11 @@ impl TripleOpts {
             .as_deref()
             .ok_or_else(|| anyhow!("the listening party with --triples token needs --token ADDR"))?;
         let (mut trust, id) = token_link(store, addr, self.link.token_pin.as_deref())?;
-        connect_token(addr, self.pool.as_deref(), &mut trust, &id).await
+        let mut h = connect_token(addr, self.pool.as_deref(), &mut trust, &id).await?;
+        // One holder per session: its token connection ends with the setup, so the
+        // online phase holds none of the token's --max-connections.
+        h.close_after_setup = true;
+        Ok(h)
     }
 
     /// Party b's trust in tokens (`--trust-ca`, `--accept-software-token`), now.

@@ -174,9 +174,11 @@ pub struct ServeArgs {
     /// Most queries answered in one pass over the table.
     #[arg(long, default_value_t = 32)]
     batch: usize,
-    /// Stop after this many sessions (0: never).
-    #[arg(long, default_value_t = 0)]
-    sessions: u64,
+    /// Stop after this many sessions: a number (0: stop once the table is built and
+    /// committed, before serving any) or `forever` (the default). Before issue 28, 0
+    /// meant "never" here and "at once" elsewhere; `forever` is that spelling now.
+    #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
+    sessions: Option<u64>,
     /// Connections at once, in all.
     #[arg(long, default_value_t = 512)]
     max_connections: usize,
@@ -373,7 +375,10 @@ pub fn run_server(cmd: ServerCommand) -> Result<()> {
                 let t: Vec<_> = s
                     .tables
                     .iter()
-                    .map(|t| serde_json::json!({"epoch": t.epoch, "status": t.status, "created_unix": t.created_unix, "expires_unix": t.expires_unix}))
+                    .map(|t| {
+                        serde_json::json!({"epoch": t.epoch, "status": t.status, "created_unix": t.created_unix, "expires_unix": t.expires_unix,
+                            "created": crate::util::iso_local(t.created_unix), "expires": t.expires_unix.map(crate::util::iso_local)})
+                    })
                     .collect();
                 println!(
                     "{}",
@@ -397,8 +402,10 @@ pub fn run_server(cmd: ServerCommand) -> Result<()> {
                         "table {:>4}  {:<10}  created {}{}",
                         t.epoch,
                         t.status,
-                        t.created_unix,
-                        t.expires_unix.map(|e| format!("  keys expire {e}")).unwrap_or_default()
+                        crate::util::iso_local(t.created_unix),
+                        t.expires_unix
+                            .map(|e| format!("  keys expire {}", crate::util::iso_local(e)))
+                            .unwrap_or_default()
                     );
                 }
             }
@@ -420,8 +427,9 @@ fn serve(a: ServeArgs) -> Result<()> {
     if !cheat.is_empty() {
         eprintln!("tacit pir serve: SIMULATION — this server cheats: rows {cheat:?} get a second key");
     }
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let bars: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+    // A bar on a terminal, else a line at each tenth of the rows and at least every
+    // 10 s (issue 28, item 10), on stderr.
+    let bars: std::sync::Mutex<Option<crate::util::progress::Progress>> = std::sync::Mutex::new(None);
     let events = move |e: server::ServerEvent| {
         use server::ServerEvent as E;
         match e {
@@ -431,19 +439,21 @@ fn serve(a: ServeArgs) -> Result<()> {
                 hex::encode(server_key)
             ),
             E::BuildProgress { epoch, done, total } => {
-                if tty {
-                    if let Ok(mut b) = bars.lock() {
-                        let pb = b.get_or_insert_with(|| crate::util::progress(total, "table rows"));
-                        pb.set_position(done);
-                        if done >= total {
-                            pb.finish_and_clear();
-                            *b = None;
-                        }
+                if let Ok(mut b) = bars.lock() {
+                    let pb = b.get_or_insert_with(|| {
+                        crate::util::progress::Progress::new(
+                            total,
+                            &format!("table {epoch}: rows"),
+                            "tacit pir serve",
+                            crate::util::progress::Unit::Items,
+                            1,
+                        )
+                    });
+                    pb.set_position(done);
+                    if done >= total {
+                        pb.finish();
+                        *b = None;
                     }
-                } else if done == total || (done * 10 / total.max(1)) != ((done.saturating_sub(1)) * 10 / total.max(1))
-                {
-                    // Not a terminal: a line every tenth of the rows.
-                    eprintln!("tacit pir serve: table {epoch}: {done}/{total} rows");
                 }
             }
             E::TableBuilt { epoch, secs, rows } => {
@@ -468,7 +478,7 @@ fn serve(a: ServeArgs) -> Result<()> {
             .listen(a.listen)
             .open_enrollment(a.open_enrollment)
             .batch(a.batch)
-            .sessions(a.sessions)
+            .sessions(a.sessions.unwrap_or(u64::MAX))
             .backend(backend)
             .cheat_rows(cheat)
             .cheat_equivocate(a.cheat_equivocate)

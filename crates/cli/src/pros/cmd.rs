@@ -160,8 +160,9 @@ their Paillier key's factors large against them (docs/pros.md, \"The modulus pro
         /// Address to listen on.
         #[arg(long, value_name = "ADDR")]
         listen: String,
-        /// Exit after this many sessions (default: serve forever).
-        #[arg(long, value_name = "N")]
+        /// Exit after this many sessions: a number (0: exit once ready) or `forever`
+        /// (the default).
+        #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
         /// Smallest querier key accepted (1024 at the least, unless --insecure-small-keys).
         #[arg(long, default_value_t = 2048)]
@@ -292,8 +293,9 @@ their Paillier key's factors large against them (docs/pros.md, \"The modulus pro
         /// Address to listen on.
         #[arg(long, value_name = "ADDR")]
         listen: String,
-        /// Exit after this many sessions (default: serve forever).
-        #[arg(long, value_name = "N")]
+        /// Exit after this many sessions: a number (0: exit once ready) or `forever`
+        /// (the default).
+        #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
         /// Smallest peer key accepted (1024 at the least, unless --insecure-small-keys).
         #[arg(long, default_value_t = 2048)]
@@ -357,6 +359,41 @@ fn read_json(path: &Path) -> Result<serde_json::Value> {
 
 fn public_of(v: &serde_json::Value) -> &serde_json::Value {
     if v.get("pub").is_some() { &v["pub"] } else { v }
+}
+
+/// "WHO: session from PEER", the prefix of a serving session's progress lines.
+pub(crate) fn session_label(who: &str, c: &tacit_net::FramedConn) -> String {
+    match c.peer_addr() {
+        Ok(a) => format!("{who}: session from {a}"),
+        Err(_) => format!("{who}: session"),
+    }
+}
+
+/// A progress hook for a PROS session (issue 28, item 10): what it computes, what it
+/// waits for, and the 3PR round, as a spinner on a terminal (`spinner`, a client) or
+/// as lines on stderr (the first after 10 s, then at most one per 10 s).
+pub(crate) fn progress_hook(who: String, spinner: bool) -> net::ProgressHook {
+    use crate::util::progress::Activity;
+    use tacit_pros::net::Step;
+    let act = Activity::new(&who, spinner);
+    let round = std::sync::Mutex::new(None::<(u32, u32)>);
+    Arc::new(move |s: Step| {
+        let Ok(mut cur) = round.lock() else {
+            return;
+        };
+        let at = |cur: &Option<(u32, u32)>| {
+            cur.map(|(r, n)| format!("round {r} of at most {n}: "))
+                .unwrap_or_default()
+        };
+        match s {
+            Step::Round { round, rounds } => {
+                *cur = Some((round, rounds));
+                act.say(&format!("round {round} of at most {rounds}"), false);
+            }
+            Step::Computing(w) => act.say(&format!("{}computing {w}", at(&cur)), false),
+            Step::Waiting(w) => act.say(&format!("{}waiting for {w}", at(&cur)), false),
+        }
+    })
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -592,7 +629,10 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 );
                 let handler = move |mut c: tacit_net::FramedConn| {
                     let sender = sender.clone();
-                    async move { net::psi_serve(&mut c, sender, &mut SecureRng::from_os()).await }
+                    let hook = progress_hook(session_label(who, &c), false);
+                    async move {
+                        net::with_progress(hook, net::psi_serve(&mut c, sender, &mut SecureRng::from_os())).await
+                    }
                 };
                 let events = Arc::new(move |e: Event<()>| {
                     report_event(who, e, |n, from, ()| eprintln!("{who}: session {n} from {from}: answered"))
@@ -617,7 +657,8 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             let who = "tacit pros psi query";
             let (found, server_key) = runtime()?.block_on(async {
                 let (mut c, fp) = connect(store, &channel, &addr, who).await?;
-                let found = net::psi_query(&mut c, &params, key, &elements, &pool, &mut rng)
+                let hook = progress_hook(who.to_string(), true);
+                let found = net::with_progress(hook, net::psi_query(&mut c, &params, key, &elements, pool, &mut rng))
                     .await
                     .with_context(|| format!("query to {addr}"))?;
                 Ok::<_, anyhow::Error>((found, fp))
@@ -681,10 +722,11 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                 let handler = move |mut c: tacit_net::FramedConn| {
                     let elements = elements.clone();
                     let rp = rp.clone();
+                    let hook = progress_hook(session_label(who, &c), false);
                     async move {
                         let r = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS, rp)?.with_limits(limits);
                         let r = if insecure { r.accept_insecure_small_keys() } else { r };
-                        net::reconcile_responder(&mut c, r, &mut SecureRng::from_os()).await
+                        net::with_progress(hook, net::reconcile_responder(&mut c, r, &mut SecureRng::from_os())).await
                     }
                 };
                 let events = Arc::new(move |e: Event<Reconciled>| {
@@ -718,7 +760,10 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             let who = "tacit pros reconcile connect";
             let (r, fp) = runtime()?.block_on(async {
                 let (mut c, fp) = connect(store, &channel, &addr, who).await?;
-                let r = net::reconcile_initiator_limited(&mut c, params, key, &elements, pool, max_peer_set, &mut rng)
+                let hook = progress_hook(who.to_string(), true);
+                let run =
+                    net::reconcile_initiator_limited(&mut c, params, key, &elements, pool, max_peer_set, &mut rng);
+                let r = net::with_progress(hook, run)
                     .await
                     .with_context(|| format!("reconciliation with {addr}"))?;
                 Ok::<_, anyhow::Error>((r, fp))

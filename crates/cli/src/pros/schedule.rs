@@ -44,8 +44,9 @@ their Paillier key's factors large against them (docs/pros.md, \"The modulus pro
         /// Address to listen on.
         #[arg(long, value_name = "ADDR")]
         listen: String,
-        /// Exit after this many sessions (default: serve forever).
-        #[arg(long, value_name = "N")]
+        /// Exit after this many sessions: a number (0: exit once ready) or `forever`
+        /// (the default).
+        #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
         /// Smallest peer key accepted (1024 at the least, unless --insecure-small-keys).
         #[arg(long, default_value_t = 2048)]
@@ -357,17 +358,19 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
                 let (p2, o2) = (p.clone(), opts.clone());
                 let handler = move |mut c: tacit_net::FramedConn| {
                     let (p, o, policy) = (p2.clone(), o2.clone(), policy.clone());
+                    let hook = crate::pros::cmd::progress_hook(crate::pros::cmd::session_label(who, &c), false);
                     async move {
-                        schedule::serve(
+                        let mut rng = SecureRng::from_os();
+                        let run = schedule::serve(
                             &mut c,
                             &p.window,
                             o.scheme.get(),
                             o.variant.get(),
                             &p.slots,
                             &policy,
-                            &mut SecureRng::from_os(),
-                        )
-                        .await
+                            &mut rng,
+                        );
+                        tacit_pros::net::with_progress(hook, run).await
                     }
                 };
                 let events = Arc::new(move |e: Event<Agreed>| match e {
@@ -413,7 +416,8 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
             let who = "tacit schedule connect";
             let a = runtime()?.block_on(async {
                 let (mut c, fp) = connect(store, &channel, &addr, who).await?;
-                let a = schedule::connect_limited(
+                let mut rng = SecureRng::from_os();
+                let run = schedule::connect_limited(
                     &mut c,
                     &p.window,
                     opts.scheme.get(),
@@ -422,10 +426,11 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
                     &p.slots,
                     pool,
                     max_peer_slots,
-                    &mut SecureRng::from_os(),
-                )
-                .await
-                .with_context(|| format!("scheduling with {addr}"))?;
+                    &mut rng,
+                );
+                let a = tacit_pros::net::with_progress(crate::pros::cmd::progress_hook(who.to_string(), true), run)
+                    .await
+                    .with_context(|| format!("scheduling with {addr}"))?;
                 if let Some(fp) = fp {
                     eprintln!("{who}: scheduled with {addr} (key {fp})");
                 }

@@ -1,7 +1,7 @@
 //! `tacit psi serve | query`: the PSI sender and receiver as two processes over TCP.
 
 use crate::util::channel::{Trust, client_config, parse_fingerprint, tls_identity};
-use crate::util::{progress, read_set, sanitize, store_path};
+use crate::util::{read_set, sanitize, store_path};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -100,8 +100,9 @@ over TLS 1.3 with this server's key, which clients pin (--pin) or record on firs
         /// Address to listen on (port 0 picks a free port; the address is printed).
         #[arg(long, value_name = "ADDR")]
         listen: String,
-        /// Exit after answering this many sessions (default: serve forever).
-        #[arg(long, value_name = "N")]
+        /// Exit after answering this many sessions: a number (0: exit as soon as the
+        /// set is ready, after any precomputation) or `forever` (the default).
+        #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
         /// Key and precomputation policy.
         #[arg(long, value_enum, default_value = "fresh")]
@@ -341,6 +342,13 @@ fn server_identity(st: &mut Store) -> Result<tacit_net::tls::SelfSigned> {
     tls_identity(st, TLS_PURPOSE, TLS_NAME)
 }
 
+/// The precomputation's progress: a bar on a terminal, lines otherwise, from 2000
+/// elements on (issue 28, item 10).
+fn precompute_progress(n: usize, who: &str) -> crate::util::progress::Progress {
+    use crate::util::progress::{Progress, Unit};
+    Progress::new(n as u64, "precomputing", who, Unit::Items, 2000)
+}
+
 /// Makes a key and precomputation for `epoch`, with a progress bar for large sets.
 pub fn make_sender<G: PrimeGroup>(
     params: &PsiParams,
@@ -348,11 +356,12 @@ pub fn make_sender<G: PrimeGroup>(
     epoch: u64,
     reuse: Reuse,
     rng: &mut SecureRng,
+    who: &str,
 ) -> Result<Sender<G>> {
     let key = SenderKey::<G>::generate(rng, epoch);
-    let pb = progress(set.len() as u64, "precomputing");
+    let pb = precompute_progress(set.len(), who);
     let pre = SenderPrecomputation::compute_with_progress(params, &key, set, reuse, rng, &|k| pb.inc(k as u64))?;
-    pb.finish_and_clear();
+    pb.finish();
     Ok(Sender::new(params, key, pre)?)
 }
 
@@ -403,10 +412,10 @@ fn stored_epoch_sender<G: PrimeGroup>(
         );
         return Ok(sender);
     }
-    let pb = progress(set.len() as u64, "precomputing");
+    let pb = precompute_progress(set.len(), "tacit psi serve");
     let pre =
         SenderPrecomputation::compute_with_progress(params, &key, set, Reuse::WithinEpoch, rng, &|k| pb.inc(k as u64))?;
-    pb.finish_and_clear();
+    pb.finish();
     st.put_precomputation(&kind, key.epoch(), version, &pre.to_bytes())?;
     eprintln!(
         "tacit psi serve: precomputed and stored (key epoch {}, address book version {version})",
@@ -429,6 +438,13 @@ async fn serve<G: PrimeGroup>(params: PsiParams, set: Vec<String>, store: Option
     let listener = FramedListener::bind(o.listen.as_str(), &o.net)
         .await
         .with_context(|| format!("cannot listen on {}", o.listen))?;
+    // Issue 28, item 10: say what the wait before "ready" is for (the address is
+    // bound, so early clients queue; the first is answered once this is done).
+    eprintln!(
+        "tacit psi serve: precomputing the answer to {} elements ({n_distinct} real, the rest padding) before accepting sessions…",
+        params.max_sender
+    );
+    let started = std::time::Instant::now();
     let supply = Arc::new(match (store, o.reuse) {
         (Some(mut st), ReuseArg::Epoch) => {
             Supply::Epoch(Arc::new(stored_epoch_sender::<G>(&mut st, &params, &set, &mut rng)?))
@@ -439,10 +455,11 @@ async fn serve<G: PrimeGroup>(params: PsiParams, set: Vec<String>, store: Option
             1,
             Reuse::WithinEpoch,
             &mut rng,
+            "tacit psi serve",
         )?)),
         (_, ReuseArg::Fresh) => {
             // The first one with a progress bar, the rest in the background.
-            let first = make_sender::<G>(&params, &set, 1, Reuse::FreshPerSession, &mut rng)?;
+            let first = make_sender::<G>(&params, &set, 1, Reuse::FreshPerSession, &mut rng, "tacit psi serve")?;
             let first = std::sync::Mutex::new(Some(first));
             let epoch = std::sync::atomic::AtomicU64::new(1);
             Supply::Fresh(SenderPool::start(o.ahead, move || {
@@ -458,7 +475,8 @@ async fn serve<G: PrimeGroup>(params: PsiParams, set: Vec<String>, store: Option
         }
     });
     eprintln!(
-        "tacit psi serve: {params}; {n_distinct} elements padded to {}; listening on {}",
+        "tacit psi serve: ready after {:.1} s: {params}; {n_distinct} elements padded to {}; listening on {}",
+        started.elapsed().as_secs_f64(),
         params.max_sender,
         listener.local_addr()?
     );

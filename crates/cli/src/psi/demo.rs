@@ -44,7 +44,7 @@ pub async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     // Bob: the PSI sender, precomputes while idle.
     let mut rng = SecureRng::from_os();
     let t = Instant::now();
-    let bob = make_sender::<G>(&params, &book, 1, Reuse::FreshPerSession, &mut rng)?;
+    let bob = make_sender::<G>(&params, &book, 1, Reuse::FreshPerSession, &mut rng, "tacit psi demo")?;
     let precompute = t.elapsed();
     let listener = FramedListener::bind("127.0.0.1:0", &NetConfig::default()).await?;
     let addr = listener.local_addr()?;

@@ -4,6 +4,7 @@
 
 pub mod channel;
 pub mod plot;
+pub mod progress;
 pub mod shutdown;
 
 use anyhow::{Context, Result, bail};
@@ -413,6 +414,35 @@ pub fn one_line(e: &anyhow::Error) -> String {
 /// A peer-chosen string made safe to print (see [`tacit_wire::text`]).
 pub fn sanitize(s: &str) -> String {
     escape_for_display(s).into_owned()
+}
+
+/// A Unix time in seconds as local ISO 8601 with the offset
+/// ("2026-11-26T04:05:06+01:00"), for human output (issue 28, item 9); JSON keeps the
+/// raw seconds and adds this string beside them. A time outside chrono's range is
+/// printed as the raw seconds.
+pub fn iso_local(unix: u64) -> String {
+    i64::try_from(unix)
+        .ok()
+        .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+        })
+        .unwrap_or_else(|| format!("{unix} (Unix time)"))
+}
+
+/// Parses `--sessions`, one meaning for every serving command (issue 28, item 9): a
+/// count N exits after N sessions, 0 exits as soon as the server is ready (after any
+/// precomputation or table build: useful to precompute and store, or to check a
+/// configuration), and `forever` (or omitting the flag) never stops. `forever` is
+/// `Some(u64::MAX)`, a count no server reaches.
+pub fn parse_sessions(s: &str) -> Result<u64, String> {
+    match s.trim() {
+        "forever" | "never-stop" => Ok(u64::MAX),
+        t => t
+            .parse()
+            .map_err(|_| format!("{s:?} is neither a number of sessions nor `forever`")),
+    }
 }
 
 /// Parses a size in bytes with an optional K, M, G or T suffix (powers of 1024;

@@ -52,7 +52,13 @@ pub fn install() {
                         super::remove_blank_new_stores();
                         std::process::exit(code);
                     }
-                    eprintln!("tacit: {name}: stopping (again to stop at once)");
+                    // Not eprintln!: with stderr gone (a parent that died and closed
+                    // our pipe) it panics, the thread ends, and every later SIGTERM is
+                    // caught by nobody: the process could then only be killed with -9.
+                    {
+                        use std::io::Write;
+                        let _ = writeln!(std::io::stderr(), "tacit: {name}: stopping (again to stop at once)");
+                    }
                     tx.send_replace(Some(name));
                 }
             });

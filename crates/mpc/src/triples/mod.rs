@@ -43,6 +43,18 @@ impl TripleShares {
         TripleShares { len, a, b, c }
     }
 
+    /// No triples yet, with room for `n` (so that appending sequences up to `n`
+    /// triples never reallocates, which would hold the old and the new vectors at once).
+    pub fn with_capacity(n: usize) -> Self {
+        let w = bits::words_for(n);
+        TripleShares {
+            len: 0,
+            a: Vec::with_capacity(w),
+            b: Vec::with_capacity(w),
+            c: Vec::with_capacity(w),
+        }
+    }
+
     /// How many triples.
     pub fn len(&self) -> usize {
         self.len

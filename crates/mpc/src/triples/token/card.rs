@@ -41,9 +41,9 @@
 
 use super::apdu::{self, Command, Response, sw};
 use super::{
-    CLA, CertificateFields, INS_DELETE, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_RELEASE_A,
-    INS_RELEASE_B, MAX_CERTIFICATE, MAX_LOG, MIN_LOG, SeedRelease, SeedRequest, TokenCertificate, TokenKey, TokenKind,
-    compute_c_a_le, decode_point, derive_seed, seal_aad, seal_key,
+    CLA, CertificateFields, INS_DELETE, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_GIVE_BACK,
+    INS_RELEASE_A, INS_RELEASE_B, MAX_CERTIFICATE, MAX_LOG, MIN_LOG, SeedRelease, SeedRequest, TokenCertificate,
+    TokenKey, TokenKind, compute_c_a_le, decode_point, derive_seed, seal_aad, seal_key,
 };
 use crate::messages::tags;
 use crate::prg::Seed;
@@ -857,10 +857,13 @@ impl<E: Eeprom> Card<E> {
         match c.ins {
             INS_GET_CERTIFICATE => Response::ok(self.state.certificate.to_wire()),
             INS_GENERATE => self.generate(session, c),
-            INS_RELEASE_A | INS_RELEASE_B | INS_DELETE if !session.paired => Response::status(sw::SECURITY),
+            INS_RELEASE_A | INS_RELEASE_B | INS_DELETE | INS_GIVE_BACK if !session.paired => {
+                Response::status(sw::SECURITY)
+            }
             INS_RELEASE_A => self.release_a(session, c),
             INS_RELEASE_B => self.release_b(session, c),
             INS_DELETE => self.delete(session, c),
+            INS_GIVE_BACK => self.give_back(session, c),
             _ => Response::status(sw::INS_NOT_SUPPORTED),
         }
     }
@@ -1014,6 +1017,31 @@ impl<E: Eeprom> Card<E> {
                 // Nothing of it leaves any more, so the erasure needs no commit of its
                 // own (lost in a crash, the sequence is only live again).
                 self.state.sequences.remove(&d);
+                Response::ok(Vec::new())
+            }
+        }
+    }
+
+    /// GIVE BACK: a sequence whose `s_A` this session released and whose `s_B` never
+    /// left is Generated again, free for any session (its setup was abandoned before
+    /// RELEASE B: a peer left after the offer). Nothing is released and nothing that
+    /// was released comes back: RELEASE B erases a sequence before it answers, so an
+    /// AReleased sequence's `s_B` has never left, and `s_A` is the paired host's
+    /// anyway. Only the session that released it may give it back (6985 otherwise,
+    /// like RELEASE A, RELEASE B and DELETE); a Generated one stays as it is.
+    fn give_back(&mut self, session: &mut Session, c: &Command) -> Response {
+        let Some(d) = Self::sequence_of(c) else {
+            return Response::status(sw::WRONG_LENGTH);
+        };
+        match self.state.sequences.get_mut(&d) {
+            None => Response::status(sw::NOT_FOUND),
+            Some((_, SequenceState::Generating)) => Response::status(sw::CONDITIONS),
+            Some((_, SequenceState::AReleased)) if !session.released.contains(&d) => Response::status(sw::CONDITIONS),
+            Some(e) => {
+                // Not committed: AReleased is never committed on its own either (a
+                // restart drops AReleased sequences; this one is only live again).
+                e.1 = SequenceState::Generated;
+                session.released.remove(&d);
                 Response::ok(Vec::new())
             }
         }
@@ -1495,6 +1523,67 @@ mod tests {
             sw::OK
         );
         assert_eq!(c.state().sequences().count(), 0);
+    }
+
+    /// GIVE BACK (rev27: a peer walking away after the offer burnt the pool) turns a
+    /// sequence its own session released back into a free one, and is no way to use
+    /// a triple twice: a stranger is refused (6982), another session is refused
+    /// (6985: the ownership of RELEASE A holds), a sequence whose `s_B` left is gone
+    /// (6A88: RELEASE B erased it before answering, so nothing released comes back),
+    /// and a sequence given back releases `s_B` once, to whichever session takes it
+    /// next. Giving back what is already free changes nothing.
+    #[test]
+    fn give_back_returns_only_the_sessions_own_unfinished_sequence() {
+        let mut c = card();
+        let (mut owner, mut other, mut probe) = (Session::paired_host(), Session::paired_host(), Session::stranger());
+        let d = fill(&mut c, &mut owner);
+        let data = d.to_be_bytes().to_vec();
+        let give_back = |data: &[u8]| cmd(INS_GIVE_BACK, 0, data.to_vec(), 0);
+        assert_eq!(
+            sw_in(&mut c, &mut owner, &give_back(&data)),
+            sw::OK,
+            "a free one stays free"
+        );
+        assert_eq!(
+            sw_in(&mut c, &mut owner, &cmd(INS_RELEASE_A, 0, data.clone(), 16)),
+            sw::OK
+        );
+        assert_eq!(sw_in(&mut c, &mut probe, &give_back(&data)), sw::SECURITY);
+        assert_eq!(sw_in(&mut c, &mut other, &give_back(&data)), sw::CONDITIONS);
+        assert_eq!(sw_in(&mut c, &mut owner, &give_back(&data)), sw::OK);
+        assert!(c.state().sequences().all(|(_, _, st)| st == SequenceState::Generated));
+        // The owner's end no longer erases it: it is nobody's.
+        c.end_session(&mut owner);
+        assert_eq!(c.state().sequences().count(), 1);
+        // The next session takes it and finishes it; s_B leaves once.
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let e = Scalar::random(&mut rng);
+        let req = SeedRequest {
+            sequences: vec![super::super::SequenceId { d, log: 7 }],
+            ephemeral: RistrettoPoint::mul_base(&e).compress().to_bytes(),
+            nonce: [2; 32],
+        };
+        assert_eq!(
+            sw_in(&mut c, &mut other, &cmd(INS_RELEASE_A, 0, data.clone(), 16)),
+            sw::OK
+        );
+        assert_eq!(
+            sw_in(&mut c, &mut other, &cmd(INS_RELEASE_B, 0, req.to_wire(), 65536)),
+            sw::OK
+        );
+        // After RELEASE B nothing can be given back, by anyone.
+        for s in [&mut other, &mut owner] {
+            assert_eq!(sw_in(&mut c, s, &give_back(&data)), sw::NOT_FOUND);
+        }
+        assert_eq!(
+            sw_in(&mut c, &mut other, &cmd(INS_RELEASE_A, 0, data.clone(), 16)),
+            sw::NOT_FOUND
+        );
+        assert_eq!(
+            sw_in(&mut c, &mut other, &cmd(INS_RELEASE_B, 0, req.to_wire(), 65536)),
+            sw::NOT_FOUND
+        );
+        assert_eq!(sw_in(&mut c, &mut other, &give_back(&[0; 3])), sw::WRONG_LENGTH);
     }
 
     /// Two sessions stream at once without cutting each other's streams.

@@ -4,9 +4,9 @@
 use super::apdu::{Command, Response, sw};
 use super::card::{Card, Eeprom, Session};
 use super::{
-    CLA, INS_DELETE, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_RELEASE_A, INS_RELEASE_B, MAX_SEQUENCES,
-    MIN_LOG, SeedRelease, SeedRequest, SequenceId, TokenCertificate, TokenOffer, TokenTrust, decompose, expand_a,
-    expand_b, seal_aad, seal_key,
+    CLA, INS_DELETE, INS_GENERATE, INS_GET_CERTIFICATE, INS_GET_RESPONSE, INS_GIVE_BACK, INS_RELEASE_A, INS_RELEASE_B,
+    MAX_SEQUENCES, MIN_LOG, SeedRelease, SeedRequest, SequenceId, TokenCertificate, TokenOffer, TokenTrust, decompose,
+    expand_a_onto, expand_b_onto, seal_aad, seal_key,
 };
 use crate::driver::TripleSource;
 use crate::messages::{TripleKind, tags};
@@ -34,6 +34,12 @@ pub trait TokenLink {
     /// reader cannot; the default is `None`.
     fn queue(&mut self) -> Option<&mut FramedConn> {
         None
+    }
+
+    /// Ends the link (the token's session ends and its connection slot is freed);
+    /// later commands fail. The default does nothing.
+    fn close(&mut self) -> impl std::future::Future<Output = ()> {
+        async {}
     }
 }
 
@@ -63,6 +69,11 @@ impl TokenLink for TcpTokenLink {
 
     fn queue(&mut self) -> Option<&mut FramedConn> {
         Some(&mut self.conn)
+    }
+
+    async fn close(&mut self) {
+        // The token reads the end of the stream, ends the session and frees the slot.
+        let _ = self.conn.shutdown().await;
     }
 }
 
@@ -284,41 +295,162 @@ impl Decode for StoredSequence {
     }
 }
 
+/// Where a stored sequence sits in a pool: its token and its counter (every token
+/// counts `d` from 0, so `d` alone does not name a sequence).
+pub type PoolKey = ([u8; 16], u64);
+
 /// A's pool of `c_A` sequences from the init phase: in memory, or in a folder (one
-/// file per sequence, written with mode 0600).
+/// file per sequence, `<token id>-<d>-<log>.ca`, written with mode 0600).
+///
+/// **An index, not a copy.** Opening a folder reads only its file names: a sequence's
+/// `c_A` is read from its claimed, locked file when the session uses it
+/// ([`Pool::take`]), so a session holds in memory only the sequences it spends, and
+/// only while it spends them.
 ///
 /// **Sessions side by side.** Several sessions (of one server, or of several processes)
 /// may open the same folder. A session uses a sequence only after it *claimed* it
-/// ([`Pool::claim`]): the file `D.ca` is locked (an exclusive `flock`, which the
-/// kernel drops when the process ends) and renamed to `D.claim`, so no other pool —
-/// in this process or another — can claim it, and a claim is never shared. A used or
-/// given-up sequence's claim file is removed ([`Pool::take`]); a claim still held when
-/// the pool is dropped is removed too (what the token did with it is not known). At
+/// ([`Pool::claim`]): the file `….ca` is locked (an exclusive `flock`, which the
+/// kernel drops when the process ends) and renamed to `….claim`, so no other pool —
+/// in this process or another — can claim it, and a claim is never shared. A used
+/// sequence's claim file is removed ([`Pool::take`]); one given back ([`Pool::unclaim`],
+/// after the token took it back) is renamed `….ca` again; a claim still held when
+/// the pool is dropped is removed (what the token did with it is not known). At
 /// [`Pool::open`], claim files nobody holds locked (left by a process that crashed)
 /// are swept: the sequence may have been released, so it is not used again.
+///
+/// **A folder others cannot write.** [`Pool::open`] refuses a folder that is not the
+/// user's own or that group or others may write, files are created new (never
+/// through an existing name or a symbolic link), a stored file is never replaced,
+/// and entries that are not regular files are skipped.
 #[derive(Debug, Default)]
 pub struct Pool {
     dir: Option<PathBuf>,
-    seqs: BTreeMap<u64, StoredSequence>,
-    /// The sequences this pool claimed, with the locked claim file (none in memory).
-    claims: BTreeMap<u64, Option<Claim>>,
+    /// The sequences no claim of this pool holds (as far as it knows: another pool
+    /// may have claimed them since), with their size.
+    free: BTreeMap<PoolKey, u8>,
+    /// In memory only: the sequences themselves.
+    mem: BTreeMap<PoolKey, StoredSequence>,
+    /// The sequences this pool claimed, with their size and locked claim file (none
+    /// in memory).
+    claims: BTreeMap<PoolKey, (u8, Option<Claim>)>,
 }
 
 /// A claimed sequence's file, locked while the claim lasts.
 #[derive(Debug)]
 struct Claim {
     path: PathBuf,
-    _file: std::fs::File,
+    file: std::fs::File,
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        for (_, c) in std::mem::take(&mut self.claims) {
+        for (_, (_, c)) in std::mem::take(&mut self.claims) {
             if let Some(c) = c {
                 let _ = std::fs::remove_file(&c.path);
             }
         }
     }
+}
+
+/// The name of a stored sequence's file, without its extension.
+fn stem(token_id: &[u8; 16], id: SequenceId) -> String {
+    let mut s = String::with_capacity(56);
+    for b in token_id {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s.push_str(&format!("-{:016x}-{:02}", id.d, id.log));
+    s
+}
+
+/// The token, sequence and extension a pool file's name says; `None` for any other
+/// name (files of other programs, and of the earlier `<d>.ca` naming, are left alone).
+fn parse_name(name: &str) -> Option<([u8; 16], SequenceId, &str)> {
+    let (stem, ext) = name.split_once('.')?;
+    let mut parts = stem.split('-');
+    let (t, d, log) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || t.len() != 32 || d.len() != 16 || log.len() != 2 {
+        return None;
+    }
+    let mut token_id = [0u8; 16];
+    for (i, b) in token_id.iter_mut().enumerate() {
+        *b = u8::from_str_radix(t.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    let d = u64::from_str_radix(d, 16).ok()?;
+    let log: u8 = log.parse().ok()?;
+    if !(MIN_LOG..=super::MAX_LOG).contains(&log) {
+        return None;
+    }
+    Some((token_id, SequenceId { d, log }, ext))
+}
+
+/// Opens `p` for reading without following a symbolic link and without blocking on
+/// a FIFO; `Ok(None)` when it is missing or not a regular file.
+fn open_regular(p: &std::path::Path) -> Result<Option<std::fs::File>, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(p)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // ELOOP: a symbolic link, which the pool never made.
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => return Ok(None),
+        Err(e) => return Err(Error::io(format!("opening {}", p.display()), e)),
+    };
+    let regular = f
+        .metadata()
+        .map_err(|e| Error::io(format!("reading {}", p.display()), e))?
+        .is_file();
+    Ok(regular.then_some(f))
+}
+
+/// Creates `p` new (never through an existing name or a symbolic link), mode 0600.
+fn create_private(p: &std::path::Path) -> Result<std::fs::File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(p)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::Params(format!(
+                    "{} already exists: the pool never writes through an existing name",
+                    p.display()
+                ))
+            } else {
+                Error::io(format!("creating {}", p.display()), e)
+            }
+        })
+}
+
+/// Refuses a pool folder that is not this user's own or that others may write into
+/// (they could plant names the pool then uses, or take its sequences).
+fn check_folder(dir: &std::path::Path) -> Result<(), Error> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+    if !m.is_dir() {
+        return Err(Error::Params(format!("{} is not a folder", dir.display())));
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if m.uid() != me {
+        return Err(Error::Params(format!(
+            "the pool folder {} belongs to user {}, not to this user ({me}): use a folder of your own",
+            dir.display(),
+            m.uid()
+        )));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(Error::Params(format!(
+            "the pool folder {} may be written by group or others (mode {:o}): `chmod go-w` it, or use a folder of your own",
+            dir.display(),
+            m.mode() & 0o7777
+        )));
+    }
+    Ok(())
 }
 
 impl Pool {
@@ -327,72 +459,113 @@ impl Pool {
         Pool::default()
     }
 
-    /// The pool in `dir` (created if missing), loading what is there; claim files left
-    /// by processes that ended without giving them up are removed.
+    /// The pool in `dir` (created, mode 0700, if missing), indexed by its file names
+    /// (no `c_A` is read); claim files left by processes that ended without giving
+    /// them up are removed. Refuses a folder that is not the user's own or that group
+    /// or others may write.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
+        use std::os::unix::fs::DirBuilderExt;
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-        let mut seqs = BTreeMap::new();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        check_folder(&dir)?;
+        let mut free = BTreeMap::new();
         let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
         for ent in rd {
             let ent = ent.map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
-            let p = ent.path();
-            match p.extension().and_then(|x| x.to_str()) {
-                Some("ca") => {}
-                Some("claim") => {
-                    sweep_claim(&p)?;
-                    continue;
-                }
-                _ => continue,
+            // The entry's own type: a symbolic link, FIFO or folder is skipped.
+            if !ent.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
             }
-            let bytes = match std::fs::read(&p) {
-                Ok(b) => b,
-                // Claimed (renamed) by another session since the folder was listed.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
+            let name = ent.file_name();
+            let Some((token_id, id, ext)) = name.to_str().and_then(parse_name) else {
+                continue;
             };
-            let s = StoredSequence::from_wire(&bytes)
-                .map_err(|e| Error::Params(format!("{} is not a stored sequence: {e}", p.display())))?;
-            seqs.insert(s.id.d, s);
+            match ext {
+                "ca" => {
+                    free.insert((token_id, id.d), id.log);
+                }
+                "claim" => sweep_claim(&ent.path())?,
+                _ => {}
+            }
         }
         Ok(Pool {
             dir: Some(dir),
-            seqs,
+            free,
+            mem: BTreeMap::new(),
             claims: BTreeMap::new(),
         })
     }
 
-    fn path(&self, d: u64) -> Option<PathBuf> {
-        self.dir.as_ref().map(|dir| dir.join(format!("{d:016x}.ca")))
-    }
-
-    fn claim_path(&self, d: u64) -> Option<PathBuf> {
-        self.dir.as_ref().map(|dir| dir.join(format!("{d:016x}.claim")))
+    fn file(&self, token_id: &[u8; 16], id: SequenceId, ext: &str) -> Option<PathBuf> {
+        self.dir
+            .as_ref()
+            .map(|dir| dir.join(format!("{}.{ext}", stem(token_id, id))))
     }
 
     /// Adds a sequence, free for any session to claim. The file is written under
-    /// another name and renamed, so a session opening the folder meanwhile (`tacit mpc
-    /// token fill` beside a running server) never reads half of it.
+    /// another name (created new) and then linked to its name, which never replaces
+    /// an existing file; a session opening the folder meanwhile (`tacit mpc token
+    /// fill` beside a running server) never sees half of it.
     pub fn put(&mut self, s: StoredSequence) -> Result<(), Error> {
-        if let Some(p) = self.path(s.id.d) {
-            let tmp = p.with_extension("ca-new");
-            write_private(&tmp, &s.to_wire())?;
-            std::fs::rename(&tmp, &p).map_err(|e| Error::io(format!("storing {}", p.display()), e))?;
+        let key = (s.token_id, s.id.d);
+        if self.free.contains_key(&key) || self.claims.contains_key(&key) {
+            return Err(Error::Params(format!("the pool already holds sequence {}", s.id.d)));
         }
-        self.seqs.insert(s.id.d, s);
+        if let (Some(p), Some(tmp)) = (
+            self.file(&s.token_id, s.id, "ca"),
+            self.file(&s.token_id, s.id, "ca-new"),
+        ) {
+            use std::io::Write;
+            // A leftover of a crashed `put` (or a name someone planted) goes first: the
+            // removal takes the name away, never what a link points to.
+            match std::fs::remove_file(&tmp) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("removing {}", tmp.display()), e)),
+            }
+            let written = create_private(&tmp).and_then(|mut f| {
+                f.write_all(&s.to_wire())
+                    .map_err(|e| Error::io(format!("writing {}", tmp.display()), e))
+            });
+            let linked = written.and_then(|()| {
+                std::fs::hard_link(&tmp, &p).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::AlreadyExists {
+                        Error::Params(format!(
+                            "{} already exists: a stored sequence is never replaced",
+                            p.display()
+                        ))
+                    } else {
+                        Error::io(format!("storing {}", p.display()), e)
+                    }
+                })
+            });
+            let _ = std::fs::remove_file(&tmp);
+            linked?;
+            self.free.insert(key, s.id.log);
+        } else {
+            self.free.insert(key, s.id.log);
+            self.mem.insert(key, s);
+        }
         Ok(())
     }
 
     /// Adds a sequence claimed by this pool at once (generated for its own session).
     pub fn put_claimed(&mut self, s: StoredSequence) -> Result<(), Error> {
-        let d = s.id.d;
-        let claim = match self.claim_path(d) {
+        let key = (s.token_id, s.id.d);
+        if self.free.contains_key(&key) || self.claims.contains_key(&key) {
+            return Err(Error::Params(format!("the pool already holds sequence {}", s.id.d)));
+        }
+        let claim = match self.file(&s.token_id, s.id, "claim") {
             Some(p) => {
                 use std::io::Write;
-                let mut f = open_private(&p)?;
+                let mut f = create_private(&p)?;
                 // A sweep in another pool may open the new file before it is locked
-                // and remove it: that loses only the copy on disk (this pool holds the
-                // sequence in memory, and the session uses it), so it is no error.
+                // and remove it: that loses only the copy on disk (the session holds
+                // the file open and reads it from there), so it is no error.
                 match f.try_lock() {
                     Ok(()) | Err(std::fs::TryLockError::WouldBlock) => {}
                     Err(std::fs::TryLockError::Error(e)) => {
@@ -401,36 +574,40 @@ impl Pool {
                 }
                 f.write_all(&s.to_wire())
                     .map_err(|e| Error::io(format!("writing {}", p.display()), e))?;
-                Some(Claim { path: p, _file: f })
+                Some(Claim { path: p, file: f })
             }
             None => None,
         };
-        self.seqs.insert(d, s);
-        self.claims.insert(d, claim);
+        self.claims.insert(key, (s.id.log, claim));
+        if self.dir.is_none() {
+            self.mem.insert(key, s);
+        }
         Ok(())
     }
 
-    /// Claims sequence `d` for this pool's session: true when it is now this pool's
-    /// alone; false when another session holds it or used it (it leaves this pool).
-    pub fn claim(&mut self, d: u64) -> Result<bool, Error> {
-        if self.claims.contains_key(&d) {
+    /// Claims sequence `d` of `token_id` for this pool's session: true when it is now
+    /// this pool's alone; false when another session holds it or used it (it leaves
+    /// this pool).
+    pub fn claim(&mut self, token_id: &[u8; 16], d: u64) -> Result<bool, Error> {
+        let key = (*token_id, d);
+        if self.claims.contains_key(&key) {
             return Ok(true);
         }
-        if !self.seqs.contains_key(&d) {
+        let Some(&log) = self.free.get(&key) else {
             return Ok(false);
-        }
-        let (Some(p), Some(to)) = (self.path(d), self.claim_path(d)) else {
-            self.claims.insert(d, None);
+        };
+        let id = SequenceId { d, log };
+        let (Some(p), Some(to)) = (self.file(token_id, id, "ca"), self.file(token_id, id, "claim")) else {
+            self.free.remove(&key);
+            self.claims.insert(key, (log, None));
             return Ok(true);
         };
         let gone = |pool: &mut Pool| {
-            pool.seqs.remove(&d);
+            pool.free.remove(&key);
             Ok(false)
         };
-        let f = match std::fs::OpenOptions::new().read(true).open(&p) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return gone(self),
-            Err(e) => return Err(Error::io(format!("opening {}", p.display()), e)),
+        let Some(f) = open_regular(&p)? else {
+            return gone(self);
         };
         match f.try_lock() {
             Ok(()) => {}
@@ -438,46 +615,99 @@ impl Pool {
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(format!("locking {}", p.display()), e)),
         }
         // Locked: whoever renamed or removed it since we opened it has let go, so the
-        // rename tells whether the file is still the free `D.ca`.
+        // rename tells whether the file is still the free `….ca`.
         match std::fs::rename(&p, &to) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return gone(self),
             Err(e) => return Err(Error::io(format!("claiming {}", p.display()), e)),
         }
-        self.claims.insert(d, Some(Claim { path: to, _file: f }));
+        self.free.remove(&key);
+        self.claims.insert(key, (log, Some(Claim { path: to, file: f })));
         Ok(true)
     }
 
-    /// Removes and returns sequence `d` (it is used up, or given up): its file goes.
-    pub fn take(&mut self, d: u64) -> Result<Option<StoredSequence>, Error> {
-        let p = match self.claims.remove(&d) {
-            Some(Some(c)) => Some(c.path.clone()),
-            Some(None) => None,
-            None => self.path(d),
+    /// Gives claimed sequence `d` back, free for any session again (the token took it
+    /// back: nothing of it left but `s_A`, to this host). Its claim file is renamed
+    /// to `….ca` while still locked.
+    pub fn unclaim(&mut self, token_id: &[u8; 16], d: u64) -> Result<(), Error> {
+        let key = (*token_id, d);
+        let Some((log, claim)) = self.claims.remove(&key) else {
+            return Ok(());
         };
-        if let Some(p) = p {
-            match std::fs::remove_file(&p) {
+        if let Some(c) = claim {
+            let p = c.path.with_extension("ca");
+            // The claim file stays locked until after the rename (dropped below), so
+            // no other pool claims it half-way.
+            match std::fs::rename(&c.path, &p) {
+                Ok(()) => {}
+                // Swept by another pool (a race only with a claim made by
+                // `put_claimed`): the sequence is gone from the folder.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(Error::io(format!("giving back {}", c.path.display()), e)),
+            }
+            drop(c);
+        }
+        self.free.insert(key, log);
+        Ok(())
+    }
+
+    /// Removes and returns sequence `d` of `token_id` (it is used up, or given up),
+    /// claiming it first if this pool has not; its file goes. A folder's `c_A` is
+    /// read here, from the locked claim file. `None` when another session holds it.
+    pub fn take(&mut self, token_id: &[u8; 16], d: u64) -> Result<Option<StoredSequence>, Error> {
+        let key = (*token_id, d);
+        if !self.claim(token_id, d)? {
+            return Ok(None);
+        }
+        let Some((log, claim)) = self.claims.remove(&key) else {
+            return Ok(None);
+        };
+        let Some(mut c) = claim else {
+            return Ok(self.mem.remove(&key));
+        };
+        let read = read_stored(&mut c.file, &c.path, token_id, SequenceId { d, log });
+        match std::fs::remove_file(&c.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("removing {}", c.path.display()), e)),
+        }
+        read.map(Some)
+    }
+
+    /// Drops sequence `d` of `token_id` without reading it (it is given up): claimed
+    /// first if this pool has not (a sequence another session holds stays its), its
+    /// file goes.
+    pub fn discard(&mut self, token_id: &[u8; 16], d: u64) -> Result<(), Error> {
+        let key = (*token_id, d);
+        if !self.claims.contains_key(&key) && !self.claim(token_id, d)? {
+            return Ok(());
+        }
+        self.mem.remove(&key);
+        if let Some((_, Some(c))) = self.claims.remove(&key) {
+            match std::fs::remove_file(&c.path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(format!("removing {}", p.display()), e)),
+                Err(e) => return Err(Error::io(format!("removing {}", c.path.display()), e)),
             }
         }
-        Ok(self.seqs.remove(&d))
+        Ok(())
     }
 
     /// The stored sequences of `token_id` no session has claimed (as far as this pool
-    /// knows: [`Pool::claim`] finds out).
+    /// knows: [`Pool::claim`] finds out), oldest first.
     pub fn list(&self, token_id: &[u8; 16]) -> Vec<SequenceId> {
-        self.seqs
-            .values()
-            .filter(|s| &s.token_id == token_id && !self.claims.contains_key(&s.id.d))
-            .map(|s| s.id)
+        self.free
+            .range((*token_id, 0)..=(*token_id, u64::MAX))
+            .map(|(&(_, d), &log)| SequenceId { d, log })
             .collect()
     }
 
-    /// The sequences this pool holds claimed.
-    pub fn claimed(&self) -> Vec<u64> {
-        self.claims.keys().copied().collect()
+    /// The sequences of `token_id` this pool holds claimed.
+    pub fn claimed(&self, token_id: &[u8; 16]) -> Vec<u64> {
+        self.claims
+            .range((*token_id, 0)..=(*token_id, u64::MAX))
+            .map(|(&(_, d), _)| d)
+            .collect()
     }
 
     /// Triples stored for `token_id`.
@@ -486,12 +716,36 @@ impl Pool {
     }
 }
 
+/// Reads a stored sequence from its open file, checking that it is the one its name
+/// says (a file of another token or sequence under this name is an error, not triples).
+fn read_stored(
+    f: &mut std::fs::File,
+    p: &std::path::Path,
+    token_id: &[u8; 16],
+    id: SequenceId,
+) -> Result<StoredSequence, Error> {
+    use std::io::{Read, Seek};
+    let want = (1u64 << id.log) / 8 + 64;
+    let mut bytes = Vec::with_capacity(want as usize);
+    f.seek(std::io::SeekFrom::Start(0))
+        .and_then(|_| f.take(want + 1).read_to_end(&mut bytes))
+        .map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
+    let s = StoredSequence::from_wire(&bytes);
+    bytes.zeroize();
+    let s = s.map_err(|e| Error::Params(format!("{} is not a stored sequence: {e}", p.display())))?;
+    if s.token_id != *token_id || s.id != id {
+        return Err(Error::Params(format!(
+            "{} holds another sequence than its name says",
+            p.display()
+        )));
+    }
+    Ok(s)
+}
+
 /// Removes a claim file that no process holds locked (its process ended).
 fn sweep_claim(p: &std::path::Path) -> Result<(), Error> {
-    let f = match std::fs::OpenOptions::new().read(true).open(p) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(format!("opening {}", p.display()), e)),
+    let Some(f) = open_regular(p)? else {
+        return Ok(());
     };
     match f.try_lock() {
         Ok(()) => match std::fs::remove_file(p) {
@@ -502,25 +756,6 @@ fn sweep_claim(p: &std::path::Path) -> Result<(), Error> {
         Err(std::fs::TryLockError::WouldBlock) => Ok(()),
         Err(std::fs::TryLockError::Error(e)) => Err(Error::io(format!("locking {}", p.display()), e)),
     }
-}
-
-fn write_private(p: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
-    use std::io::Write;
-    open_private(p)?
-        .write_all(bytes)
-        .map_err(|e| Error::io(format!("writing {}", p.display()), e))
-}
-
-/// Opens `p` for writing, created with mode 0600 and truncated.
-fn open_private(p: &std::path::Path) -> Result<std::fs::File, Error> {
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    o.open(p).map_err(|e| Error::io(format!("writing {}", p.display()), e))
 }
 
 async fn transmit_ok<L: TokenLink>(link: &mut L, cmd: Command, what: &str) -> Result<Response, Error> {
@@ -663,8 +898,8 @@ async fn stream_sequence<L: TokenLink>(
 
 /// Asks the token to erase sequence `d` (A gives it up; nothing of it is released
 /// any more) and drops it from `pool`.
-pub async fn delete<L: TokenLink>(link: &mut L, pool: &mut Pool, d: u64) -> Result<(), Error> {
-    pool.take(d)?;
+pub async fn delete<L: TokenLink>(link: &mut L, pool: &mut Pool, token_id: &[u8; 16], d: u64) -> Result<(), Error> {
+    pool.discard(token_id, d)?;
     transmit_ok(
         link,
         Command {
@@ -711,6 +946,10 @@ pub struct TokenHolder<L: TokenLink> {
     pub init_time: Duration,
     /// Bytes A exchanged with the token during the last setup (commands + responses).
     pub token_bytes: u64,
+    /// Close the token link when a session's setup is over (success or not), so
+    /// that the online phase does not hold one of the token's `--max-connections`:
+    /// for a holder made for one session (the CLI's servers). Off by default.
+    pub close_after_setup: bool,
 }
 
 impl<L: TokenLink> TokenHolder<L> {
@@ -723,6 +962,7 @@ impl<L: TokenLink> TokenHolder<L> {
             pool,
             init_time: Duration::ZERO,
             token_bytes: 0,
+            close_after_setup: false,
         })
     }
 
@@ -764,38 +1004,46 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
         if party != Party::A {
             return Err(Error::Params("the token holder plays party a".into()));
         }
+        let r = self.session_triples(conn, count).await;
+        if self.close_after_setup {
+            self.link.close().await;
+        }
+        r
+    }
+}
+
+impl<L: TokenLink> TokenHolder<L> {
+    /// The token setup of one session (see [`TripleSource::triples`]).
+    async fn session_triples(&mut self, conn: &mut FramedConn, count: usize) -> Result<TripleShares, Error> {
         let t = Instant::now();
         let chosen = match self.reserve(count).await {
             Ok(c) => c,
             Err(e) => {
-                // Nothing was released: what this session claimed is given up (the
-                // token evicts such sequences when it needs the room).
-                for d in self.pool.claimed() {
-                    let _ = self.pool.take(d);
-                }
+                // Nothing of this session's sequences reached anyone but this host:
+                // each goes back to the token and the pool.
+                self.give_back_claimed().await;
                 let _ = conn.send(&ErrorMessage::new(e.to_string()).to_wire()).await;
                 return Err(e);
             }
         };
         self.init_time = t.elapsed();
-        // The offer goes to B first, so that B checks the certificate and makes its
-        // key while the token releases the s_A (the token still releases s_B only
-        // after them: RELEASE B is sent below, once every RELEASE A is answered).
-        let offer = TokenOffer {
-            certificate: self.certificate.clone(),
-            sequences: chosen.clone(),
-        };
-        conn.send(&offer.to_wire()).await?;
-        match self.setup(conn, &chosen, count).await {
+        let mut sent_b = false;
+        match self.setup(conn, &chosen, count, &mut sent_b).await {
             Ok(mine) => Ok(mine),
             Err(e) => {
-                // The setup is abandoned: a sequence whose s_A was released and whose
-                // s_B did not leave is of no use to anyone, so A gives up every chosen
-                // sequence — the token erases them (else they would stay AReleased,
-                // beyond eviction, until the token is full) and the pool drops them.
-                // A sequence already erased (released, evicted) answers 6A82; fine.
-                for s in &chosen {
-                    let _ = delete(&mut self.link, &mut self.pool, s.d).await;
+                if sent_b {
+                    // RELEASE B was sent: the token may have erased the sequences and
+                    // sealed s_B to whatever key the request named, so none is used
+                    // again — each is given up (one the token erased answers 6A88).
+                    let token_id = self.certificate.token_id;
+                    for s in &chosen {
+                        let _ = delete(&mut self.link, &mut self.pool, &token_id, s.id.d).await;
+                    }
+                } else {
+                    // B left (or refused, or asked for other sequences) before its
+                    // request reached the token: s_B never left, so the sequences go
+                    // back to the token and the pool for the next session.
+                    self.give_back_claimed().await;
                 }
                 // B waits for the seed release: tell it why none comes, unless B is
                 // the one who refused.
@@ -808,101 +1056,181 @@ impl<L: TokenLink> TripleSource for TokenHolder<L> {
     }
 }
 
-impl<L: TokenLink> TokenHolder<L> {
-    /// The sequences of this session's setup, claimed in the pool so that no other
-    /// session (of this process or another on the same pool folder) offers them: for
-    /// each size of [`decompose`]`(count)` a stored one this pool could claim, else one
-    /// generated now (init work, claimed as it is stored).
-    async fn reserve(&mut self, count: usize) -> Result<Vec<SequenceId>, Error> {
-        let token_id = self.certificate.token_id;
-        let mut chosen = Vec::new();
-        for log in decompose(count) {
-            let mut got = None;
-            while let Some(s) = self.pool.list(&token_id).into_iter().find(|s| s.log == log) {
-                // A sequence another session claimed first leaves this pool.
-                if self.pool.claim(s.d)? {
-                    got = Some(s);
-                    break;
-                }
-            }
-            let s = match got {
-                Some(s) => s,
-                None => {
-                    let s = stream_sequence(&mut self.link, token_id, log, &mut |_, _| {}).await?;
-                    let id = s.id;
-                    self.pool.put_claimed(s)?;
-                    id
-                }
-            };
-            chosen.push(s);
-        }
-        Ok(chosen)
-    }
+/// A sequence reserved for a session: claimed in the pool, its `s_A` released to this
+/// session by the token (which makes it the session's on the token: no other session
+/// may release, delete or evict it).
+pub struct Reserved {
+    /// The sequence.
+    pub id: SequenceId,
+    s_a: Seed,
+}
 
-    /// The setup after the offer: RELEASE A, B's seed request, RELEASE B, the release
-    /// relayed, the triples expanded. On an error the caller gives the sequences up.
-    async fn setup(
-        &mut self,
-        conn: &mut FramedConn,
-        chosen: &[SequenceId],
-        count: usize,
-    ) -> Result<TripleShares, Error> {
-        let mut mine = TripleShares::default();
-        let release_a = |s: &SequenceId| Command {
+impl std::fmt::Debug for Reserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Reserved({:?})", self.id)
+    }
+}
+
+impl<L: TokenLink> TokenHolder<L> {
+    /// RELEASE A of each of `ds`, all in flight at once over a token process's socket.
+    async fn release_a_all(&mut self, ds: &[u64]) -> Result<Vec<Response>, Error> {
+        let release_a = |d: u64| Command {
             cla: CLA,
             ins: INS_RELEASE_A,
             p1: 0,
             p2: 0,
-            data: s.d.to_be_bytes().to_vec(),
+            data: d.to_be_bytes().to_vec(),
             ne: 16,
         };
-        let mut answers = Vec::with_capacity(chosen.len());
+        let mut answers = Vec::with_capacity(ds.len());
         if let Some(q) = self.link.queue() {
-            // A token process answers in order: all RELEASE A in flight at once.
-            for s in chosen {
-                q.send(&release_a(s).encode()).await?;
+            for &d in ds {
+                q.send(&release_a(d).encode()).await?;
             }
-            for _ in chosen {
+            for _ in ds {
                 answers.push(Response::decode(&q.recv().await?)?);
             }
         } else {
-            for s in chosen {
-                answers.push(self.link.transmit(&release_a(s)).await?);
+            for &d in ds {
+                answers.push(self.link.transmit(&release_a(d)).await?);
             }
         }
-        // A sequence the token no longer holds (evicted to make room, or deleted) is
-        // useless: it leaves the pool, and the next session generates afresh.
-        let gone: Vec<u64> = chosen
-            .iter()
-            .zip(&answers)
-            .filter(|(_, r)| r.sw == sw::NOT_FOUND)
-            .map(|(s, _)| s.d)
-            .collect();
-        if !gone.is_empty() {
-            return Err(Error::Triples(format!(
-                "the token no longer holds {} of the pool's sequences (evicted to make room, or deleted); \
-                 they were dropped from the pool: run the session again",
-                gone.len()
-            )));
+        Ok(answers)
+    }
+
+    /// Takes one RELEASE A answer: `Some(s_A)`, `None` when the token no longer holds
+    /// the sequence (evicted before it was this session's, or deleted).
+    fn seed_of(r: Response) -> Result<Option<Seed>, Error> {
+        if r.sw == sw::NOT_FOUND {
+            return Ok(None);
         }
-        let mut answers = answers
-            .into_iter()
-            .map(|r| r.check("to release s_A"))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut seeds = Vec::with_capacity(chosen.len());
-        for r in &mut answers {
-            let seed: Result<[u8; 16], _> = r.data.as_slice().try_into();
-            r.data.zeroize();
-            seeds.push(Seed(
-                seed.map_err(|_| Error::Token("sent an s_A that is not 16 bytes".into()))?,
-            ));
+        let mut r = r.check("to release s_A")?;
+        let seed: Result<[u8; 16], _> = r.data.as_slice().try_into();
+        r.data.zeroize();
+        Ok(Some(Seed(seed.map_err(|_| {
+            Error::Token("sent an s_A that is not 16 bytes".into())
+        })?)))
+    }
+
+    /// The sequences of a session's setup, made the session's own at once: for each
+    /// size of [`decompose`]`(count)` a stored one that this pool could claim (so that
+    /// no other session, of this process or another on the same pool folder, offers
+    /// it), else one generated now (init work, claimed as it is stored); and each is
+    /// released (RELEASE A) right after its claim, which makes it this session's on
+    /// the token too — another session's GENERATE on a full token never evicts it. A
+    /// sequence the token no longer holds (evicted between the claim and the
+    /// release) leaves the pool and the next one is taken. On an error the caller
+    /// gives back what is claimed.
+    pub async fn reserve(&mut self, count: usize) -> Result<Vec<Reserved>, Error> {
+        let token_id = self.certificate.token_id;
+        let logs = decompose(count);
+        let mut got: Vec<Option<Reserved>> = logs.iter().map(|_| None).collect();
+        // Stored sequences, a round of claims and their releases at a time.
+        loop {
+            let mut free = self.pool.list(&token_id);
+            let mut batch = Vec::new();
+            for (i, &log) in logs.iter().enumerate() {
+                if got[i].is_some() {
+                    continue;
+                }
+                while let Some(pos) = free.iter().position(|s| s.log == log) {
+                    let s = free.remove(pos);
+                    // A sequence another session claimed first leaves this pool.
+                    if self.pool.claim(&token_id, s.d)? {
+                        batch.push((i, s));
+                        break;
+                    }
+                }
+            }
+            if batch.is_empty() {
+                break;
+            }
+            let ds: Vec<u64> = batch.iter().map(|(_, s)| s.d).collect();
+            let answers = self.release_a_all(&ds).await?;
+            for ((i, id), r) in batch.into_iter().zip(answers) {
+                match Self::seed_of(r)? {
+                    Some(s_a) => got[i] = Some(Reserved { id, s_a }),
+                    None => self.pool.discard(&token_id, id.d)?,
+                }
+            }
         }
+        // Sizes the pool lacks: generated now, released at once (a sequence evicted in
+        // between — the token full of older unused ones is not — is generated again).
+        for (i, &log) in logs.iter().enumerate() {
+            let mut tries = 0;
+            while got[i].is_none() {
+                let s = stream_sequence(&mut self.link, token_id, log, &mut |_, _| {}).await?;
+                let id = s.id;
+                self.pool.put_claimed(s)?;
+                let r = self.release_a_all(&[id.d]).await?;
+                match r.into_iter().next().map(Self::seed_of).transpose()?.flatten() {
+                    Some(s_a) => got[i] = Some(Reserved { id, s_a }),
+                    None if tries < 3 => {
+                        tries += 1;
+                        self.pool.discard(&token_id, id.d)?;
+                    }
+                    None => {
+                        return Err(Error::Token(format!(
+                            "evicted every sequence of 2^{log} triples generated for this session before its release"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(got.into_iter().flatten().collect())
+    }
+
+    /// Gives every sequence this pool holds claimed back to the token (GIVE BACK) and
+    /// to the pool, free for the next session; one the token does not take back (the
+    /// link broke, it erased it) leaves the pool. Only for sequences whose RELEASE B
+    /// was never sent.
+    async fn give_back_claimed(&mut self) {
+        let token_id = self.certificate.token_id;
+        for d in self.pool.claimed(&token_id) {
+            let r = self
+                .link
+                .transmit(&Command {
+                    cla: CLA,
+                    ins: INS_GIVE_BACK,
+                    p1: 0,
+                    p2: 0,
+                    data: d.to_be_bytes().to_vec(),
+                    ne: 0,
+                })
+                .await;
+            let back = match r {
+                Ok(r) if r.sw == sw::OK => self.pool.unclaim(&token_id, d).is_ok(),
+                _ => false,
+            };
+            if !back {
+                let _ = self.pool.discard(&token_id, d);
+            }
+        }
+    }
+
+    /// The setup after the reservation: the offer, B's seed request, RELEASE B, the
+    /// release relayed, the triples expanded. `sent_b` is set before RELEASE B goes
+    /// to the token. On an error the caller gives the sequences back, or up.
+    async fn setup(
+        &mut self,
+        conn: &mut FramedConn,
+        chosen: &[Reserved],
+        count: usize,
+        sent_b: &mut bool,
+    ) -> Result<TripleShares, Error> {
+        let ids: Vec<SequenceId> = chosen.iter().map(|r| r.id).collect();
+        let offer = TokenOffer {
+            certificate: self.certificate.clone(),
+            sequences: ids.clone(),
+        };
+        conn.send(&offer.to_wire()).await?;
         let req_bytes = conn.recv().await?;
         crate::driver::refused(&req_bytes)?;
         let req = SeedRequest::from_wire(&req_bytes)?;
-        if req.sequences != *chosen {
+        if req.sequences != ids {
             return Err(Error::Peer("asked for other sequences than offered".into()));
         }
+        *sent_b = true;
         let r = self
             .link
             .transmit(&Command {
@@ -926,13 +1254,17 @@ impl<L: TokenLink> TokenHolder<L> {
         let release =
             SeedRelease::from_wire(&r.data).map_err(|e| Error::Token(format!("sent a malformed release: {e}")))?;
         conn.send(&release.to_wire()).await?;
-        for (s, seed) in chosen.iter().zip(&seeds) {
+        let token_id = self.certificate.token_id;
+        // Sized once: the sequences are expanded onto it (3 bits per triple), and only
+        // the sequence being expanded has its c_A in memory (1 bit per triple of it),
+        // read here from the locked claim file.
+        let mut mine = TripleShares::with_capacity(chosen.iter().map(|s| s.id.len()).sum());
+        for s in chosen {
             let stored = self
                 .pool
-                .take(s.d)?
-                .ok_or_else(|| Error::Triples(format!("sequence {} vanished from the pool", s.d)))?;
-            let part = expand_a(seed, s.log, stored.c_a.clone());
-            mine.append(&part);
+                .take(&token_id, s.id.d)?
+                .ok_or_else(|| Error::Triples(format!("sequence {} vanished from the pool", s.id.d)))?;
+            expand_a_onto(&mut mine, &s.s_a, s.id.log, &stored.c_a);
         }
         mine.truncate(count);
         Ok(mine)
@@ -1043,9 +1375,9 @@ impl<R: CryptoRngCore> TripleSource for TokenPeer<R> {
         let seeds = open_release(&release, &req, &e, &t, &offer.certificate.public);
         e.zeroize();
         let seeds = seeds?;
-        let mut mine = TripleShares::default();
+        let mut mine = TripleShares::with_capacity(offer.sequences.iter().map(|s| s.len()).sum());
         for (s, seed) in offer.sequences.iter().zip(&seeds) {
-            mine.append(&expand_b(seed, s.log));
+            expand_b_onto(&mut mine, seed, s.log);
         }
         mine.truncate(count);
         Ok(mine)

@@ -42,6 +42,9 @@ pub const INS_RELEASE_A: u8 = 0x30;
 pub const INS_RELEASE_B: u8 = 0x32;
 /// Instruction: erase a sequence A no longer wants (nothing of it is released).
 pub const INS_DELETE: u8 = 0x34;
+/// Instruction: take back a sequence whose `s_A` this session released and whose `s_B`
+/// never left (its setup was abandoned before RELEASE B): it is free again.
+pub const INS_GIVE_BACK: u8 = 0x36;
 /// ISO GET RESPONSE (class 00).
 pub const INS_GET_RESPONSE: u8 = 0xc0;
 
@@ -125,6 +128,63 @@ pub fn expand_b(s_b: &Seed, log: u8) -> TripleShares {
     }
     zeroize::Zeroize::zeroize(&mut ks);
     TripleShares::from_words(n, a, b, c)
+}
+
+/// Words of keystream per step of [`expand_a_onto`] and [`expand_b_onto`] (a fixed
+/// buffer instead of one the size of the sequence).
+const EXPAND_STEP: usize = 96;
+
+/// [`expand_a`] appended straight onto `out`: `out` grows by the sequence's `2^log`
+/// triples, with no intermediate vectors (the keystream is drawn a few blocks at a
+/// time). `out` must hold a multiple of 64 triples (sequences of at least 2^7 appended
+/// in turn do); otherwise this appends an [`expand_a`].
+pub fn expand_a_onto(out: &mut TripleShares, s_a: &Seed, log: u8, c_a: &[u64]) {
+    let n = 1usize << log;
+    let w = n / 64;
+    if !out.len.is_multiple_of(64) || c_a.len() != w {
+        out.append(&expand_a(s_a, log, c_a.to_vec()));
+        return;
+    }
+    let mut prg = Prg::new(s_a, D_A);
+    let mut ks = [0u64; EXPAND_STEP];
+    let mut left = 2 * w;
+    while left > 0 {
+        let m = left.min(EXPAND_STEP);
+        prg.fill_words(&mut ks[..m]);
+        for g in ks[..m].chunks_exact(4) {
+            out.a.extend_from_slice(&g[..2]);
+            out.b.extend_from_slice(&g[2..]);
+        }
+        left -= m;
+    }
+    zeroize::Zeroize::zeroize(&mut ks);
+    out.c.extend_from_slice(c_a);
+    out.len += n;
+}
+
+/// [`expand_b`] appended straight onto `out` (as [`expand_a_onto`]).
+pub fn expand_b_onto(out: &mut TripleShares, s_b: &Seed, log: u8) {
+    let n = 1usize << log;
+    let w = n / 64;
+    if !out.len.is_multiple_of(64) {
+        out.append(&expand_b(s_b, log));
+        return;
+    }
+    let mut prg = Prg::new(s_b, D_B);
+    let mut ks = [0u64; EXPAND_STEP];
+    let mut left = 3 * w;
+    while left > 0 {
+        let m = left.min(EXPAND_STEP);
+        prg.fill_words(&mut ks[..m]);
+        for g in ks[..m].chunks_exact(6) {
+            out.a.extend_from_slice(&g[..2]);
+            out.b.extend_from_slice(&g[2..4]);
+            out.c.extend_from_slice(&g[4..]);
+        }
+        left -= m;
+    }
+    zeroize::Zeroize::zeroize(&mut ks);
+    out.len += n;
 }
 
 /// The token's computation of `c_A` for triples `128·g0 .. 128·(g0 + out.len()/2)`
@@ -573,6 +633,28 @@ impl Drop for TokenKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Expanding onto one preallocated set of vectors gives the same shares as
+    /// expanding each sequence and appending it (the paper's §4.3 merge).
+    #[test]
+    fn expanding_onto_equals_expanding_and_appending() {
+        let logs = [13u8, 9, 8, 7];
+        let total: usize = logs.iter().map(|&l| 1usize << l).sum();
+        let (mut a1, mut a2) = (TripleShares::default(), TripleShares::with_capacity(total));
+        let (mut b1, mut b2) = (TripleShares::default(), TripleShares::with_capacity(total));
+        for (i, &log) in logs.iter().enumerate() {
+            let s = Seed([i as u8 + 1; 16]);
+            let c_a: Vec<u64> = (0..(1u64 << log) / 64)
+                .map(|j| j.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                .collect();
+            a1.append(&expand_a(&s, log, c_a.clone()));
+            expand_a_onto(&mut a2, &s, log, &c_a);
+            b1.append(&expand_b(&s, log));
+            expand_b_onto(&mut b2, &s, log);
+        }
+        assert!(a1 == a2 && b1 == b2);
+        assert_eq!(a2.a().len(), total / 64);
+    }
 
     #[test]
     fn decomposition_uses_binary_digits() {

@@ -108,7 +108,7 @@ struct Options {
     listen: String,
     open_enrollment: bool,
     batch: usize,
-    sessions: u64,
+    sessions: Option<u64>,
     backend: LweBackend,
     cheat_rows: Vec<u64>,
     cheat_equivocate: bool,
@@ -136,7 +136,7 @@ impl Server {
                 listen: "127.0.0.1:7690".into(),
                 open_enrollment: false,
                 batch: 32,
-                sessions: 0,
+                sessions: None,
                 backend: LweBackend::Cpu,
                 cheat_rows: Vec::new(),
                 cheat_equivocate: false,
@@ -168,9 +168,11 @@ impl ServerBuilder {
         self
     }
 
-    /// Stop after this many sessions (0, the default: never).
+    /// Stop after this many sessions; 0 stops as soon as the table is built and
+    /// committed, before serving any (the default: never stop). One meaning for every
+    /// tacit server (issue 28, item 9).
     pub fn sessions(mut self, n: u64) -> Self {
-        self.o.sessions = n;
+        self.o.sessions = Some(n);
         self
     }
 
@@ -479,15 +481,17 @@ impl RunningServer {
                 };
                 if counted {
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    if ctx.o.sessions > 0 && n >= ctx.o.sessions {
+                    if ctx.o.sessions.is_some_and(|s| n >= s) {
                         let _ = stop_tx.send(()).await;
                     }
                 }
             }
         });
-        tokio::select! {
-            () = accept => {}
-            _ = stop_rx.recv() => {}
+        if ctx.o.sessions != Some(0) {
+            tokio::select! {
+                () = accept => {}
+                _ = stop_rx.recv() => {}
+            }
         }
         stop_manage.store(true, Ordering::Relaxed);
         let _ = manager.join();
@@ -592,17 +596,24 @@ fn batcher(shared: Shared, mut rx: mpsc::Receiver<BatchItem>, max: usize) {
     }
 }
 
-/// The typed refusal for an error of the protocol core.
+/// The typed refusal for an error of the protocol core. Its words name the roles
+/// ("the server holds …"), never "this side" or "we", so that the client shows them
+/// as they are meant (issue 28, item 8: the server's "this side holds table …" read
+/// as the client's own table on the client).
 pub fn refusal_of(e: &crate::Error) -> Refusal {
-    let code = match e {
-        crate::Error::WrongTable { .. } => RefusalCode::TableChanged,
-        crate::Error::Busy(_) => RefusalCode::Busy,
-        _ => RefusalCode::Other,
+    let (code, reason) = match e {
+        crate::Error::WrongTable { ours, theirs } => (
+            RefusalCode::TableChanged,
+            format!("the query is for table {theirs}; the server holds table {ours}"),
+        ),
+        crate::Error::WrongBackend { ours, theirs } => (
+            RefusalCode::Other,
+            format!("the query is for the {theirs} backend; the server runs {ours}"),
+        ),
+        crate::Error::Busy(_) => (RefusalCode::Busy, e.to_string()),
+        _ => (RefusalCode::Other, e.to_string()),
     };
-    Refusal {
-        code,
-        reason: e.to_string(),
-    }
+    Refusal { code, reason }
 }
 
 async fn refuse(conn: &mut FramedConn, r: Refusal) -> Result<Option<String>> {
@@ -1031,5 +1042,27 @@ fn manage(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 28, item 8: the server's refusal names the roles, so the client shows it
+    /// as meant (it read "this side holds table 0011", the server's side).
+    #[test]
+    fn refusals_name_the_roles() {
+        let r = refusal_of(&crate::Error::WrongTable {
+            ours: "0011".into(),
+            theirs: "00ff".into(),
+        });
+        assert_eq!(r.code, RefusalCode::TableChanged);
+        assert_eq!(r.reason, "the query is for table 00ff; the server holds table 0011");
+        let r = refusal_of(&crate::Error::WrongBackend {
+            ours: "lwe",
+            theirs: "ntru".into(),
+        });
+        assert_eq!(r.reason, "the query is for the ntru backend; the server runs lwe");
     }
 }
