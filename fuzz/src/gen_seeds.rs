@@ -166,7 +166,10 @@ fn pros_seeds(rng: &mut SecureRng) {
     for sel in 0u8..4 {
         let p = tacit_fuzz::pros::fnp_params(sel);
         let pool = RnPool::new(pk).unwrap();
-        let s = FnpSender::new(&p, &["a", "b"], 0, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
+        // the fuzz key has 256 bits (fast): below the floor of Π^fac, so named as such
+        let s = FnpSender::new(&p, &["a", "b"], 0, 4096, tacit_pros::testing::ring_pedersen())
+            .unwrap()
+            .accept_insecure_small_keys();
         let (opening, setup) = s.open(rng);
         let nb = tacit_pros::NO_CHANNEL_BINDING;
         let (_, q) = Chooser::start(&p, key.clone(), &["a"], &setup, &nb, &pool, rng).unwrap();
@@ -179,6 +182,7 @@ fn pros_seeds(rng: &mut SecureRng) {
     let (ia, hello) = A::start(params, key.clone(), &["a", "b"], pool).unwrap();
     let (rb, acc) = B::new(params, &["b", "c"], 0, 4096, tacit_pros::testing::ring_pedersen())
         .unwrap()
+        .accept_insecure_small_keys()
         .on_hello(&hello, &tacit_pros::NO_CHANNEL_BINDING, rng)
         .unwrap();
     let (ia, fac, q) = ia.on_accept(&acc, &tacit_pros::NO_CHANNEL_BINDING, rng).unwrap();

@@ -71,7 +71,7 @@ fn reconcile_between_two_processes() {
                 "--sessions",
                 "1",
                 "--min-key-bits",
-                "512",
+                "1024",
                 "--scheme",
                 scheme,
                 "--variant",
@@ -89,7 +89,7 @@ fn reconcile_between_two_processes() {
                     "--connect",
                     &addr,
                     "--key-bits",
-                    "512",
+                    "1024",
                     "--scheme",
                     scheme,
                     "--variant",
@@ -118,7 +118,7 @@ fn reconcile_between_two_processes() {
         "--sessions",
         "1",
         "--min-key-bits",
-        "512",
+        "1024",
         "--plain-tcp",
     ]);
     let o = tacit()
@@ -131,7 +131,7 @@ fn reconcile_between_two_processes() {
             "--connect",
             &addr,
             "--key-bits",
-            "512",
+            "1024",
             "--plain-tcp",
         ])
         .output()
@@ -160,7 +160,7 @@ fn psi_between_two_processes() {
         "--sessions",
         "1",
         "--min-key-bits",
-        "512",
+        "1024",
         "--max-chooser",
         "20",
         "--max-sender",
@@ -180,7 +180,7 @@ fn psi_between_two_processes() {
             "--connect",
             &addr,
             "--key-bits",
-            "512",
+            "1024",
             "--max-chooser",
             "20",
             "--max-sender",

@@ -69,7 +69,7 @@ fn a_hostile_reconcile_server_learns_nothing() {
             "--connect",
             &addr,
             "--key-bits",
-            "512",
+            "1024",
             "--plain-tcp",
             "--json",
         ])
@@ -130,7 +130,7 @@ fn a_hostile_schedule_server_learns_no_slot_and_fixes_none() {
             "--max-slots",
             "6",
             "--key-bits",
-            "512",
+            "1024",
             "--plain-tcp",
             "--json",
             "--out",
@@ -175,7 +175,7 @@ fn reconcile_serve(store: &str, set: &str, extra: &[&str]) -> (std::process::Chi
         "--set",
         set,
         "--min-key-bits",
-        "512",
+        "1024",
     ];
     if !extra.contains(&"--listen") {
         args.extend_from_slice(&["--listen", listen]);
@@ -196,7 +196,7 @@ fn reconcile_connect(store: &str, set: &str, addr: &str, extra: &[&str]) -> std:
         "--connect",
         addr,
         "--key-bits",
-        "512",
+        "1024",
     ];
     args.extend_from_slice(extra);
     tacit().args(&args).output().unwrap()
@@ -289,7 +289,7 @@ fn an_idle_peer_does_not_hold_the_server() {
         "--listen",
         "127.0.0.1:0",
         "--min-key-bits",
-        "512",
+        "1024",
         "--plain-tcp",
         "--sessions",
         "2",
@@ -307,7 +307,7 @@ fn an_idle_peer_does_not_hold_the_server() {
             "--connect",
             &addr,
             "--key-bits",
-            "512",
+            "1024",
             "--plain-tcp",
             "--timeout",
             "30",
@@ -328,7 +328,7 @@ fn an_idle_peer_does_not_hold_the_server() {
         "--listen",
         "127.0.0.1:0",
         "--min-key-bits",
-        "512",
+        "1024",
         "--plain-tcp",
         "--max-clients",
         "1",
@@ -349,7 +349,7 @@ fn an_idle_peer_does_not_hold_the_server() {
             "--connect",
             &addr,
             "--key-bits",
-            "512",
+            "1024",
             "--plain-tcp",
         ])
         .output()
@@ -394,7 +394,7 @@ fn schedule_serve_refuses_a_peer_list_over_its_limit() {
                 "--sessions",
                 "1",
                 "--min-key-bits",
-                "512",
+                "1024",
                 "--max-peer-slots",
                 "4",
             ][..],
@@ -413,7 +413,7 @@ fn schedule_serve_refuses_a_peer_list_over_its_limit() {
                     "--connect",
                     &addr,
                     "--key-bits",
-                    "512",
+                    "1024",
                     "--max-slots",
                     "10",
                 ][..],
@@ -450,6 +450,7 @@ fn psi_answers_larger_than_the_query_go_through() {
         "1",
         "--min-key-bits",
         "256",
+        "--insecure-small-keys",
         "--max-chooser",
         "2",
         "--max-sender",
@@ -469,6 +470,7 @@ fn psi_answers_larger_than_the_query_go_through() {
             &addr,
             "--bits",
             "256",
+            "--insecure-small-keys",
             "--max-chooser",
             "2",
             "--max-sender",
@@ -492,6 +494,55 @@ fn psi_answers_larger_than_the_query_go_through() {
     assert_eq!(got, vec!["1999", "7"]);
     assert_eq!(v["chooser_tests"], 4);
     server.wait().unwrap();
+}
+
+/// Review rev26, finding 1: Π^fac bounds nothing below 1024-bit keys, so a serving
+/// command refuses `--min-key-bits` below 1024 and a connecting one `--key-bits`
+/// below 1024, each in one line naming `--insecure-small-keys` (the paper's sizes,
+/// which each side must name for itself; `psi_answers_larger_than_the_query_go_through`
+/// runs a session at 256 bits with it).
+#[test]
+fn keys_below_1024_bits_need_insecure_small_keys_on_each_side() {
+    let s = write("s.txt", "1\n2\n");
+    let serve = |cmd: &[&str]| {
+        let mut args = cmd.to_vec();
+        args.extend(["--min-key-bits", "512", "--listen", "127.0.0.1:0", "--plain-tcp"]);
+        tacit().args(&args).output().unwrap()
+    };
+    let window = ["--from", "2025-01-06", "--to", "2025-01-07"];
+    let cal = write("c.ics", "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nEND:VCALENDAR\r\n");
+    let (s, cal) = (s.to_str().unwrap(), cal.to_str().unwrap());
+    let serves: [Vec<&str>; 3] = [
+        vec!["pros", "psi", "serve", "--set", s],
+        vec!["pros", "reconcile", "serve", "--set", s],
+        [&["schedule", "serve", "--calendar", cal][..], &window[..]].concat(),
+    ];
+    for cmd in &serves {
+        let o = serve(cmd);
+        assert!(!o.status.success(), "{cmd:?}");
+        assert!(err(&o).contains("--insecure-small-keys"), "{cmd:?}: {}", err(&o));
+        assert!(err(&o).contains("below 1024 bits"), "{cmd:?}: {}", err(&o));
+        assert_eq!(error_lines(&o), 1, "{}", err(&o));
+    }
+    let connects: [Vec<&str>; 3] = [
+        vec!["pros", "psi", "query", "--set", s],
+        vec!["pros", "reconcile", "connect", "--set", s],
+        [&["schedule", "connect", "--calendar", cal][..], &window[..]].concat(),
+    ];
+    for cmd in &connects {
+        let mut args = cmd.clone();
+        // nothing listens there: the key size is refused before any connection
+        args.extend(["--key-bits", "512", "--connect", "127.0.0.1:9", "--plain-tcp"]);
+        let o = tacit().args(&args).output().unwrap();
+        assert!(!o.status.success(), "{cmd:?}");
+        assert!(
+            err(&o).contains("--key-bits 512 is below 1024 bits"),
+            "{cmd:?}: {}",
+            err(&o)
+        );
+        assert!(err(&o).contains("--insecure-small-keys"), "{cmd:?}: {}", err(&o));
+        assert_eq!(error_lines(&o), 1, "{}", err(&o));
+    }
 }
 
 /// Issue 26, item 2: `psi serve --max-tests` refuses bounds that let a querier test

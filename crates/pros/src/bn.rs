@@ -42,6 +42,15 @@ pub fn dup(x: &BigNumRef) -> Result<Nat, Error> {
     Ok(x.to_owned()?)
 }
 
+/// Copies a number where no error can be returned (`Clone`); OpenSSL fails only when
+/// memory is exhausted, which Rust treats as fatal anyway.
+pub(crate) fn dup_or_die(x: &BigNumRef) -> Nat {
+    match x.to_owned() {
+        Ok(v) => v,
+        Err(e) => panic!("out of memory copying a big integer: {e}"),
+    }
+}
+
 /// The small integer `v`.
 pub fn from_u64(v: u64) -> Result<Nat, Error> {
     Ok(BigNum::from_slice(&v.to_be_bytes())?)

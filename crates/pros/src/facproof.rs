@@ -75,10 +75,30 @@ const DOMAIN_FAC: &[u8] = b"tacit-pros/v1/no-small-factor-proof\0";
 
 /// The least size (log₂) Π^fac proves for both prime factors of a `bits`-bit
 /// modulus: `⌈bits/2⌉ − ℓ − ε − 2` (≤ 0 means the proof shows nothing at that size;
-/// the gcd with the primes below 2²⁴ still holds). 3072 bits: 1150; 2048: 638.
+/// the gcd with the primes below 2²⁴ still holds). 3072 bits: 1150; 2048: 638;
+/// 1024: 126.
 pub fn proven_min_factor_bits(bits: u32) -> i64 {
     bits.div_ceil(2) as i64 - CHALLENGE_BITS as i64 - SLACK_BITS as i64 - 2
 }
+
+/// The smallest peer key, in bits, for which Π^fac's bound means something, and so
+/// the floor under every peer key B (3PR) and the FNP sender accept, whatever
+/// minimum their caller gives: `2·(2ℓ + ε)` = **1024**.
+///
+/// Derivation: the bound must be as strong as the proof itself. Π^fac proves both
+/// factors `≥ 2^{⌈bits/2⌉−ℓ−ε−2}`; at `bits ≥ 2·(2ℓ + ε)` that is `≥ 2^{ℓ−2}`, so a
+/// class modulo either factor holds at most one element of any dictionary of up to
+/// `2^{ℓ−2}` — searching a larger one costs about the `2^ℓ` hash queries that also
+/// forge a Π^fac — and a comparison tests two candidates whatever the dictionary.
+/// Below it the bound falls half a bit per key bit (`2⁶²` at 896 bits) and is
+/// nothing from about 772 bits down. The paper's small keys stay available only to
+/// a party that names it locally ([`crate::threepr::Responder::accept_insecure_small_keys`],
+/// [`crate::fnp::Sender::accept_insecure_small_keys`]); no message can ask for it.
+pub const MIN_PEER_KEY_BITS: u32 = 2 * (2 * CHALLENGE_BITS + SLACK_BITS);
+
+const _: () = assert!(
+    (MIN_PEER_KEY_BITS / 2) as i64 - CHALLENGE_BITS as i64 - SLACK_BITS as i64 - 2 == CHALLENGE_BITS as i64 - 2
+);
 
 fn pow2(bits: u32) -> Result<Nat> {
     let mut x = BigNum::new()?;
@@ -162,10 +182,7 @@ pub struct RingPedersenParams {
 
 impl Clone for RingPedersenParams {
     fn clone(&self) -> Self {
-        let dup = |v: &Nat| match bn::dup(v) {
-            Ok(v) => v,
-            Err(e) => panic!("out of memory copying a big integer: {e}"),
-        };
+        let dup = |v: &Nat| bn::dup_or_die(v);
         RingPedersenParams {
             n: dup(&self.n),
             s: dup(&self.s),
@@ -303,6 +320,27 @@ impl Drop for RingPedersen {
     }
 }
 
+/// Whether `p ≠ q` are both safe primes (`p` and `(p − 1)/2` prime; 64 rounds).
+fn distinct_safe_primes(p: &BigNumRef, q: &BigNumRef) -> Result<bool> {
+    let safe = |x: &BigNumRef| -> Result<bool> {
+        let mut half = BigNum::new()?;
+        half.rshift1(x)?;
+        bn::with_ctx(|ctx| Ok(x.is_prime(64, ctx)? && half.is_prime(64, ctx)?))
+    };
+    Ok(p != q && safe(p)? && safe(q)?)
+}
+
+/// `φ(N̂) = (P̂ − 1)(Q̂ − 1)`, flagged for constant-time use (it is secret).
+fn phi(p: &BigNumRef, q: &BigNumRef) -> Result<Nat> {
+    let mut pm1 = bn::dup(p)?;
+    pm1.sub_word(1)?;
+    let mut qm1 = bn::dup(q)?;
+    qm1.sub_word(1)?;
+    let mut phi = bn::mul(&pm1, &qm1)?;
+    phi.set_const_time();
+    Ok(phi)
+}
+
 impl RingPedersen {
     /// Makes fresh parameters with a `bits`-bit `N̂` (two safe primes from OpenSSL's
     /// `BN_generate_prime_ex`, drawn on two threads): seconds to a minute at 3072 bits.
@@ -331,24 +369,13 @@ impl RingPedersen {
     /// Parameters from two distinct safe primes (checked): `t` a random square, `λ`
     /// random, `s = t^λ`, and the proof.
     pub fn from_safe_primes(p: Nat, q: Nat, rng: &mut impl CryptoRngCore) -> Result<Self> {
-        let prime = |x: &BigNumRef| bn::with_ctx(|ctx| Ok(x.is_prime(64, ctx)?));
-        let half = |x: &BigNumRef| -> Result<Nat> {
-            let mut h = BigNum::new()?;
-            h.rshift1(x)?;
-            Ok(h)
-        };
-        if p == q || !prime(&p)? || !prime(&q)? || !prime(&*half(&p)?)? || !prime(&*half(&q)?)? {
+        if !distinct_safe_primes(&p, &q)? {
             return Err(Error::BadKey(
                 "ring-Pedersen parameters need two distinct safe primes".into(),
             ));
         }
         let n = bn::mul(&p, &q)?;
-        let mut pm1 = bn::dup(&p)?;
-        pm1.sub_word(1)?;
-        let mut qm1 = bn::dup(&q)?;
-        qm1.sub_word(1)?;
-        let mut phi = bn::mul(&pm1, &qm1)?;
-        phi.set_const_time();
+        let phi = phi(&p, &q)?;
         let tau = bn::random_unit(rng, &n)?;
         let t = bn::mul_mod(&tau, &tau, &n)?;
         // λ uniform modulo the order of QR_N̂, P̂′Q̂′ = φ(N̂)/4
@@ -386,6 +413,14 @@ impl RingPedersen {
     pub fn encode_offer(&self, w: &mut Writer) {
         self.public.encode(w);
         self.proof.encode(&self.public, w);
+    }
+
+    /// The offer as a key holder receives it: the public parameters and Π^prm.
+    pub fn offer(&self) -> Offer {
+        Offer {
+            params: self.public.clone(),
+            proof: self.proof.clone(),
+        }
     }
 
     /// Bytes of [`Self::encode_offer`] for an `N̂` of `bits`.
@@ -426,23 +461,12 @@ impl RingPedersen {
         let proof = PrmProof::decode(&mut r, &public)?;
         r.finish()?;
         proof.verify(&public)?;
-        let prime = |x: &BigNumRef| bn::with_ctx(|ctx| Ok(x.is_prime(64, ctx)?));
-        let half = |x: &BigNumRef| -> Result<Nat> {
-            let mut h = BigNum::new()?;
-            h.rshift1(x)?;
-            Ok(h)
-        };
-        if p == q || !prime(&p)? || !prime(&q)? || !prime(&*half(&p)?)? || !prime(&*half(&q)?)? {
+        if !distinct_safe_primes(&p, &q)? {
             return Err(Error::Invalid(
                 "stored ring-Pedersen parameters: not two distinct safe primes".into(),
             ));
         }
-        let mut pm1 = bn::dup(&p)?;
-        pm1.sub_word(1)?;
-        let mut qm1 = bn::dup(&q)?;
-        qm1.sub_word(1)?;
-        let mut phi = bn::mul(&pm1, &qm1)?;
-        phi.set_const_time();
+        let phi = phi(&p, &q)?;
         Ok(RingPedersen {
             public,
             p,
@@ -479,10 +503,7 @@ impl core::fmt::Debug for PrmProof {
 
 impl Clone for PrmProof {
     fn clone(&self) -> Self {
-        let dup = |v: &Nat| match bn::dup(v) {
-            Ok(v) => v,
-            Err(e) => panic!("out of memory copying a big integer: {e}"),
-        };
+        let dup = |v: &Nat| bn::dup_or_die(v);
         PrmProof {
             a: self.a.iter().map(dup).collect(),
             z: self.z.iter().map(dup).collect(),
@@ -612,9 +633,29 @@ impl Offer {
         self.proof.encode(&self.params, w);
     }
 
-    /// [`PrmProof::verify`].
-    pub fn verify(&self) -> Result<()> {
-        self.proof.verify(&self.params)
+    /// [`PrmProof::verify`]; the parameters, once verified, are what a prover may prove
+    /// against ([`FacProof::prove`] takes nothing else).
+    pub fn verify(&self) -> Result<VerifiedOffer> {
+        self.proof.verify(&self.params)?;
+        Ok(VerifiedOffer {
+            params: self.params.clone(),
+        })
+    }
+}
+
+/// Ring-Pedersen parameters whose Π^prm verified ([`Offer::verify`] is the only way to
+/// make one): what [`FacProof::prove`] takes, so that a key holder cannot prove
+/// against parameters it has not checked — with `s ∉ ⟨t⟩` the commitments `s^p·t^μ`
+/// would reveal its primes (docs/pros.md, "What the key holder checks").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedOffer {
+    params: RingPedersenParams,
+}
+
+impl VerifiedOffer {
+    /// The verified `(N̂, s, t)`.
+    pub fn params(&self) -> &RingPedersenParams {
+        &self.params
     }
 }
 
@@ -645,10 +686,7 @@ impl core::fmt::Debug for FacProof {
 
 impl Clone for FacProof {
     fn clone(&self) -> Self {
-        let dup = |v: &Nat| match bn::dup(v) {
-            Ok(v) => v,
-            Err(e) => panic!("out of memory copying a big integer: {e}"),
-        };
+        let dup = |v: &Nat| bn::dup_or_die(v);
         FacProof {
             cp: dup(&self.cp),
             cq: dup(&self.cq),
@@ -702,10 +740,21 @@ fn fac_challenge(
 
 impl FacProof {
     /// Proves that both factors of `key`'s modulus are large, against the verifier's
-    /// `rp` (whose [`PrmProof`] the caller has verified) in the session `context`.
+    /// parameters `rp` in the session `context`. `rp` is a [`VerifiedOffer`]: parameters
+    /// whose Π^prm has not been verified cannot be proven against —
+    ///
+    /// ```compile_fail,E0308
+    /// # use tacit_pros::facproof::{FacProof, RingPedersenParams};
+    /// # use tacit_pros::paillier::PrivateKey;
+    /// fn prove(key: &PrivateKey, unverified: &RingPedersenParams, rng: &mut rand_chacha::ChaCha20Rng) {
+    ///     let _ = FacProof::prove(key, unverified, &[0; 32], rng);
+    /// }
+    /// ```
+    ///
+    /// — only `offer.verify()?` gives what it takes.
     pub fn prove(
         key: &PrivateKey,
-        rp: &RingPedersenParams,
+        rp: &VerifiedOffer,
         context: &[u8; 32],
         rng: &mut impl CryptoRngCore,
     ) -> Result<Self> {
@@ -719,10 +768,11 @@ impl FacProof {
         n0: &PublicKey,
         p: &BigNumRef,
         q: &BigNumRef,
-        rp: &RingPedersenParams,
+        rp: &VerifiedOffer,
         context: &[u8; 32],
         rng: &mut impl CryptoRngCore,
     ) -> Result<Self> {
+        let rp = &rp.params;
         let nh = &rp.n;
         let le = CHALLENGE_BITS + SLACK_BITS;
         let h = n0.bits().div_ceil(2);
@@ -795,34 +845,30 @@ impl FacProof {
             }
         }
         let e = fac_challenge(context, n0, params, &self.cp, &self.cq, &self.ca, &self.cb, &self.ct)?;
-        let pw = |b: &BigNumRef, x: &BigNumRef| rp.pow_reduced(b, x);
-        type Check<'a> = (&'a str, Box<dyn Fn() -> Result<bool> + Sync + 'a>);
-        let checks: [Check<'_>; 3] = [
+        // each equation is b^x·t^y ≡ a·c^f (mod N̂), exponents reduced mod φ(N̂)
+        let ne = bn::mul(n0.n(), &e)?;
+        type Equation<'a> = (&'a str, [&'a BigNumRef; 6]);
+        let equations: [Equation<'_>; 3] = [
             (
                 "s^z1·t^w1 ≠ A·P^e",
-                Box::new(|| {
-                    Ok(bn::mul_mod(&*pw(&params.s, &self.z1)?, &*pw(&params.t, &self.w1)?, nh)?
-                        == bn::mul_mod(&self.ca, &*pw(&self.cp, &e)?, nh)?)
-                }),
+                [&params.s, &self.z1, &self.w1, &self.ca, &self.cp, &e],
             ),
             (
                 "s^z2·t^w2 ≠ B·Q^e",
-                Box::new(|| {
-                    Ok(bn::mul_mod(&*pw(&params.s, &self.z2)?, &*pw(&params.t, &self.w2)?, nh)?
-                        == bn::mul_mod(&self.cb, &*pw(&self.cq, &e)?, nh)?)
-                }),
+                [&params.s, &self.z2, &self.w2, &self.cb, &self.cq, &e],
             ),
+            // R^e = s^{N₀·e}
             (
                 "Q^z1·t^v ≠ T·R^e",
-                Box::new(|| {
-                    let re = pw(&params.s, &*bn::mul(n0.n(), &e)?)?;
-                    Ok(bn::mul_mod(&*pw(&self.cq, &self.z1)?, &*pw(&params.t, &self.v)?, nh)?
-                        == bn::mul_mod(&self.ct, &re, nh)?)
-                }),
+                [&self.cq, &self.z1, &self.v, &self.ct, &params.s, &ne],
             ),
         ];
-        let results: Vec<Result<bool>> = checks.par_iter().map(|(_, f)| f()).collect();
-        for ((why, _), ok) in checks.iter().zip(results) {
+        let holds = |[b, x, y, a, c, f]: [&BigNumRef; 6]| -> Result<bool> {
+            let lhs = bn::mul_mod(&*rp.pow_reduced(b, x)?, &*rp.pow_reduced(&params.t, y)?, nh)?;
+            Ok(lhs == bn::mul_mod(a, &*rp.pow_reduced(c, f)?, nh)?)
+        };
+        let results: Vec<Result<bool>> = equations.par_iter().map(|(_, v)| holds(*v)).collect();
+        for ((why, _), ok) in equations.iter().zip(results) {
             if !ok? {
                 return bad(why);
             }
@@ -937,7 +983,7 @@ mod tests {
         for bits in [256, 1024] {
             let k = PrivateKey::generate(bits).unwrap();
             let ctx = [7u8; 32];
-            let p = FacProof::prove(&k, rp.public(), &ctx, &mut rng(1)).unwrap();
+            let p = FacProof::prove(&k, &rp.offer().verify().unwrap(), &ctx, &mut rng(1)).unwrap();
             p.verify(k.public(), &rp, &ctx).unwrap();
             let back = roundtrip(&p, k.public(), rp.public());
             assert_eq!(back, p);
@@ -950,7 +996,7 @@ mod tests {
         let rp = test_ring_pedersen();
         let k = PrivateKey::generate(512).unwrap();
         let ctx = [1u8; 32];
-        let p = FacProof::prove(&k, rp.public(), &ctx, &mut rng(2)).unwrap();
+        let p = FacProof::prove(&k, &rp.offer().verify().unwrap(), &ctx, &mut rng(2)).unwrap();
         assert!(p.verify(k.public(), &rp, &[2u8; 32]).is_err());
         let other = PrivateKey::generate(512).unwrap();
         assert!(p.verify(other.public(), &rp, &ctx).is_err());
@@ -964,6 +1010,36 @@ mod tests {
         let mut bad = p.clone();
         bad.ct = bn::from_u64(0).unwrap();
         assert!(bad.verify(k.public(), &rp, &ctx).is_err());
+    }
+
+    /// Item 2 of the rev26 follow-up: the only path to a proof is an offer as it
+    /// arrives, decoded and verified ([`Offer::verify`] gives the [`VerifiedOffer`]
+    /// that [`FacProof::prove`] takes; the `compile_fail` example on `prove` shows
+    /// that bare parameters do not type-check). An offer with `s ∉ ⟨t⟩` gives none.
+    #[test]
+    fn a_prover_proves_only_against_a_verified_offer() {
+        let rp = test_ring_pedersen();
+        let k = PrivateKey::generate(1024).unwrap();
+        let ctx = [3u8; 32];
+        let mut w = Writer::new();
+        rp.encode_offer(&mut w);
+        let bytes = w.into_bytes();
+        let mut r = Reader::new(&bytes);
+        let offer = Offer::decode(&mut r).unwrap();
+        r.finish().unwrap();
+        let verified = offer.verify().unwrap();
+        assert_eq!(verified.params(), rp.public());
+        let p = FacProof::prove(&k, &verified, &ctx, &mut rng(3)).unwrap();
+        p.verify(k.public(), &rp, &ctx).unwrap();
+        // t of order 2 and s = 4: s ∉ ⟨t⟩, and P = ±4^p would confirm guesses of p
+        let nh = bn::dup(rp.public().n()).unwrap();
+        let mut minus_one = bn::dup(&nh).unwrap();
+        minus_one.sub_word(1).unwrap();
+        let bad = Offer {
+            params: RingPedersenParams::from_parts(nh, bn::from_u64(4).unwrap(), minus_one),
+            proof: rp.proof().clone(),
+        };
+        assert!(bad.verify().is_err());
     }
 
     #[test]
@@ -989,5 +1065,8 @@ mod tests {
         assert_eq!(proven_min_factor_bits(3072), 1150);
         assert_eq!(proven_min_factor_bits(2048), 638);
         assert!(proven_min_factor_bits(256) < 0);
+        assert_eq!(MIN_PEER_KEY_BITS, 1024);
+        assert_eq!(proven_min_factor_bits(MIN_PEER_KEY_BITS), CHALLENGE_BITS as i64 - 2);
+        assert!(proven_min_factor_bits(772) <= 0);
     }
 }

@@ -38,6 +38,7 @@
 use crate::bn::{self, Nat};
 use crate::element::{ElementEncoding, match_tag};
 use crate::facproof::{self, FacProof, Offer, RingPedersen, RingPedersenParams};
+use crate::messages::KeyFloor;
 use crate::paillier::{Ciphertext, ModulusProof, PrivateKey, PublicKey, RnPool};
 use crate::poly::{Multiplier, Poly, horner_encrypted};
 use crate::{Error, Result};
@@ -341,13 +342,27 @@ impl Query {
 
     /// Decodes a query for a sender running `ours` with keys of `min_bits..=max_bits`
     /// and ring-Pedersen parameters `ring` (the proofs are decoded, not verified:
-    /// [`Sender::respond_typed`] verifies them before any other work).
+    /// [`Sender::respond_typed`] verifies them, and refuses keys below
+    /// [`facproof::MIN_PEER_KEY_BITS`] whatever `min_bits` is, before any other work).
     pub fn from_bytes(
         bytes: &[u8],
         ours: &PsiParams,
         min_bits: u32,
         max_bits: u32,
         ring: &RingPedersenParams,
+    ) -> Result<Self> {
+        Self::decode(bytes, ours, ring, |key| {
+            crate::messages::check_key_range(key, min_bits.max(ours.encoding.min_key_bits()), max_bits)
+        })
+    }
+
+    /// [`Self::from_bytes`] with the key's size checked by `check_key` as soon as it is
+    /// read (before the proofs are decoded).
+    fn decode(
+        bytes: &[u8],
+        ours: &PsiParams,
+        ring: &RingPedersenParams,
+        check_key: impl FnOnce(&PublicKey) -> Result<()>,
     ) -> Result<Self> {
         crate::messages::check_refusal(bytes)?;
         let mut r = Reader::new(bytes);
@@ -361,7 +376,7 @@ impl Query {
             )));
         }
         let key = PublicKey::decode(&mut r)?;
-        crate::messages::check_key_bits(&key, min_bits.max(params.encoding.min_key_bits()), max_bits)?;
+        check_key(&key)?;
         let proof = Arc::new(ModulusProof::decode(&mut r, &key)?);
         let fac = Arc::new(FacProof::decode(&mut r, &key, ring)?);
         let seed = r.array::<32>("bin seed")?;
@@ -543,9 +558,9 @@ impl Chooser {
         }
         let values: Vec<Nat> = set.iter().map(|e| params.encoding.value(e)).collect::<Result<_>>()?;
         let proof = key.modulus_proof()?;
-        setup.offer.verify()?;
+        let verified = setup.offer.verify()?;
         let ctx = facproof::context(FACTOR_PROOF_DOMAIN, binding, &setup.nonce);
-        let fac = Arc::new(FacProof::prove(&key, &setup.offer.params, &ctx, rng)?);
+        let fac = Arc::new(FacProof::prove(&key, &verified, &ctx, rng)?);
         let (bins, load) = (params.bins(), params.load());
         let mut seed = [0u8; 32];
         let alloc = loop {
@@ -664,13 +679,16 @@ pub struct Sender {
     values: Vec<Nat>,
     min_key_bits: u32,
     max_key_bits: u32,
+    key_floor: KeyFloor,
     rp: Arc<RingPedersen>,
 }
 
 impl Sender {
     /// A sender with `set` (deduplicated; at most `params.sender_bound` elements)
-    /// accepting chooser keys of `min_key_bits..=max_key_bits`, with its ring-Pedersen
-    /// parameters `rp` (the chooser proves its key's factors large against them).
+    /// accepting chooser keys of `min_key_bits..=max_key_bits` and never below
+    /// [`facproof::MIN_PEER_KEY_BITS`] (unless [`Self::accept_insecure_small_keys`]),
+    /// with its ring-Pedersen parameters `rp` (the chooser proves its key's factors
+    /// large against them).
     pub fn new<T: AsRef<[u8]>>(
         params: &PsiParams,
         set: &[T],
@@ -693,8 +711,28 @@ impl Sender {
             values,
             min_key_bits,
             max_key_bits,
+            key_floor: KeyFloor::FactorProof,
             rp,
         })
+    }
+
+    /// **Insecure**: also accept chooser keys below [`facproof::MIN_PEER_KEY_BITS`]
+    /// (down to `min_key_bits`), for which Π^fac bounds nothing — a chooser with a
+    /// small factor then tests many candidates per root slot. For reproducing the
+    /// paper's tables (256-bit keys) on one's own machine only; the chooser cannot ask
+    /// for it (`tacit pros psi serve --insecure-small-keys`).
+    pub fn accept_insecure_small_keys(mut self) -> Self {
+        self.key_floor = KeyFloor::InsecureSmallKeys;
+        self
+    }
+
+    fn check_key(&self, key: &PublicKey) -> Result<()> {
+        crate::messages::check_key_bits(
+            key,
+            self.min_key_bits.max(self.params.encoding.min_key_bits()),
+            self.max_key_bits,
+            self.key_floor,
+        )
     }
 
     /// The sender's first message of a session: a fresh nonce and its ring-Pedersen
@@ -734,13 +772,7 @@ impl Sender {
         binding: &[u8; 32],
         rng: &mut impl CryptoRngCore,
     ) -> Result<(Answer, PublicKey)> {
-        let q = Query::from_bytes(
-            bytes,
-            &self.params,
-            self.min_key_bits,
-            self.max_key_bits,
-            self.rp.public(),
-        )?;
+        let q = Query::decode(bytes, &self.params, self.rp.public(), |key| self.check_key(key))?;
         let a = self.respond_typed(opening, &q, binding, None, rng)?;
         Ok((a, q.key))
     }
@@ -760,11 +792,7 @@ impl Sender {
         if !q.params.same_as(&self.params) {
             return Err(Error::ParamsMismatch("the query was made for other parameters".into()));
         }
-        crate::messages::check_key_bits(
-            &q.key,
-            self.min_key_bits.max(self.params.encoding.min_key_bits()),
-            self.max_key_bits,
-        )?;
+        self.check_key(&q.key)?;
         q.proof.verify(&q.key)?;
         if q.ring != *self.rp.public() {
             return Err(Error::Deviation(
@@ -873,7 +901,7 @@ mod tests {
 
     fn key() -> PrivateKey {
         static K: std::sync::OnceLock<PrivateKey> = std::sync::OnceLock::new();
-        K.get_or_init(|| PrivateKey::generate(256).unwrap()).clone()
+        K.get_or_init(|| PrivateKey::generate(1024).unwrap()).clone()
     }
 
     fn rp() -> Arc<RingPedersen> {
@@ -892,7 +920,7 @@ mod tests {
 
     fn run(params: &PsiParams, c: &[String], s: &[String], seed: u8) -> Vec<Vec<u8>> {
         let (o, wait, q) = start(params, c, seed).unwrap();
-        let sender = Sender::new(params, s, 256, 4096, rp()).unwrap();
+        let sender = Sender::new(params, s, 1024, 4096, rp()).unwrap();
         let (a, pk) = sender
             .respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(seed))
             .unwrap();
@@ -924,10 +952,17 @@ mod tests {
         let (o1, _, q1) = start(&p, &names(&["a"]), 2).unwrap();
         let (_, _, q2) = start(&p, &(0..20).map(|i| i.to_string()).collect::<Vec<_>>(), 3).unwrap();
         assert_eq!(q1.to_bytes().len(), q2.to_bytes().len());
-        assert_eq!(q1.to_bytes().len(), p.query_len_for(256, rp().public().bits()));
-        assert!(q1.to_bytes().len() <= p.query_len(256));
-        let s1 = Sender::new(&p, &names(&["x"]), 256, 4096, rp()).unwrap();
-        let s2 = Sender::new(&p, &(0..10).map(|i| i.to_string()).collect::<Vec<_>>(), 256, 4096, rp()).unwrap();
+        assert_eq!(q1.to_bytes().len(), p.query_len_for(1024, rp().public().bits()));
+        assert!(q1.to_bytes().len() <= p.query_len(1024));
+        let s1 = Sender::new(&p, &names(&["x"]), 1024, 4096, rp()).unwrap();
+        let s2 = Sender::new(
+            &p,
+            &(0..10).map(|i| i.to_string()).collect::<Vec<_>>(),
+            1024,
+            4096,
+            rp(),
+        )
+        .unwrap();
         let a1 = s1
             .respond(&o1, &q1.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(4))
             .unwrap();
@@ -935,7 +970,7 @@ mod tests {
             .respond(&o1, &q1.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(4))
             .unwrap();
         assert_eq!(a1.0.to_bytes(&a1.1).len(), a2.0.to_bytes(&a2.1).len());
-        assert_eq!(a1.0.to_bytes(&a1.1).len(), p.answer_len(256));
+        assert_eq!(a1.0.to_bytes(&a1.1).len(), p.answer_len(1024));
         let (_, setup) = s1.open(&mut rng(9));
         assert!(setup.len() <= SETUP_LEN);
     }
@@ -949,7 +984,7 @@ mod tests {
         ));
         let (o, wait, q) = start(&p, &names(&["1"]), 5).unwrap();
         // a sender with other bounds refuses
-        let other = Sender::new(&PsiParams::new(5, 4), &names(&["1"]), 256, 4096, rp()).unwrap();
+        let other = Sender::new(&PsiParams::new(5, 4), &names(&["1"]), 1024, 4096, rp()).unwrap();
         assert!(matches!(
             other.respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(6)),
             Err(Error::Mismatch(_))
@@ -961,7 +996,7 @@ mod tests {
             Err(Error::KeySize(_))
         ));
         // trailing bytes, truncation
-        let s = Sender::new(&p, &names(&["1"]), 256, 4096, rp()).unwrap();
+        let s = Sender::new(&p, &names(&["1"]), 1024, 4096, rp()).unwrap();
         let mut b = q.to_bytes();
         b.push(0);
         assert!(s.respond(&o, &b, &NO_CHANNEL_BINDING, &mut rng(6)).is_err());
@@ -986,7 +1021,7 @@ mod tests {
         let p = PsiParams::new(2, 2);
         let (o, _, mut q) = start(&p, &names(&["1"]), 7).unwrap();
         q.coeffs[0] = Ciphertext(bn::dup(q.key.n()).unwrap());
-        let s = Sender::new(&p, &names(&["1"]), 256, 4096, rp()).unwrap();
+        let s = Sender::new(&p, &names(&["1"]), 1024, 4096, rp()).unwrap();
         assert!(matches!(
             s.respond(&o, &q.to_bytes(), &NO_CHANNEL_BINDING, &mut rng(8)),
             Err(Error::BadCiphertext(_))

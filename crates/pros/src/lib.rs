@@ -30,7 +30,8 @@
 //! use tacit_pros::threepr::{Initiator, InitiatorStep, ReconcileParams, Responder, ResponderStep};
 //!
 //! let mut rng = ChaCha20Rng::from_seed([7; 32]);
-//! let key = PrivateKey::generate(256).unwrap(); // the paper's size; the default is 3072
+//! // the smallest key a peer accepts (facproof::MIN_PEER_KEY_BITS); tacit's default is 3072
+//! let key = PrivateKey::generate(1024).unwrap();
 //! let pool = Arc::new(RnPool::new(key.public()).unwrap());
 //! let alice = ["tue 10:00", "mon 09:00", "wed 14:00"];
 //! let bob = ["wed 14:00", "mon 09:00", "fri 16:00"];
@@ -42,7 +43,7 @@
 //! // B's ring-Pedersen parameters: made once (`tacit` keeps them in its store; its
 //! // default is 3072 bits), A proves its key's factors large against them
 //! let rp = Arc::new(RingPedersen::generate(1024, &mut rng).unwrap());
-//! let (b, accept) = Responder::new(params, &bob, 256, 4096, rp).unwrap().on_hello(&hello, &cb, &mut rng).unwrap();
+//! let (b, accept) = Responder::new(params, &bob, 1024, 4096, rp).unwrap().on_hello(&hello, &cb, &mut rng).unwrap();
 //! let (mut a, factor_proof, mut msg) = a.on_accept(&accept, &cb, &mut rng).unwrap();
 //! let mut b = b.on_factor_proof(&factor_proof).unwrap();
 //! let result = loop {

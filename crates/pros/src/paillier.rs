@@ -67,27 +67,18 @@ pub struct Ciphertext(pub(crate) Nat);
 
 impl Clone for Ciphertext {
     fn clone(&self) -> Self {
-        Ciphertext(dup_or_die(&self.0))
+        Ciphertext(bn::dup_or_die(&self.0))
     }
 }
 
 impl Clone for PublicKey {
     fn clone(&self) -> Self {
         PublicKey {
-            n: dup_or_die(&self.n),
-            n2: dup_or_die(&self.n2),
-            max_int: dup_or_die(&self.max_int),
+            n: bn::dup_or_die(&self.n),
+            n2: bn::dup_or_die(&self.n2),
+            max_int: bn::dup_or_die(&self.max_int),
             bits: self.bits,
         }
-    }
-}
-
-/// Copies a number; OpenSSL fails only when memory is exhausted, which Rust treats as
-/// fatal anyway.
-fn dup_or_die(x: &BigNumRef) -> Nat {
-    match x.to_owned() {
-        Ok(v) => v,
-        Err(e) => panic!("out of memory copying a big integer: {e}"),
     }
 }
 
@@ -546,13 +537,6 @@ impl PrivateKey {
             q_inv_p,
             proof: std::sync::OnceLock::new(),
         })
-    }
-
-    /// Attaches a modulus proof made elsewhere (tests: a deviating key holder whose
-    /// lopsided primes the crate's prover does not handle).
-    #[cfg(feature = "testing")]
-    pub(crate) fn set_modulus_proof(&self, proof: std::sync::Arc<ModulusProof>) {
-        let _ = self.proof.set(proof);
     }
 
     /// The proof that this key's modulus is a Paillier–Blum modulus (made once, then

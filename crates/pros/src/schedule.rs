@@ -315,6 +315,10 @@ pub struct Policy {
     pub limits: Limits,
     /// B's ring-Pedersen parameters ([`crate::facproof::RingPedersen`]).
     pub ring_pedersen: std::sync::Arc<crate::facproof::RingPedersen>,
+    /// **Insecure**: accept peer keys below [`crate::facproof::MIN_PEER_KEY_BITS`]
+    /// (down to `min_key_bits`), whose factors Π^fac does not bound
+    /// ([`Responder::accept_insecure_small_keys`]); for reproducing the paper only.
+    pub insecure_small_keys: bool,
 }
 
 /// Bytes of the window message.
@@ -369,6 +373,11 @@ pub async fn serve(
         policy.ring_pedersen.clone(),
     )?
     .with_limits(policy.limits);
+    let responder = if policy.insecure_small_keys {
+        responder.accept_insecure_small_keys()
+    } else {
+        responder
+    };
     let mut w = Writer::new();
     w.put_envelope(TAG_WINDOW_OK);
     crate::net::send(conn, &w.into_bytes()).await?;

@@ -363,7 +363,8 @@ pub async fn schedule_respond_over(
     };
     respond_over(
         conn,
-        Responder::new(params, &set, 0, 4096, ring_pedersen())?,
+        // a hostile server takes any key its victim brings
+        Responder::new(params, &set, 0, 4096, ring_pedersen())?.accept_insecure_small_keys(),
         bugs,
         seed,
     )
@@ -454,18 +455,4 @@ impl InvertingResponder {
 /// [`crate::facproof::test_ring_pedersen`]).
 pub fn ring_pedersen() -> Arc<crate::facproof::RingPedersen> {
     crate::facproof::test_ring_pedersen()
-}
-
-/// `key` with `proof` as its modulus proof (for a deviating key holder whose proof
-/// the test wrote itself).
-pub fn with_modulus_proof(key: PrivateKey, proof: Arc<crate::paillier::ModulusProof>) -> PrivateKey {
-    key.set_modulus_proof(proof);
-    key
-}
-
-/// A public key with modulus `n` taken as is, without the checks a peer's key gets
-/// ([`PublicKey::from_modulus`]): what a deviating peer puts on the wire, for tests
-/// that check the receiver refuses it.
-pub fn unchecked_public_key(n: bn::Nat) -> Result<PublicKey> {
-    PublicKey::from_modulus_unchecked(n)
 }

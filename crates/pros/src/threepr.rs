@@ -46,7 +46,7 @@ use crate::bn::{self, Nat};
 use crate::element::{ElementEncoding, match_tag, session_id, value_bytes};
 use crate::facproof::{self, FacProof, Offer, RingPedersen};
 use crate::fnp::{dedupe, evaluate, seeds, shuffle};
-use crate::messages::{check_key_bits, check_refusal};
+use crate::messages::{KeyFloor, check_key_bits, check_refusal};
 use crate::paillier::{Ciphertext, ModulusProof, PrivateKey, PublicKey, RnPool};
 use crate::{Error, Result};
 use openssl::bn::BigNum;
@@ -652,9 +652,9 @@ impl InitiatorAwaitingAccept {
                  (each position of ours meets n of B's guesses; raise the peer-list limit to allow more)"
             )));
         }
-        offer.verify()?;
+        let verified = offer.verify()?;
         let ctx = facproof::context(FACTOR_PROOF_DOMAIN, binding, &nonce);
-        let fac = FacProof::prove(&self.key, &offer.params, &ctx, rng)?;
+        let fac = FacProof::prove(&self.key, &verified, &ctx, rng)?;
         let fac = factor_proof_bytes(&fac, self.key.public(), &offer);
         let pk = self.key.public();
         let mut lo = BigNum::new()?;
@@ -831,6 +831,7 @@ pub struct Responder {
     set: Elements,
     min_key_bits: u32,
     max_key_bits: u32,
+    key_floor: KeyFloor,
     limits: Limits,
     rp: Arc<RingPedersen>,
 }
@@ -897,9 +898,20 @@ impl Responder {
             set,
             min_key_bits,
             max_key_bits,
+            key_floor: KeyFloor::FactorProof,
             limits: Limits::default(),
             rp,
         })
+    }
+
+    /// **Insecure**: also accept A's keys below [`facproof::MIN_PEER_KEY_BITS`] (down
+    /// to `min_key_bits`), for which Π^fac bounds nothing — a key holder with a small
+    /// factor then tests many candidates of B's list per comparison. For reproducing
+    /// the paper's tables (256-bit keys) on one's own machine only; the peer cannot
+    /// ask for it (`tacit … serve --insecure-small-keys`).
+    pub fn accept_insecure_small_keys(mut self) -> Self {
+        self.key_floor = KeyFloor::InsecureSmallKeys;
+        self
     }
 
     /// The same with other limits on what one session may cost.
@@ -946,6 +958,7 @@ impl Responder {
             &h.key,
             self.min_key_bits.max(self.params.encoding.min_key_bits()),
             self.max_key_bits,
+            self.key_floor,
         )?;
         if h.n > self.limits.max_peer_set {
             return Err(Error::SetTooLarge {

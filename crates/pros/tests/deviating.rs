@@ -18,7 +18,7 @@ use tacit_pros::{Error, NO_CHANNEL_BINDING};
 fn key() -> PrivateKey {
     static K: OnceLock<PrivateKey> = OnceLock::new();
     let k = K.get_or_init(|| {
-        let k = PrivateKey::generate(256).unwrap();
+        let k = PrivateKey::generate(1024).unwrap();
         k.modulus_proof().unwrap();
         k
     });
@@ -47,7 +47,7 @@ fn set(prefix: &str, n: usize) -> Vec<String> {
 }
 
 fn responder(p: ReconcileParams, b: &[String]) -> Responder {
-    Responder::new(p, b, 256, 4096, testing::ring_pedersen()).unwrap()
+    Responder::new(p, b, 1024, 4096, testing::ring_pedersen()).unwrap()
 }
 
 /// A's last message in a transcript, decoded as its outcome.
@@ -292,7 +292,7 @@ fn a_deviating_a_tests_two_candidates_per_comparison() {
 #[test]
 fn b_refuses_a_key_without_a_valid_proof() {
     let p = params(Scheme::Sor, Variant::Implicit);
-    let other = PrivateKey::generate(256).unwrap();
+    let other = PrivateKey::generate(1024).unwrap();
     let mut bug = |o: &Outgoing<'_>| {
         if o.from == Party::A && o.index == 0 {
             let mut h = Hello::from_bytes(o.honest).unwrap();
@@ -355,7 +355,7 @@ fn psi_params(m: u32, n: u32, bucketing: bool) -> PsiParams {
 fn an_inverting_fnp_sender_forges_no_match() {
     for (m, bucketing) in [(1, false), (3, false), (40, true)] {
         let p = psi_params(m, 8, bucketing);
-        let sender = Sender::new(&p, &set("s", 8), 256, 4096, testing::ring_pedersen()).unwrap();
+        let sender = Sender::new(&p, &set("s", 8), 1024, 4096, testing::ring_pedersen()).unwrap();
         let c = set("c", m as usize);
         let mut bug = |o: &Outgoing<'_>| {
             if o.from != Party::B || o.index == 0 {
@@ -398,7 +398,7 @@ fn an_inverting_pm_sender_forges_no_match() {
 #[test]
 fn a_sender_matching_more_than_its_bound_is_refused() {
     let p = psi_params(20, 3, true);
-    let sender = Sender::new(&p, &set("s", 3), 256, 4096, testing::ring_pedersen()).unwrap();
+    let sender = Sender::new(&p, &set("s", 3), 1024, 4096, testing::ring_pedersen()).unwrap();
     let c = set("c", 20);
     let enc = ElementEncoding::Hash127;
     let mut bug = |o: &Outgoing<'_>| {
@@ -449,7 +449,7 @@ fn a_deviating_chooser_tests_at_most_two_per_root_slot() {
     let (pp, qq) = (pp.to_owned().unwrap(), qq.to_owned().unwrap());
     let pk = sk.public().clone();
     let enc = ElementEncoding::Hash127;
-    let sender = Sender::new(&p, &["alice", "bob", "carol"], 256, 4096, testing::ring_pedersen()).unwrap();
+    let sender = Sender::new(&p, &["alice", "bob", "carol"], 1024, 4096, testing::ring_pedersen()).unwrap();
     let g1 = enc.value(b"alice").unwrap();
     let g2 = enc.value(b"carol").unwrap();
     let qinv = bn::inv_mod(&qq, &pp).unwrap();
@@ -490,8 +490,8 @@ fn a_deviating_chooser_tests_at_most_two_per_root_slot() {
 #[test]
 fn an_fnp_sender_refuses_a_key_without_a_valid_proof() {
     let p = psi_params(4, 4, false);
-    let sender = Sender::new(&p, &set("s", 4), 256, 4096, testing::ring_pedersen()).unwrap();
-    let other = PrivateKey::generate(256).unwrap();
+    let sender = Sender::new(&p, &set("s", 4), 1024, 4096, testing::ring_pedersen()).unwrap();
+    let other = PrivateKey::generate(1024).unwrap();
     let mut bug = |o: &Outgoing<'_>| {
         if o.from == Party::A {
             let mut q = fnp::Query::from_bytes(o.honest, &p, 0, 4096, testing::ring_pedersen().public()).unwrap();
@@ -519,7 +519,7 @@ mod review {
     use tacit_pros::element::{ElementEncoding, match_tag, session_id};
     use tacit_pros::facproof::{self, FacProof};
     use tacit_pros::fnp::{self, PsiParams, Sender};
-    use tacit_pros::modproof::{FOURTH_ROOT_CHALLENGES, ModulusProof, NTH_ROOT_CHALLENGES};
+    use tacit_pros::modproof::ModulusProof;
     use tacit_pros::paillier::{Ciphertext, PrivateKey, PublicKey, RnPool};
     use tacit_pros::testing::{self, Act, Outgoing, Party};
     use tacit_pros::threepr::{
@@ -532,7 +532,7 @@ mod review {
     fn key() -> PrivateKey {
         static K: OnceLock<PrivateKey> = OnceLock::new();
         let k = K.get_or_init(|| {
-            let k = PrivateKey::generate(256).unwrap();
+            let k = PrivateKey::generate(1024).unwrap();
             k.modulus_proof().unwrap();
             k
         });
@@ -754,14 +754,6 @@ mod review {
         }
     }
 
-    fn is_qr(v: &Nat, p: &Nat) -> bool {
-        // Euler: v^((p−1)/2) ≡ 1
-        let mut e = bn::dup(p).unwrap();
-        e.sub_word(1).unwrap();
-        let e = bn::div(&e, &bn::from_u64(2).unwrap()).unwrap();
-        bn::is_one(&bn::pow_public(&bn::reduce(v, p).unwrap(), &e, p).unwrap())
-    }
-
     fn crt(xp: &Nat, xq: &Nat, p: &Nat, q: &Nat) -> Nat {
         let qinv = bn::inv_mod(q, p).unwrap();
         let d = bn::sub_mod(&bn::reduce(xp, p).unwrap(), &bn::reduce(xq, p).unwrap(), p).unwrap();
@@ -772,109 +764,22 @@ mod review {
         .unwrap()
     }
 
-    /// The challenges of `modproof.rs` (SHA-256 in counter mode under a seed of `N`, `w`).
-    fn challenge(seed: &[u8; 32], kind: u8, i: u32, len: usize, n: &Nat) -> Nat {
-        let mut out = Vec::new();
-        let mut ctr = 0u32;
-        while out.len() < len + 16 {
-            let mut h = Sha256::new();
-            h.update(seed);
-            h.update([kind]);
-            h.update(i.to_be_bytes());
-            h.update(ctr.to_be_bytes());
-            out.extend_from_slice(&h.finalize());
-            ctr += 1;
-        }
-        out.truncate(len + 16);
-        bn::reduce(&openssl::bn::BigNum::from_slice(&out).unwrap(), n).unwrap()
-    }
-
-    /// An honest Π^mod proof for a Paillier–Blum modulus `p·q` of any shape (the crate's
-    /// prover assumes balanced primes; an attacker writes its own).
-    fn prove_any(p: &Nat, q: &Nat) -> (PublicKey, Arc<ModulusProof>) {
-        let n = bn::mul(p, q).unwrap();
-        let pk = tacit_pros::testing::unchecked_public_key(bn::dup(&n).unwrap()).unwrap();
-        let len = pk.modulus_len();
-        let mut rng = ChaCha20Rng::seed_from_u64(99);
-        let w = loop {
-            let w = bn::random_unit(&mut rng, &n).unwrap();
-            if is_qr(&w, p) != is_qr(&w, q) {
-                break w;
-            }
-        };
-        let mut h = Sha256::new();
-        h.update(b"tacit-pros/v1/modulus-proof\0");
-        h.update((len as u32).to_be_bytes());
-        h.update(bn::to_fixed(&n, len).unwrap());
-        h.update(bn::to_fixed(&w, len).unwrap());
-        let seed: [u8; 32] = h.finalize().into();
-        let fourth = |p: &Nat| {
-            let mut pp1 = bn::dup(p).unwrap();
-            pp1.add_word(1).unwrap();
-            let s = bn::div(&pp1, &bn::from_u64(4).unwrap()).unwrap();
-            let mut pm1 = bn::dup(p).unwrap();
-            pm1.sub_word(1).unwrap();
-            bn::mul_mod(&s, &s, &pm1).unwrap()
-        };
-        let (fp, fq) = (fourth(p), fourth(q));
-        let mut wr = Writer::new();
-        wr.put_fixed(&bn::to_fixed(&w, len).unwrap());
-        let mut a = [0u8; FOURTH_ROOT_CHALLENGES / 8];
-        let mut b = [0u8; FOURTH_ROOT_CHALLENGES / 8];
-        for i in 0..FOURTH_ROOT_CHALLENGES {
-            let y = challenge(&seed, b'4', i as u32, len, &n);
-            let (yp, yq, wp) = (is_qr(&y, p), is_qr(&y, q), is_qr(&w, p));
-            let bi = yp != yq;
-            let ai = (bi && !wp) ^ !yp;
-            let mut t = bn::dup(&y).unwrap();
-            if bi {
-                t = bn::mul_mod(&t, &w, &n).unwrap();
-            }
-            if ai {
-                t = bn::sub_mod(&bn::from_u64(0).unwrap(), &t, &n).unwrap();
-            }
-            let xp = bn::pow_public(&bn::reduce(&t, p).unwrap(), &fp, p).unwrap();
-            let xq = bn::pow_public(&bn::reduce(&t, q).unwrap(), &fq, q).unwrap();
-            wr.put_fixed(&bn::to_fixed(&crt(&xp, &xq, p, q), len).unwrap());
-            a[i / 8] |= (ai as u8) << (i % 8);
-            b[i / 8] |= (bi as u8) << (i % 8);
-        }
-        wr.put_fixed(&a);
-        wr.put_fixed(&b);
-        let mut pm1 = bn::dup(p).unwrap();
-        pm1.sub_word(1).unwrap();
-        let mut qm1 = bn::dup(q).unwrap();
-        qm1.sub_word(1).unwrap();
-        let phi = bn::mul(&pm1, &qm1).unwrap();
-        let d = bn::inv_mod(&bn::reduce(&n, &phi).unwrap(), &phi).unwrap();
-        for j in 0..NTH_ROOT_CHALLENGES {
-            let u = challenge(&seed, b'N', j as u32, len, &n);
-            wr.put_fixed(&bn::to_fixed(&bn::pow_public(&u, &d, &n).unwrap(), len).unwrap());
-        }
-        let bytes = wr.into_bytes();
-        let mut r = Reader::new(&bytes);
-        let proof = ModulusProof::decode(&mut r, &pk).unwrap();
-        r.finish().unwrap();
-        proof
-            .verify(&pk)
-            .expect("an honest proof of a Paillier–Blum modulus verifies");
-        (pk, Arc::new(proof))
-    }
-
-    /// A 256-bit Paillier–Blum key `p·q` with `p` a 20-bit prime: it passed trial
+    /// A 1024-bit Paillier–Blum key `p·q` with `p` a 20-bit prime: it passed trial
     /// division (no factor below 2¹⁴) and its Π^mod proof is an honest one.
     fn unbalanced_key() -> (Nat, Nat, PrivateKey, PublicKey, Arc<ModulusProof>) {
         loop {
             let p = blum_prime(20);
-            let q = blum_prime(236);
+            let q = blum_prime(1004);
             let n = bn::mul(&p, &q).unwrap();
-            if n.num_bits() != 256 {
+            if n.num_bits() != 1024 {
                 continue;
             }
             let Ok(sk) = PrivateKey::from_primes(bn::dup(&q).unwrap(), bn::dup(&p).unwrap()) else {
                 continue;
             };
-            let (pk, proof) = prove_any(&p, &q);
+            // the crate's own prover (it proves keys of any shape)
+            let proof = sk.modulus_proof().unwrap();
+            let pk = sk.public().clone();
             return (p, q, sk, pk, proof);
         }
     }
@@ -901,7 +806,7 @@ mod review {
             key: pk.clone(),
             proof,
         };
-        let b = Responder::new(rp, &b_set, 256, 4096, testing::ring_pedersen()).unwrap();
+        let b = Responder::new(rp, &b_set, 1024, 4096, testing::ring_pedersen()).unwrap();
         let mut rng = ChaCha20Rng::seed_from_u64(8);
         let accepted = b.on_hello(&hello.to_bytes(), &NO_CHANNEL_BINDING, &mut rng);
         let Ok((b, accept)) = accepted else {
@@ -966,7 +871,7 @@ mod review {
         assert_eq!(pp.chooser_tests(), 2);
         let secret: u32 = 2_718_281_828;
         let s_set = vec![secret.to_string(), "1".into(), "2".into()];
-        let sender = Sender::new(&pp, &s_set, 256, 4096, testing::ring_pedersen()).unwrap();
+        let sender = Sender::new(&pp, &s_set, 1024, 4096, testing::ring_pedersen()).unwrap();
         let mut rng = ChaCha20Rng::seed_from_u64(10);
         // p(x) = x − root, root ≡ secret (mod p) class, a wrong value mod q
         let sv = bn::from_u64(secret as u64).unwrap();
@@ -978,7 +883,7 @@ mod review {
         let (opening, _) = sender.open(&mut rng);
         let ring = testing::ring_pedersen();
         let ctx = facproof::context(fnp::FACTOR_PROOF_DOMAIN, &NO_CHANNEL_BINDING, &opening.nonce);
-        let fac = FacProof::prove_with(&pk, &p, &q, ring.public(), &ctx, &mut rng).unwrap();
+        let fac = FacProof::prove_with(&pk, &p, &q, &ring.offer().verify().unwrap(), &ctx, &mut rng).unwrap();
         let query = fnp::Query {
             params: pp,
             key: pk.clone(),
@@ -1034,8 +939,8 @@ mod review {
             let Ok(sk) = PrivateKey::from_primes(bn::dup(&q).unwrap(), bn::dup(&p).unwrap()) else {
                 continue;
             };
-            let (_, proof) = prove_any(&p, &q);
-            return (p, q, testing::with_modulus_proof(sk, proof));
+            sk.modulus_proof().unwrap();
+            return (p, q, sk);
         }
     }
 
@@ -1058,35 +963,38 @@ mod review {
         (tested, hits)
     }
 
-    /// Issue 26, the open item of the review: Π^mod does not prove the factors large,
-    /// and the gcd with the primes below 2²⁴ stops only factors below 2²⁴. A 1024-bit
-    /// Paillier–Blum key with a 26-bit `p` passed every check of B (the hello verifies),
-    /// and one comparison then tested `2³²/p ≈ 64` candidates of 32-bit elements: A read
-    /// B's element from the residue class (fails on the code before the fix: B answered
-    /// and the class held B's element). Now A must send Π^fac against B's ring-Pedersen
-    /// parameters before its first query; its factors are out of range, and B refuses
-    /// without computing anything with the key.
-    #[test]
-    fn b_refuses_a_modulus_with_a_factor_well_below_the_square_root() {
-        let (p, q, sk) = lopsided_key(26, 1024);
-        assert!(tacit_pros::facproof::proven_min_factor_bits(1024) > 26);
+    /// What a key holder with a small factor read: the candidates one comparison (or
+    /// one query) tested, and whether they held the other side's element.
+    type ClassAttack = Option<(usize, bool)>;
+
+    /// A key holder whose `bits`-bit Paillier–Blum key has a 26-bit `p` (honest Π^mod
+    /// and Π^fac) is honest but for its first query: the root of B's residue class mod
+    /// `p` and a wrong value mod `q` (A would walk the classes; the test picks the right
+    /// one). B accepts keys of `min_key_bits` (and below the floor with `insecure`).
+    /// Returns the run and, if B answered, what A read from the class.
+    fn b_residue_class_attack(
+        bits: u32,
+        min_key_bits: u32,
+        insecure: bool,
+        seed: u64,
+    ) -> (testing::Run<Reconciled, Reconciled>, ClassAttack) {
+        let (p, q, sk) = lopsided_key(26, bits);
         let enc = ElementEncoding::Integer32;
         let rp = params(Scheme::Sor, Variant::Implicit, enc);
         let b_secret: u32 = 3_141_592_653;
         let b = Responder::new(
             rp,
             &[b_secret.to_string(), "17".into()],
-            256,
+            min_key_bits,
             4096,
             testing::ring_pedersen(),
         )
         .unwrap();
+        let b = if insecure { b.accept_insecure_small_keys() } else { b };
         let pk = sk.public().clone();
         let bv = bn::from_u64(b_secret as u64).unwrap();
         let r = bn::reduce(&bv, &p).unwrap();
         let mut sid = [0u8; 32];
-        // A is honest but for its first query: the root of B's residue class mod p and a
-        // wrong value mod q (A would walk the classes; the test picks the right one)
         let mut bug = |o: &Outgoing<'_>| {
             if o.from == Party::B && o.index == 0 {
                 sid = session_id(
@@ -1109,26 +1017,89 @@ mod review {
             }
             Act::honest(o)
         };
-        let run = testing::reconcile(rp, sk.clone(), &["1".to_string(), "2".to_string()], b, &mut bug, 21);
-        let answers: Vec<&Vec<u8>> = run
-            .transcript
-            .iter()
-            .filter(|(w, _)| *w == Party::B)
-            .map(|(_, m)| m)
-            .skip(1)
-            .collect();
-        if let Some(first) = answers.first()
-            && let Ok(ans) = Answer::from_bytes(first, &pk, 1)
-        {
+        let run = testing::reconcile(rp, sk.clone(), &["1".to_string(), "2".to_string()], b, &mut bug, seed);
+        let first = run.transcript.iter().filter(|(w, _)| *w == Party::B).nth(1);
+        let read = first.and_then(|(_, m)| Answer::from_bytes(m, &pk, 1).ok()).map(|ans| {
             let v = bn::reduce(&sk.decrypt_raw(&ans.values[0]).unwrap(), &p).unwrap();
             let (tested, hits) = class_candidates(&sid, MATCH_DOMAIN, &v, &r, &p, &pk);
-            panic!(
-                "B answered a key with a {}-bit factor: one comparison tested {tested} candidates; \
-                 B's element found: {} (hits {hits:?})",
-                p.num_bits(),
-                hits.contains(&(b_secret as u64))
-            );
-        }
+            (tested, hits.contains(&(b_secret as u64)))
+        });
+        (run, read)
+    }
+
+    /// The same against the FNP sender: the chooser's one root sits in the residue
+    /// class of the sender's 32-bit element.
+    fn fnp_residue_class_attack(
+        bits: u32,
+        min_key_bits: u32,
+        insecure: bool,
+        seed: u64,
+    ) -> (testing::Run<Vec<Vec<u8>>, ()>, ClassAttack) {
+        let (p, q, sk) = lopsided_key(26, bits);
+        let mut pp = PsiParams::new(1, 3);
+        pp.bucketing = false;
+        pp.encoding = ElementEncoding::Integer32;
+        let secret: u32 = 2_718_281_828;
+        let sender = Sender::new(
+            &pp,
+            &[secret.to_string(), "1".into(), "2".into()],
+            min_key_bits,
+            4096,
+            testing::ring_pedersen(),
+        )
+        .unwrap();
+        let sender = if insecure {
+            sender.accept_insecure_small_keys()
+        } else {
+            sender
+        };
+        let pk = sk.public().clone();
+        let r = bn::reduce(&bn::from_u64(secret as u64).unwrap(), &p).unwrap();
+        let root = crt(&r, &bn::from_u64(777).unwrap(), &p, &q);
+        let alpha0 = bn::sub_mod(&bn::from_u64(0).unwrap(), &root, pk.n()).unwrap();
+        let mut bug = |o: &Outgoing<'_>| {
+            if o.from == Party::A {
+                let mut qy = fnp::Query::from_bytes(o.honest, &pp, 0, 4096, testing::ring_pedersen().public()).unwrap();
+                qy.coeffs = vec![pk.encrypt_raw(&alpha0, &mut ChaCha20Rng::seed_from_u64(4)).unwrap()];
+                return Act::Send(qy.to_bytes());
+            }
+            Act::honest(o)
+        };
+        let run = testing::psi(&pp, sk.clone(), &["9"], &sender, &mut bug, seed);
+        let answer = run
+            .transcript
+            .get(2)
+            .and_then(|(_, b)| fnp::Answer::from_bytes(b, &pp, &pk).ok());
+        let read = answer.map(|ans| {
+            let sid = session_id(fnp::SESSION_DOMAIN, &NO_CHANNEL_BINDING, &ans.nonce);
+            let (mut tested, mut found) = (0, false);
+            for c in &ans.values {
+                let v = bn::reduce(&sk.decrypt_raw(c).unwrap(), &p).unwrap();
+                let (t, hits) = class_candidates(&sid, fnp::MATCH_DOMAIN, &v, &r, &p, &pk);
+                tested += t;
+                found |= hits.contains(&(secret as u64));
+            }
+            (tested, found)
+        });
+        (run, read)
+    }
+
+    /// Issue 26, the open item of the review: Π^mod does not prove the factors large,
+    /// and the gcd with the primes below 2²⁴ stops only factors below 2²⁴. A 1024-bit
+    /// Paillier–Blum key with a 26-bit `p` passed every check of B (the hello verifies),
+    /// and one comparison then tested `2³²/p ≈ 64` candidates of 32-bit elements: A read
+    /// B's element from the residue class (fails on the code before the fix: B answered
+    /// and the class held B's element). Now A must send Π^fac against B's ring-Pedersen
+    /// parameters before its first query; its factors are out of range, and B refuses
+    /// without computing anything with the key.
+    #[test]
+    fn b_refuses_a_modulus_with_a_factor_well_below_the_square_root() {
+        assert!(tacit_pros::facproof::proven_min_factor_bits(1024) > 26);
+        let (run, read) = b_residue_class_attack(1024, 1024, false, 21);
+        assert_eq!(
+            read, None,
+            "B answered a 1024-bit key with a 26-bit factor (candidates tested, B's element found)"
+        );
         assert!(
             matches!(run.b, Err(Error::BadKey(ref m)) if m.contains("no-small-factor proof fails")),
             "{:?}",
@@ -1143,48 +1114,11 @@ mod review {
     /// before it evaluates anything.
     #[test]
     fn an_fnp_sender_refuses_a_modulus_with_a_factor_well_below_the_square_root() {
-        let (p, q, sk) = lopsided_key(26, 1024);
-        let mut pp = PsiParams::new(1, 3);
-        pp.bucketing = false;
-        pp.encoding = ElementEncoding::Integer32;
-        let secret: u32 = 2_718_281_828;
-        let sender = Sender::new(
-            &pp,
-            &[secret.to_string(), "1".into(), "2".into()],
-            256,
-            4096,
-            testing::ring_pedersen(),
-        )
-        .unwrap();
-        let pk = sk.public().clone();
-        let r = bn::reduce(&bn::from_u64(secret as u64).unwrap(), &p).unwrap();
-        let root = crt(&r, &bn::from_u64(777).unwrap(), &p, &q);
-        let alpha0 = bn::sub_mod(&bn::from_u64(0).unwrap(), &root, pk.n()).unwrap();
-        let mut bug = |o: &Outgoing<'_>| {
-            if o.from == Party::A {
-                let mut qy = fnp::Query::from_bytes(o.honest, &pp, 0, 4096, testing::ring_pedersen().public()).unwrap();
-                qy.coeffs = vec![pk.encrypt_raw(&alpha0, &mut ChaCha20Rng::seed_from_u64(4)).unwrap()];
-                return Act::Send(qy.to_bytes());
-            }
-            Act::honest(o)
-        };
-        let run = testing::psi(&pp, sk.clone(), &["9"], &sender, &mut bug, 22);
-        if let Some((_, bytes)) = run.transcript.get(2)
-            && let Ok(ans) = fnp::Answer::from_bytes(bytes, &pp, &pk)
-        {
-            let sid = session_id(fnp::SESSION_DOMAIN, &NO_CHANNEL_BINDING, &ans.nonce);
-            let mut found = false;
-            let mut tested = 0;
-            for c in &ans.values {
-                let v = bn::reduce(&sk.decrypt_raw(c).unwrap(), &p).unwrap();
-                let (t, hits) = class_candidates(&sid, fnp::MATCH_DOMAIN, &v, &r, &p, &pk);
-                tested += t;
-                found |= hits.contains(&(secret as u64));
-            }
-            panic!(
-                "the sender answered a key with a 26-bit factor: {tested} candidates tested, its element found: {found}"
-            );
-        }
+        let (run, read) = fnp_residue_class_attack(1024, 1024, false, 22);
+        assert_eq!(
+            read, None,
+            "the sender answered a key with a 26-bit factor (candidates tested, its element found)"
+        );
         assert!(
             matches!(run.b, Err(Error::BadKey(ref m)) if m.contains("no-small-factor proof fails")),
             "{:?}",
@@ -1201,7 +1135,7 @@ mod review {
         let p3 = params(Scheme::Sor, Variant::Implicit, ElementEncoding::Hash127);
         let a_set = vec!["a".to_string(), "b".to_string()];
         let b_set = vec!["b".to_string(), "c".to_string()];
-        let responder = || Responder::new(p3, &b_set, 256, 4096, testing::ring_pedersen()).unwrap();
+        let responder = || Responder::new(p3, &b_set, 1024, 4096, testing::ring_pedersen()).unwrap();
         let mut recorded = Vec::new();
         let mut record = |o: &Outgoing<'_>| {
             if o.from == Party::A && o.index == 1 {
@@ -1231,13 +1165,19 @@ mod review {
             "accept and refusal only"
         );
         // made in this session, for another key of the same size
-        let other = PrivateKey::generate(256).unwrap();
+        let other = PrivateKey::generate(1024).unwrap();
         let mut swap = |o: &Outgoing<'_>| {
             if o.from == Party::A && o.index == 1 {
                 let nonce: [u8; 32] = o.received[0][7..39].try_into().unwrap();
                 let ctx = facproof::context(tacit_pros::threepr::FACTOR_PROOF_DOMAIN, &NO_CHANNEL_BINDING, &nonce);
                 let rp = testing::ring_pedersen();
-                let f = FacProof::prove(&other, rp.public(), &ctx, &mut ChaCha20Rng::seed_from_u64(1)).unwrap();
+                let f = FacProof::prove(
+                    &other,
+                    &rp.offer().verify().unwrap(),
+                    &ctx,
+                    &mut ChaCha20Rng::seed_from_u64(1),
+                )
+                .unwrap();
                 let mut w = Writer::new();
                 w.put_envelope(tacit_pros::threepr::TAG_FACTOR_PROOF);
                 f.encode(other.public(), rp.public(), &mut w);
@@ -1253,7 +1193,7 @@ mod review {
         );
         // FNP: a query replayed into the next session (the sender's nonce differs)
         let pp = PsiParams::new(2, 2);
-        let sender = Sender::new(&pp, &["x", "y"], 256, 4096, testing::ring_pedersen()).unwrap();
+        let sender = Sender::new(&pp, &["x", "y"], 1024, 4096, testing::ring_pedersen()).unwrap();
         let mut query = Vec::new();
         let mut rec = |o: &Outgoing<'_>| {
             if o.from == Party::A {
@@ -1316,7 +1256,7 @@ mod review {
             }
             Act::honest(o)
         };
-        let b = Responder::new(p3, &["x".to_string()], 256, 4096, testing::ring_pedersen()).unwrap();
+        let b = Responder::new(p3, &["x".to_string()], 1024, 4096, testing::ring_pedersen()).unwrap();
         let run = testing::reconcile(p3, sk.clone(), &["x".to_string()], b, &mut bug, 40);
         let from_a: Vec<&Vec<u8>> = run
             .transcript
@@ -1341,7 +1281,7 @@ mod review {
         assert_eq!(from_a.len(), 2, "the hello and the refusal only");
         // the FNP chooser likewise
         let pp = PsiParams::new(2, 2);
-        let sender = Sender::new(&pp, &["x", "y"], 256, 4096, testing::ring_pedersen()).unwrap();
+        let sender = Sender::new(&pp, &["x", "y"], 1024, 4096, testing::ring_pedersen()).unwrap();
         let mut bug = |o: &Outgoing<'_>| {
             if o.from == Party::B && o.index == 0 {
                 let mut setup = o.honest[..35].to_vec();
@@ -1365,6 +1305,54 @@ mod review {
     }
 
     // ---------------------------------------------------------------- review rev26
+
+    /// Review rev26, finding 1 (medium). Π^fac proves both factors
+    /// `≥ 2^{⌈bits/2⌉−386}`: at 512 bits that is `2^{−130}`, nothing. Yet B took any
+    /// key of at least the `min_key_bits` its operator gave (`Responder::new`,
+    /// `--min-key-bits`, no floor beyond the encoding's `bits + 65`), while the threat
+    /// model stated the two-candidate bound "for every dictionary because Π^fac proves
+    /// both factors ≥ 2^{⌈bits/2⌉−386}". A 512-bit Paillier–Blum key with a 26-bit `p`
+    /// runs the HONEST Π^fac prover and passes (z₂ = β + e·q < 2^{614} ≤ 2^{641});
+    /// one comparison then tested 2³²/p ≈ 64 candidates and A read B's element (fails
+    /// on the code before the fix). Now B refuses every key below
+    /// `facproof::MIN_PEER_KEY_BITS` (1024) whatever minimum it was given, before
+    /// anything is computed with it.
+    #[test]
+    fn b_refuses_a_key_too_small_for_the_factor_proof_to_bound_its_factors() {
+        assert!(facproof::proven_min_factor_bits(512) <= 0);
+        let (run, read) = b_residue_class_attack(512, 512, false, 61);
+        assert_eq!(
+            read, None,
+            "B answered a 512-bit key with a 26-bit factor after its Π^fac verified (candidates tested, B's element found)"
+        );
+        assert!(
+            matches!(run.b, Err(Error::KeySize(ref m)) if m.contains("below 1024 bits")),
+            "{:?}",
+            run.b
+        );
+        // the only way to such a session is a local, explicitly insecure choice: and it
+        // is insecure (B's element is read from its residue class)
+        let (_, read) = b_residue_class_attack(512, 512, true, 61);
+        assert!(matches!(read, Some((t, true)) if t > 2), "{read:?}");
+    }
+
+    /// The same for the FNP sender (fails on the code before the fix, which answered
+    /// and the chooser read the sender's element from its class).
+    #[test]
+    fn an_fnp_sender_refuses_a_key_too_small_for_the_factor_proof_to_bound_its_factors() {
+        let (run, read) = fnp_residue_class_attack(512, 512, false, 62);
+        assert_eq!(
+            read, None,
+            "the sender answered a 512-bit key with a 26-bit factor (candidates tested, its element found)"
+        );
+        assert!(
+            matches!(run.b, Err(Error::KeySize(ref m)) if m.contains("below 1024 bits")),
+            "{:?}",
+            run.b
+        );
+        let (_, read) = fnp_residue_class_attack(512, 512, true, 62);
+        assert!(matches!(read, Some((t, true)) if t > 2), "{read:?}");
+    }
 
     /// Review rev26, finding 2 (low). `RingPedersenParams::decode` takes the declared
     /// `len` for `N̂, s, t` but `PrmProof::decode` then reads values of `len(N̂)` bytes

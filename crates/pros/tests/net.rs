@@ -15,10 +15,11 @@ use tacit_pros::{Error, net};
 
 fn policy() -> schedule::Policy {
     schedule::Policy {
-        min_key_bits: 256,
+        min_key_bits: 1024,
         max_key_bits: 4096,
         limits: Default::default(),
         ring_pedersen: tacit_pros::testing::ring_pedersen(),
+        insecure_small_keys: false,
     }
 }
 
@@ -35,12 +36,12 @@ async fn psi_over_tcp() {
     let addr = l.local_addr().unwrap();
     let p = PsiParams::new(8, 8);
     let server = tokio::spawn(async move {
-        let s = Sender::new(&p, &["x", "y", "z"], 256, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
+        let s = Sender::new(&p, &["x", "y", "z"], 1024, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
         let mut c = l.accept().await.unwrap();
         net::psi_serve(&mut c, Arc::new(s), &mut ChaCha20Rng::from_seed([1; 32])).await
     });
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let got = net::psi_query(&mut c, &p, key, &["y", "w"], pool, &mut ChaCha20Rng::from_seed([2; 32]))
         .await
@@ -64,7 +65,7 @@ async fn reconcile_over_tcp_and_a_refusal_reaches_the_peer() {
             let r = Responder::new(
                 p,
                 &["d", "c", "b", "a"],
-                if strict { 2048 } else { 256 },
+                if strict { 2048 } else { 1024 },
                 4096,
                 tacit_pros::testing::ring_pedersen(),
             )
@@ -74,7 +75,7 @@ async fn reconcile_over_tcp_and_a_refusal_reaches_the_peer() {
         }
         out
     });
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
     let got = net::reconcile_initiator(
@@ -93,7 +94,7 @@ async fn reconcile_over_tcp_and_a_refusal_reaches_the_peer() {
     let e = net::reconcile_initiator(&mut c, p, key, &["a"], pool, &mut ChaCha20Rng::from_seed([5; 32]))
         .await
         .unwrap_err();
-    assert!(matches!(e, Error::PeerRefused(ref m) if m.contains("256 bits")), "{e}");
+    assert!(matches!(e, Error::PeerRefused(ref m) if m.contains("1024 bits")), "{e}");
     let res = server.await.unwrap();
     assert_eq!(res[0].as_ref().unwrap().elements, vec![b"c".to_vec()]);
     assert!(matches!(res[1], Err(Error::KeySize(_))));
@@ -146,7 +147,7 @@ async fn schedule_from_two_calendars() {
         )
         .await
     });
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
     let a = schedule::connect(
@@ -202,7 +203,7 @@ async fn schedule_refuses_another_window() {
         )
         .await
     });
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
     let e = schedule::connect(
@@ -247,7 +248,7 @@ async fn a_parameter_mismatch_is_worded_by_each_side_for_itself() {
     let addr = l.local_addr().unwrap();
     let theirs = PsiParams::new(10, 8);
     let server = tokio::spawn(async move {
-        let s = Sender::new(&theirs, &["x"], 256, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
+        let s = Sender::new(&theirs, &["x"], 1024, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
         let mut c = l.accept().await.unwrap();
         let psi = net::psi_serve(&mut c, Arc::new(s), &mut ChaCha20Rng::from_seed([1; 32])).await;
         let r = Responder::new(
@@ -265,7 +266,7 @@ async fn a_parameter_mismatch_is_worded_by_each_side_for_itself() {
         )
     });
     let ours = PsiParams::new(20, 8);
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
     let e = net::psi_query(
@@ -328,7 +329,7 @@ async fn a_slow_honest_server_is_not_cut_off() {
     let addr = l.local_addr().unwrap();
     let p = PsiParams::new(8, 8);
     let server = tokio::spawn(async move {
-        let s = Arc::new(Sender::new(&p, &["x", "y", "z"], 256, 4096, tacit_pros::testing::ring_pedersen()).unwrap());
+        let s = Arc::new(Sender::new(&p, &["x", "y", "z"], 1024, 4096, tacit_pros::testing::ring_pedersen()).unwrap());
         let mut c = l.accept().await.unwrap();
         let mut rng = ChaCha20Rng::from_seed([1; 32]);
         let (opening, setup) = s.open(&mut rng);
@@ -346,7 +347,7 @@ async fn a_slow_honest_server_is_not_cut_off() {
     });
     let cfg = patient(Duration::from_millis(400), Duration::from_secs(60));
     let mut c = FramedConn::connect(addr, &cfg).await.unwrap();
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let got = net::psi_query(&mut c, &p, key, &["y", "w"], pool, &mut ChaCha20Rng::from_seed([2; 32]))
         .await
@@ -365,7 +366,7 @@ async fn a_server_sending_only_keepalives_is_cut_off_at_the_deadline() {
     let addr = l.local_addr().unwrap();
     let p = PsiParams::new(8, 8);
     let server = tokio::spawn(async move {
-        let s = Sender::new(&p, &["x"], 256, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
+        let s = Sender::new(&p, &["x"], 1024, 4096, tacit_pros::testing::ring_pedersen()).unwrap();
         let mut c = l.accept().await.unwrap();
         let (_opening, setup) = s.open(&mut ChaCha20Rng::from_seed([1; 32]));
         net::send(&mut c, &setup).await.unwrap();
@@ -376,7 +377,7 @@ async fn a_server_sending_only_keepalives_is_cut_off_at_the_deadline() {
     });
     let cfg = patient(Duration::from_millis(400), Duration::from_secs(2));
     let mut c = FramedConn::connect(addr, &cfg).await.unwrap();
-    let key = PrivateKey::generate(256).unwrap();
+    let key = PrivateKey::generate(1024).unwrap();
     let pool = Arc::new(RnPool::new(key.public()).unwrap());
     let e = net::psi_query(&mut c, &p, key, &["y"], pool, &mut ChaCha20Rng::from_seed([2; 32]))
         .await

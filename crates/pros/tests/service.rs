@@ -35,7 +35,7 @@ async fn serve(deadline: Duration, sessions: u64, max_clients: usize) -> (String
         let r = Responder::new(
             ReconcileParams::default(),
             &["x", "y"],
-            256,
+            1024,
             4096,
             tacit_pros::testing::ring_pedersen(),
         )?;
@@ -53,7 +53,7 @@ async fn serve(deadline: Duration, sessions: u64, max_clients: usize) -> (String
 }
 
 fn key() -> PrivateKey {
-    let k = PrivateKey::generate(256).unwrap();
+    let k = PrivateKey::generate(1024).unwrap();
     k.modulus_proof().unwrap();
     k
 }

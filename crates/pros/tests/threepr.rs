@@ -17,7 +17,7 @@ use tacit_pros::{Error, NO_CHANNEL_BINDING};
 
 fn key() -> PrivateKey {
     static K: OnceLock<PrivateKey> = OnceLock::new();
-    K.get_or_init(|| PrivateKey::generate(256).unwrap()).clone()
+    K.get_or_init(|| PrivateKey::generate(1024).unwrap()).clone()
 }
 
 fn rng(s: u64) -> ChaCha20Rng {
@@ -49,7 +49,7 @@ fn run(p: ReconcileParams, a: &[String], b: &[String], seed: u64) -> (Reconciled
     let pool = Arc::new(RnPool::new(key().public()).unwrap());
     let (ia, hello) = Initiator::start(p, key(), a, pool).unwrap();
     t.push(('A', hello.clone()));
-    let (mut rb, acc) = Responder::new(p, b, 256, 4096, tacit_pros::testing::ring_pedersen())
+    let (mut rb, acc) = Responder::new(p, b, 1024, 4096, tacit_pros::testing::ring_pedersen())
         .unwrap()
         .on_hello(&hello, &NO_CHANNEL_BINDING, &mut r)
         .unwrap();
@@ -279,7 +279,7 @@ fn started(
     let mut r = rng(11);
     let pool = Arc::new(RnPool::new(key().public()).unwrap());
     let (ia, hello) = Initiator::start(p, key(), a, pool).unwrap();
-    let (rb, acc) = Responder::new(p, b, 256, 4096, tacit_pros::testing::ring_pedersen())
+    let (rb, acc) = Responder::new(p, b, 1024, 4096, tacit_pros::testing::ring_pedersen())
         .unwrap()
         .on_hello(&hello, &NO_CHANNEL_BINDING, &mut r)
         .unwrap();
@@ -312,7 +312,7 @@ fn b_refuses_queries_for_the_wrong_round_or_positions() {
     let mut dq = Query::from_bytes(&q, &pk, 16).unwrap();
     let mut bytes = dq.to_bytes(&pk);
     let len = bytes.len();
-    bytes[len - 64..].copy_from_slice(&[0xff; 64]);
+    bytes[len - pk.ciphertext_len()..].fill(0xff);
     assert!(matches!(
         rb.on_message(&bytes, &mut rng(1)),
         Err(Error::BadCiphertext(_))
@@ -415,7 +415,7 @@ fn a_refuses_bad_answers_and_accepts() {
     // an accept that shrinks A's set
     let pool = Arc::new(RnPool::new(&pk).unwrap());
     let (ia, hello) = Initiator::start(p, key(), &set("a", 5), pool).unwrap();
-    let (_, acc) = Responder::new(p, &set("b", 2), 256, 4096, tacit_pros::testing::ring_pedersen())
+    let (_, acc) = Responder::new(p, &set("b", 2), 1024, 4096, tacit_pros::testing::ring_pedersen())
         .unwrap()
         .on_hello(&hello, &NO_CHANNEL_BINDING, &mut rng(4))
         .unwrap();
@@ -435,7 +435,7 @@ fn b_refuses_mismatched_parameters_and_small_keys() {
     let other = Responder::new(
         params(Scheme::Mor, Variant::Implicit),
         &set("b", 2),
-        256,
+        1024,
         4096,
         tacit_pros::testing::ring_pedersen(),
     )
@@ -461,7 +461,7 @@ fn b_refuses_mismatched_parameters_and_small_keys() {
     let ok = Responder::new(
         params(Scheme::Sor, Variant::Implicit),
         &set("b", 2),
-        256,
+        1024,
         4096,
         tacit_pros::testing::ring_pedersen(),
     )

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
 use tacit_net::{FramedListener, NetConfig, Protocol};
 use tacit_pros::element::ElementEncoding;
+use tacit_pros::facproof::MIN_PEER_KEY_BITS;
 use tacit_pros::fnp::{PsiParams, Sender};
 use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS, PrivateKey, RnPool};
 use tacit_pros::service::{self, Event};
@@ -163,9 +164,11 @@ their Paillier key's factors large against them (docs/pros.md, \"The modulus pro
         /// (the default).
         #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
-        /// Smallest querier key accepted.
+        /// Smallest querier key accepted (1024 at the least, unless --insecure-small-keys).
         #[arg(long, default_value_t = 2048)]
         min_key_bits: u32,
+        #[command(flatten)]
+        small_keys: SmallKeysArg,
         /// Refuse to start if a deviating querier could test more candidates than this
         /// (`2·B·M`; use --no-bucketing or a smaller --max-chooser to lower it).
         #[arg(long, value_name = "N")]
@@ -187,9 +190,12 @@ Example:
         /// The server.
         #[arg(long, value_name = "ADDR")]
         connect: String,
-        /// Paillier key size in bits (`--bits` is accepted too).
+        /// Paillier key size in bits (`--bits` is accepted too; 1024 at the least, unless
+        /// --insecure-small-keys).
         #[arg(long, alias = "bits", default_value_t = DEFAULT_KEY_BITS)]
         key_bits: u32,
+        #[command(flatten)]
+        small_keys: SmallKeysArg,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -291,9 +297,11 @@ their Paillier key's factors large against them (docs/pros.md, \"The modulus pro
         /// (the default).
         #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
-        /// Smallest peer key accepted.
+        /// Smallest peer key accepted (1024 at the least, unless --insecure-small-keys).
         #[arg(long, default_value_t = 2048)]
         min_key_bits: u32,
+        #[command(flatten)]
+        small_keys: SmallKeysArg,
         /// The longest list a peer may bring (its n; the session costs up to n²
         /// comparisons with n the longer list).
         #[arg(long, default_value_t = 256, value_name = "N")]
@@ -322,9 +330,12 @@ Example:
         /// The peer.
         #[arg(long, value_name = "ADDR")]
         connect: String,
-        /// Paillier key size in bits (`--bits` is accepted too).
+        /// Paillier key size in bits (`--bits` is accepted too; 1024 at the least, unless
+        /// --insecure-small-keys).
         #[arg(long, alias = "bits", default_value_t = DEFAULT_KEY_BITS)]
         key_bits: u32,
+        #[command(flatten)]
+        small_keys: SmallKeysArg,
         /// The longest list the server may bring (refused above max(yours, this)): a
         /// hostile server gets one guess per element of the session against each of
         /// your elements, n guesses each (docs/pros.md).
@@ -409,6 +420,53 @@ fn check_key_bits(bits: u32) -> Result<()> {
         eprintln!("tacit: warning: a {bits}-bit Paillier key is for reproducing the paper only; it protects nothing");
     }
     Ok(())
+}
+
+/// `--insecure-small-keys`, on every pros and schedule session command.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct SmallKeysArg {
+    /// INSECURE: allow Paillier keys below 1024 bits (the paper's 256–768), whose factors
+    /// the no-small-factor proof does not bound: a key holder with a small factor then
+    /// tests many candidates per comparison. For reproducing the paper's tables on your
+    /// own machines only; each side must give it, the peer cannot ask for it.
+    #[arg(long)]
+    pub insecure_small_keys: bool,
+}
+
+impl SmallKeysArg {
+    /// The key size a session command uses for its own key (`--key-bits`): below
+    /// [`MIN_PEER_KEY_BITS`] only with `--insecure-small-keys`.
+    pub(crate) fn check_own(self, bits: u32) -> Result<()> {
+        if bits < MIN_PEER_KEY_BITS && !self.insecure_small_keys {
+            bail!(
+                "--key-bits {bits} is below {MIN_PEER_KEY_BITS} bits, the smallest key whose factors the \
+                 no-small-factor proof bounds (servers refuse it); give --insecure-small-keys on both sides to \
+                 reproduce the paper's sizes"
+            );
+        }
+        check_key_bits(bits)
+    }
+
+    /// A serving command's `--min-key-bits`: below [`MIN_PEER_KEY_BITS`] only with
+    /// `--insecure-small-keys` (then with a warning); whether the engines may take
+    /// peer keys below the floor.
+    pub(crate) fn check_serve(self, min_key_bits: u32, who: &str) -> Result<bool> {
+        if min_key_bits >= MIN_PEER_KEY_BITS {
+            return Ok(false);
+        }
+        if !self.insecure_small_keys {
+            bail!(
+                "--min-key-bits {min_key_bits} is below {MIN_PEER_KEY_BITS} bits, the smallest key whose factors the \
+                 no-small-factor proof bounds; give --insecure-small-keys to accept smaller keys (for reproducing \
+                 the paper only)"
+            );
+        }
+        eprintln!(
+            "{who}: warning: --insecure-small-keys: peer keys down to {min_key_bits} bits are accepted; below \
+             {MIN_PEER_KEY_BITS} bits a peer can test many candidates of your set per comparison"
+        );
+        Ok(true)
+    }
 }
 
 /// Generates a key, its modulus proof and a pool of `pool` precomputed rⁿ (on all
@@ -524,14 +582,22 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             listen,
             sessions,
             min_key_bits,
+            small_keys,
             max_tests,
             fnp,
             channel,
         }) => {
+            let who = "tacit pros psi serve";
+            let insecure = small_keys.check_serve(min_key_bits, who)?;
             let params = fnp.params();
             let elements = read_set(&set, params.sender_bound as usize, "--max-sender")?;
-            let rp = super::channel::ring_pedersen(store, "tacit pros psi serve", channel.ring_bits)?;
-            let sender = Arc::new(Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS, rp)?);
+            let rp = super::channel::ring_pedersen(store, who, channel.ring_bits)?;
+            let sender = Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS, rp)?;
+            let sender = Arc::new(if insecure {
+                sender.accept_insecure_small_keys()
+            } else {
+                sender
+            });
             // both directions' limits from the bounds, before any work (issue 26, item 4)
             let (q_max, a_max) = (params.query_len(MAX_KEY_BITS), params.answer_len(MAX_KEY_BITS));
             if q_max.max(a_max) > net::MAX_FRAME {
@@ -555,7 +621,6 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                     2 * params.chooser_bound
                 );
             }
-            let who = "tacit pros psi serve";
             let cfg = service_config(store, &channel, q_max, Protocol::ProsPsi, who)?;
             runtime()?.block_on(crate::util::shutdown::serving(async {
                 let l = FramedListener::bind(&listen, &cfg.net)
@@ -588,11 +653,12 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             set,
             connect: addr,
             key_bits,
+            small_keys,
             json,
             fnp,
             channel,
         }) => {
-            check_key_bits(key_bits)?;
+            small_keys.check_own(key_bits)?;
             let params = fnp.params();
             let elements = read_set(&set, params.chooser_bound as usize, "--max-chooser")?;
             let who = "tacit pros psi query";
@@ -640,16 +706,18 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             listen,
             sessions,
             min_key_bits,
+            small_keys,
             max_peer_set,
             max_comparisons,
             json,
             opts,
             channel,
         }) => {
+            let who = "tacit pros reconcile serve";
+            let insecure = small_keys.check_serve(min_key_bits, who)?;
             let params = opts.params();
             let elements = Arc::new(read_set(&set, MAX_ORDERED_SET as usize, "the most 3PR supports")?);
             let limits = limits(max_peer_set, max_comparisons)?;
-            let who = "tacit pros reconcile serve";
             let rp = super::channel::ring_pedersen(store, who, channel.ring_bits)?;
             let probe = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS, rp.clone())?;
             let cfg = service_config(
@@ -676,6 +744,7 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                     let hook = progress_hook(session_label(who, &c), false);
                     async move {
                         let r = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS, rp)?.with_limits(limits);
+                        let r = if insecure { r.accept_insecure_small_keys() } else { r };
                         net::with_progress(hook, net::reconcile_responder(&mut c, r, &mut SecureRng::from_os())).await
                     }
                 };
@@ -694,12 +763,13 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             set,
             connect: addr,
             key_bits,
+            small_keys,
             max_peer_set,
             json,
             opts,
             channel,
         }) => {
-            check_key_bits(key_bits)?;
+            small_keys.check_own(key_bits)?;
             if max_peer_set == 0 || max_peer_set > MAX_ORDERED_SET {
                 bail!("--max-peer-set must be from 1 to {MAX_ORDERED_SET}");
             }

@@ -133,6 +133,7 @@ pub async fn schedule_demo() -> Result<()> {
                 max_key_bits: 4096,
                 limits: Default::default(),
                 ring_pedersen: rp,
+                insecure_small_keys: false,
             },
             &mut SecureRng::from_os(),
         )

@@ -3,7 +3,7 @@
 //! [`crate::pros::channel`]).
 
 use crate::pros::channel::{ConnectChannel, ServeChannel, client_label, connect, service_config};
-use crate::pros::cmd::{SchemeArg, VariantArg, blocking_key_and_pool, limits, runtime};
+use crate::pros::cmd::{SchemeArg, SmallKeysArg, VariantArg, blocking_key_and_pool, limits, runtime};
 use crate::util::sanitize;
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc, Weekday};
@@ -48,9 +48,11 @@ their Paillier key's factors large against them (docs/pros.md, \"The modulus pro
         /// (the default).
         #[arg(long, value_name = "N", value_parser = crate::util::parse_sessions)]
         sessions: Option<u64>,
-        /// Smallest peer key accepted.
+        /// Smallest peer key accepted (1024 at the least, unless --insecure-small-keys).
         #[arg(long, default_value_t = 2048)]
         min_key_bits: u32,
+        #[command(flatten)]
+        small_keys: SmallKeysArg,
         /// The most slots a peer may offer (the session costs up to n² comparisons
         /// with n the longer list).
         #[arg(long, default_value_t = 128, value_name = "N")]
@@ -75,9 +77,12 @@ Example:
         /// The peer.
         #[arg(long, value_name = "ADDR")]
         connect: String,
-        /// Paillier key size (`--bits` is accepted too).
+        /// Paillier key size (`--bits` is accepted too; 1024 at the least, unless
+        /// --insecure-small-keys).
         #[arg(long, alias = "bits", default_value_t = DEFAULT_KEY_BITS)]
         key_bits: u32,
+        #[command(flatten)]
+        small_keys: SmallKeysArg,
         /// The most slots the server may bring (refused above max(yours, this)): a
         /// hostile server gets n guesses against each of your offered slots.
         #[arg(long, default_value_t = schedule::DEFAULT_MAX_PEER_SLOTS, value_name = "N")]
@@ -322,19 +327,22 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
             listen,
             sessions,
             min_key_bits,
+            small_keys,
             max_peer_slots,
             max_comparisons,
             opts,
             channel,
         } => {
+            let who = "tacit schedule serve";
+            let insecure_small_keys = small_keys.check_serve(min_key_bits, who)?;
             let p = Arc::new(prepare(&opts)?);
             let opts = Arc::new(opts);
-            let who = "tacit schedule serve";
             let policy = schedule::Policy {
                 min_key_bits,
                 max_key_bits: MAX_KEY_BITS,
                 limits: limits(max_peer_slots.min(MAX_SLOTS as u32), max_comparisons)?,
                 ring_pedersen: super::channel::ring_pedersen(store, who, channel.ring_bits)?,
+                insecure_small_keys,
             };
             let cfg = service_config(store, &channel, WINDOW_LEN, Protocol::ProsSchedule, who)?;
             runtime()?.block_on(crate::util::shutdown::serving(async {
@@ -394,6 +402,7 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
         ScheduleCommand::Connect {
             connect: addr,
             key_bits,
+            small_keys,
             max_peer_slots,
             opts,
             channel,
@@ -401,14 +410,7 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
             if max_peer_slots == 0 || max_peer_slots > MAX_SLOTS as u32 {
                 bail!("--max-peer-slots must be from 1 to {MAX_SLOTS}");
             }
-            if key_bits > MAX_KEY_BITS {
-                bail!("--key-bits {key_bits}: the largest supported modulus is {MAX_KEY_BITS} bits");
-            }
-            if key_bits < 2048 {
-                eprintln!(
-                    "tacit: warning: a {key_bits}-bit Paillier key is for reproducing the paper only; it protects nothing"
-                );
-            }
+            small_keys.check_own(key_bits)?;
             let p = prepare(&opts)?;
             let who = "tacit schedule connect";
             let a = runtime()?.block_on(async {
