@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::SecureRng;
 use tacit_net::{FramedConn, FramedListener, NetConfig, Protocol};
-use tacit_wire::{Decode, Encode, ErrorMessage};
+use tacit_wire::{Encode, ErrorMessage};
 
 /// Where the service's PSI senders come from.
 pub enum Supply<G: PrimeGroup> {
