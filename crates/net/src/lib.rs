@@ -2430,4 +2430,83 @@ mod tests {
         let mut s = l.accept().await.unwrap();
         assert!(matches!(s.recv().await, Err(Error::ReadTimeout(_))));
     }
+
+    /// rev28 (low): the "sent by the accepting side" flag is sent but never checked,
+    /// so a peer (or a man in the middle on plain TCP) that reflects the client's own
+    /// greeting back is taken for the server: the client's greeting (flags 0) comes
+    /// back and the connection is "greeted" at version 1.
+    #[tokio::test]
+    async fn red_rev28_a_reflected_client_greeting_is_taken_for_the_servers() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let mirror = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut g = [0u8; greeting::LEN];
+            s.read_exact(&mut g).await.unwrap();
+            assert_eq!(g[5], 0, "the client's greeting is not flagged acceptor");
+            s.write_all(&g).await.unwrap();
+            let mut b = [0u8; 64];
+            let _ = tokio::time::timeout(Duration::from_secs(1), s.read(&mut b)).await;
+        });
+        let r = FramedConn::connect(addr, &speaking(Protocol::Psi)).await;
+        mirror.await.unwrap();
+        assert!(
+            r.is_err(),
+            "a greeting without the acceptor flag (the client's own, reflected) was taken for the server's"
+        );
+    }
+
+    /// rev28 (low): a client whose greeting carries the listener-only flags ("TLS
+    /// required", "sent by the accepting side") makes the server log a line about a
+    /// TLS *server* and advise itself to "connect with TLS": the peer is misattributed.
+    #[tokio::test]
+    async fn red_rev28_a_client_greeting_with_listener_flags_is_worded_as_a_server() {
+        let l = FramedListener::bind("127.0.0.1:0", &speaking(Protocol::Psi)).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let client = tokio::spawn(async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let g = Greeting::v1(Protocol::Psi).encode(greeting::FLAG_ACCEPTOR | greeting::FLAG_TLS_REQUIRED);
+            s.write_all(&g).await.unwrap();
+            let mut b = [0u8; 64];
+            let _ = tokio::time::timeout(Duration::from_secs(1), s.read(&mut b)).await;
+        });
+        let mut c = l.accept().await.unwrap();
+        let e = c.greet().await.unwrap_err().to_string();
+        client.await.unwrap();
+        assert!(
+            !e.contains("requires TLS and this connection is plain TCP") && !e.contains("--pin or --tofu"),
+            "the server words its client as a TLS listener: {e}"
+        );
+    }
+
+    /// rev28 (medium): a TLS client answered in the clear by a greeting that itself
+    /// says "this listener requires TLS" (what an attacker who cannot complete the
+    /// handshake sends) is told to drop TLS ("connect with --plain-tcp"): the line
+    /// built from unauthenticated bytes contradicts them and steers the user to a
+    /// downgrade.
+    #[tokio::test]
+    async fn red_rev28_a_plain_answer_saying_tls_required_tells_the_tls_client_to_drop_tls() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let mitm = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut b = [0u8; 512];
+            let _ = s.read(&mut b).await;
+            let g = Greeting::v1(Protocol::Psi).encode(greeting::FLAG_ACCEPTOR | greeting::FLAG_TLS_REQUIRED);
+            s.write_all(&g).await.unwrap();
+            let _ = s.shutdown().await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), s.read(&mut b)).await;
+        });
+        let id = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let client = tls::checked_server_client(tls::pinned(id.fingerprint().unwrap())).unwrap();
+        let e = FramedConn::connect_tls(addr, &speaking(Protocol::Psi), client, "tacit.invalid")
+            .await
+            .unwrap_err()
+            .to_string();
+        mitm.await.unwrap();
+        assert!(
+            !e.contains("--plain-tcp"),
+            "a plain answer flagged \"TLS required\" tells the TLS client to drop TLS: {e}"
+        );
+    }
 }
