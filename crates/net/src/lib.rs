@@ -201,8 +201,19 @@ impl<S> FirstBytes<S> {
 pub fn name_plain_answer(peer: &str, ours: Protocol, seen: &[u8]) -> Option<String> {
     use greeting::Seen;
     match greeting::classify(seen) {
+        // 12 bytes in the clear are not authenticated: an on-path attacker can send
+        // them. A TLS listener never answers a TLS client in the clear, and a plain
+        // server's greeting is flagged acceptor and not "TLS required"; anything else
+        // is named as suspect, and no line advises dropping TLS (review rev28).
+        Seen::Greeting(r) if r.flags & greeting::FLAG_TLS_REQUIRED != 0 || r.flags & greeting::FLAG_ACCEPTOR == 0 => {
+            Some(format!(
+                "{peer} answered the TLS handshake with a tacit greeting in the clear that no tacit server sends to a TLS client ({}); it may be an attacker on the path: keep TLS",
+                greeting::show(seen)
+            ))
+        }
         Seen::Greeting(r) if r.protocol == ours.id() => Some(format!(
-            "{peer} is a tacit {} on plain TCP and this connection is TLS; connect with --plain-tcp (or without --pin/--tofu), or serve with TLS",
+            "{peer} answered in the clear as a tacit {} on plain TCP and this connection is TLS (the answer is not authenticated); \
+             if you expect that server to run plain TCP, connect with --plain-tcp; otherwise serve it with TLS",
             r.kind()
         )),
         Seen::Greeting(r) => Some(format!("{peer} is a tacit {} (on plain TCP), not a {ours}", r.kind())),
@@ -543,6 +554,26 @@ impl FramedConn {
         };
         let got = &got[..n];
         match greeting::classify(got) {
+            // The direction first: a server's greeting carries the acceptor flag and a
+            // client's carries neither listener flag, so a reflected greeting (our
+            // own, echoed) or two clients are refused, and a client cannot make a
+            // server word it as a TLS listener (review rev28).
+            greeting::Seen::Greeting(theirs)
+                if (theirs.flags & greeting::FLAG_ACCEPTOR != 0) == self.acceptor
+                    || (self.acceptor && theirs.flags & greeting::FLAG_TLS_REQUIRED != 0) =>
+            {
+                Err(Error::Greeting(if self.acceptor {
+                    format!(
+                        "{} sent a server's greeting where a client's belongs (not a client of a tacit {})",
+                        self.label, ours.protocol
+                    )
+                } else {
+                    format!(
+                        "{} sent a client's greeting where the server's belongs (a reflection of ours, or not a tacit {})",
+                        self.label, ours.protocol
+                    )
+                }))
+            }
             greeting::Seen::Greeting(theirs) => ours
                 .negotiate(&theirs)
                 .map_err(|m| Error::Greeting(self.mismatch(ours, m, tls))),
@@ -1772,7 +1803,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             format!(
-                "{addr} is a tacit PSI server on plain TCP and this connection is TLS; connect with --plain-tcp (or without --pin/--tofu), or serve with TLS"
+                "{addr} answered in the clear as a tacit PSI server on plain TCP and this connection is TLS (the answer is not authenticated); if you expect that server to run plain TCP, connect with --plain-tcp; otherwise serve it with TLS"
             )
         );
         let e = server.await.unwrap().unwrap_err().to_string();
@@ -2461,7 +2492,9 @@ mod tests {
     /// TLS *server* and advise itself to "connect with TLS": the peer is misattributed.
     #[tokio::test]
     async fn red_rev28_a_client_greeting_with_listener_flags_is_worded_as_a_server() {
-        let l = FramedListener::bind("127.0.0.1:0", &speaking(Protocol::Psi)).await.unwrap();
+        let l = FramedListener::bind("127.0.0.1:0", &speaking(Protocol::Psi))
+            .await
+            .unwrap();
         let addr = l.local_addr().unwrap();
         let client = tokio::spawn(async move {
             let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
