@@ -81,8 +81,9 @@ fn psi_query_without_tls_against_psi_serve_tls() {
     assert_eq!(
         one_line(&o),
         format!(
-            "tacit: error: {addr} is a tacit PSI server on plain TCP and this connection is TLS; \
-             connect with --plain-tcp (or without --pin/--tofu), or serve with TLS"
+            "tacit: error: {addr} answered in the clear as a tacit PSI server on plain TCP and this connection is TLS \
+             (the answer is not authenticated); if you expect that server to run plain TCP, connect with --plain-tcp; \
+             otherwise serve it with TLS"
         )
     );
     let _ = server.kill();

@@ -201,8 +201,19 @@ impl<S> FirstBytes<S> {
 pub fn name_plain_answer(peer: &str, ours: Protocol, seen: &[u8]) -> Option<String> {
     use greeting::Seen;
     match greeting::classify(seen) {
+        // 12 bytes in the clear are not authenticated: an on-path attacker can send
+        // them. A TLS listener never answers a TLS client in the clear, and a plain
+        // server's greeting is flagged acceptor and not "TLS required"; anything else
+        // is named as suspect, and no line advises dropping TLS (review rev28).
+        Seen::Greeting(r) if r.flags & greeting::FLAG_TLS_REQUIRED != 0 || r.flags & greeting::FLAG_ACCEPTOR == 0 => {
+            Some(format!(
+                "{peer} answered the TLS handshake with a tacit greeting in the clear that no tacit server sends to a TLS client ({}); it may be an attacker on the path: keep TLS",
+                greeting::show(seen)
+            ))
+        }
         Seen::Greeting(r) if r.protocol == ours.id() => Some(format!(
-            "{peer} is a tacit {} on plain TCP and this connection is TLS; connect with --plain-tcp (or without --pin/--tofu), or serve with TLS",
+            "{peer} answered in the clear as a tacit {} on plain TCP and this connection is TLS (the answer is not authenticated); \
+             if you expect that server to run plain TCP, connect with --plain-tcp; otherwise serve it with TLS",
             r.kind()
         )),
         Seen::Greeting(r) => Some(format!("{peer} is a tacit {} (on plain TCP), not a {ours}", r.kind())),
@@ -543,6 +554,26 @@ impl FramedConn {
         };
         let got = &got[..n];
         match greeting::classify(got) {
+            // The direction first: a server's greeting carries the acceptor flag and a
+            // client's carries neither listener flag, so a reflected greeting (our
+            // own, echoed) or two clients are refused, and a client cannot make a
+            // server word it as a TLS listener (review rev28).
+            greeting::Seen::Greeting(theirs)
+                if (theirs.flags & greeting::FLAG_ACCEPTOR != 0) == self.acceptor
+                    || (self.acceptor && theirs.flags & greeting::FLAG_TLS_REQUIRED != 0) =>
+            {
+                Err(Error::Greeting(if self.acceptor {
+                    format!(
+                        "{} sent a server's greeting where a client's belongs (not a client of a tacit {})",
+                        self.label, ours.protocol
+                    )
+                } else {
+                    format!(
+                        "{} sent a client's greeting where the server's belongs (a reflection of ours, or not a tacit {})",
+                        self.label, ours.protocol
+                    )
+                }))
+            }
             greeting::Seen::Greeting(theirs) => ours
                 .negotiate(&theirs)
                 .map_err(|m| Error::Greeting(self.mismatch(ours, m, tls))),
@@ -1772,7 +1803,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             format!(
-                "{addr} is a tacit PSI server on plain TCP and this connection is TLS; connect with --plain-tcp (or without --pin/--tofu), or serve with TLS"
+                "{addr} answered in the clear as a tacit PSI server on plain TCP and this connection is TLS (the answer is not authenticated); if you expect that server to run plain TCP, connect with --plain-tcp; otherwise serve it with TLS"
             )
         );
         let e = server.await.unwrap().unwrap_err().to_string();
@@ -2429,5 +2460,86 @@ mod tests {
         let _c = FramedConn::connect(addr, &cfg()).await.unwrap();
         let mut s = l.accept().await.unwrap();
         assert!(matches!(s.recv().await, Err(Error::ReadTimeout(_))));
+    }
+
+    /// rev28 (low): the "sent by the accepting side" flag is sent but never checked,
+    /// so a peer (or a man in the middle on plain TCP) that reflects the client's own
+    /// greeting back is taken for the server: the client's greeting (flags 0) comes
+    /// back and the connection is "greeted" at version 1.
+    #[tokio::test]
+    async fn red_rev28_a_reflected_client_greeting_is_taken_for_the_servers() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let mirror = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut g = [0u8; greeting::LEN];
+            s.read_exact(&mut g).await.unwrap();
+            assert_eq!(g[5], 0, "the client's greeting is not flagged acceptor");
+            s.write_all(&g).await.unwrap();
+            let mut b = [0u8; 64];
+            let _ = tokio::time::timeout(Duration::from_secs(1), s.read(&mut b)).await;
+        });
+        let r = FramedConn::connect(addr, &speaking(Protocol::Psi)).await;
+        mirror.await.unwrap();
+        assert!(
+            r.is_err(),
+            "a greeting without the acceptor flag (the client's own, reflected) was taken for the server's"
+        );
+    }
+
+    /// rev28 (low): a client whose greeting carries the listener-only flags ("TLS
+    /// required", "sent by the accepting side") makes the server log a line about a
+    /// TLS *server* and advise itself to "connect with TLS": the peer is misattributed.
+    #[tokio::test]
+    async fn red_rev28_a_client_greeting_with_listener_flags_is_worded_as_a_server() {
+        let l = FramedListener::bind("127.0.0.1:0", &speaking(Protocol::Psi))
+            .await
+            .unwrap();
+        let addr = l.local_addr().unwrap();
+        let client = tokio::spawn(async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let g = Greeting::v1(Protocol::Psi).encode(greeting::FLAG_ACCEPTOR | greeting::FLAG_TLS_REQUIRED);
+            s.write_all(&g).await.unwrap();
+            let mut b = [0u8; 64];
+            let _ = tokio::time::timeout(Duration::from_secs(1), s.read(&mut b)).await;
+        });
+        let mut c = l.accept().await.unwrap();
+        let e = c.greet().await.unwrap_err().to_string();
+        client.await.unwrap();
+        assert!(
+            !e.contains("requires TLS and this connection is plain TCP") && !e.contains("--pin or --tofu"),
+            "the server words its client as a TLS listener: {e}"
+        );
+    }
+
+    /// rev28 (medium): a TLS client answered in the clear by a greeting that itself
+    /// says "this listener requires TLS" (what an attacker who cannot complete the
+    /// handshake sends) is told to drop TLS ("connect with --plain-tcp"): the line
+    /// built from unauthenticated bytes contradicts them and steers the user to a
+    /// downgrade.
+    #[tokio::test]
+    async fn red_rev28_a_plain_answer_saying_tls_required_tells_the_tls_client_to_drop_tls() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let mitm = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut b = [0u8; 512];
+            let _ = s.read(&mut b).await;
+            let g = Greeting::v1(Protocol::Psi).encode(greeting::FLAG_ACCEPTOR | greeting::FLAG_TLS_REQUIRED);
+            s.write_all(&g).await.unwrap();
+            let _ = s.shutdown().await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), s.read(&mut b)).await;
+        });
+        let id = tls::SelfSigned::generate("tacit.invalid").unwrap();
+        let client = tls::checked_server_client(tls::pinned(id.fingerprint().unwrap())).unwrap();
+        let e = FramedConn::connect_tls(addr, &speaking(Protocol::Psi), client, "tacit.invalid")
+            .await
+            .unwrap_err()
+            .to_string();
+        mitm.await.unwrap();
+        assert!(
+            !e.contains("--plain-tcp"),
+            "a plain answer flagged \"TLS required\" tells the TLS client to drop TLS: {e}"
+        );
     }
 }
