@@ -414,7 +414,13 @@ async fn a_client_sending_only_keepalives_is_cut_off_at_the_servers_deadline() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (failed, took) = tokio::time::timeout(Duration::from_secs(5), server).await.expect("the server still holds the session").unwrap();
+    let (failed, took) = tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the server still holds the session")
+        .unwrap();
     assert!(failed, "the server finished a session without a query");
-    assert!(took < Duration::from_secs(4), "cut off after {took:?}, not at its 2 s deadline");
+    assert!(
+        took < Duration::from_secs(4),
+        "cut off after {took:?}, not at its 2 s deadline"
+    );
 }
