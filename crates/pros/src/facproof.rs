@@ -330,6 +330,27 @@ fn distinct_safe_primes(p: &BigNumRef, q: &BigNumRef) -> Result<bool> {
     Ok(p != q && safe(p)? && safe(q)?)
 }
 
+/// Whether `x` generates the quadratic residues modulo `P̂·Q̂` for safe primes `P̂`,
+/// `Q̂`: there the residues of each prime form a group of prime order, so `x` does
+/// exactly when it is a residue other than 1 modulo each (Euler's criterion).
+fn generates_qr(x: &BigNumRef, p: &BigNumRef, q: &BigNumRef) -> Result<bool> {
+    for m in [p, q] {
+        let r = bn::reduce(x, m)?;
+        if bn::is_one(&r) || bn::is_zero(&r) {
+            return Ok(false);
+        }
+        let mut half = BigNum::new()?;
+        half.rshift1(m)?;
+        let mut e = bn::pow_secret(&r, &half, m)?;
+        let residue = bn::is_one(&e);
+        bn::wipe(&mut e);
+        if !residue {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// `φ(N̂) = (P̂ − 1)(Q̂ − 1)`, flagged for constant-time use (it is secret).
 fn phi(p: &BigNumRef, q: &BigNumRef) -> Result<Nat> {
     let mut pm1 = bn::dup(p)?;
@@ -464,6 +485,13 @@ impl RingPedersen {
         if !distinct_safe_primes(&p, &q)? {
             return Err(Error::Invalid(
                 "stored ring-Pedersen parameters: not two distinct safe primes".into(),
+            ));
+        }
+        // t and s must generate the quadratic residues: with t = 1 (or of small
+        // order) Π^prm still verifies and Π^fac binds nothing (review rev26b).
+        if !generates_qr(&public.t, &p, &q)? || !generates_qr(&public.s, &p, &q)? {
+            return Err(Error::Invalid(
+                "stored ring-Pedersen parameters: t or s does not generate the quadratic residues".into(),
             ));
         }
         let phi = phi(&p, &q)?;

@@ -1457,4 +1457,48 @@ mod review {
             "parameters of two primes that are not safe were read back"
         );
     }
+
+    /// Review rev26b: the stored `pros-ring-pedersen` parameters are read back with
+    /// their safe primes and Π^prm checked, but not `t`: a store whose entry another
+    /// local user (or a restored old copy) replaced with `t = 1` (`s = 1`, Π^prm
+    /// `A_i = 1`, `z_i = 0`) is read back, and against it a Π^fac of all ones and
+    /// zeros — made without the primes — verifies for a 1024-bit key with a 26-bit
+    /// factor. The server's factor bound then holds nothing.
+    #[test]
+    fn stored_ring_pedersen_parameters_with_t_of_order_one_are_refused() {
+        let honest = facproof::test_ring_pedersen().to_secret_bytes();
+        let len = u16::from_be_bytes([honest[0], honest[1]]) as usize;
+        let primes = &honest[2..2 + 2 * len];
+        let one = bn::to_fixed(&bn::from_u64(1).unwrap(), len).unwrap();
+        let mut w = Writer::new();
+        w.put_u16(len as u16);
+        w.put_fixed(primes);
+        w.put_fixed(&one); // t = 1
+        w.put_fixed(&one); // λ = 1, so s = 1
+        for _ in 0..facproof::PRM_ROUNDS {
+            w.put_fixed(&one); // A_i = 1
+        }
+        for _ in 0..facproof::PRM_ROUNDS {
+            w.put_fixed(&vec![0; len]); // z_i = 0
+        }
+        let Ok(rp) = facproof::RingPedersen::from_secret_bytes(&w.into_bytes()) else {
+            return; // refused: what the fix should do
+        };
+        let (_p, _q, sk) = lopsided_key(26, 1024);
+        let pk = sk.public();
+        let nh_bits = rp.public().bits();
+        let total = FacProof::encoded_len(pk.bits(), nh_bits);
+        let mut f = Vec::new();
+        for _ in 0..5 {
+            f.extend_from_slice(&one); // P = Q = A = B = T = 1
+        }
+        f.resize(total, 0); // z1 = z2 = w1 = w2 = 0, v = +0
+        let forged = FacProof::decode(&mut Reader::new(&f), pk, rp.public()).unwrap();
+        let ctx = facproof::context(b"tacit-pros/v1/3pr-factor-proof\0", &[7; 32], &[9; 32]);
+        assert!(
+            forged.verify(pk, &rp, &ctx).is_err(),
+            "stored parameters with t = 1 were read back, and a Π^fac forged without the primes verified \
+             for a key with a 26-bit factor"
+        );
+    }
 }

@@ -387,3 +387,40 @@ async fn a_server_sending_only_keepalives_is_cut_off_at_the_deadline() {
     drop(c);
     server.abort();
 }
+
+/// Review rev26b: the other direction of the keep-alive claim (docs/pros.md, "Long
+/// sessions"): a deviating client that sends the FNP server nothing but keep-alives
+/// after its setup holds the session only until the server's deadline (here 2 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_sending_only_keepalives_is_cut_off_at_the_servers_deadline() {
+    use std::time::{Duration, Instant};
+    let scfg = patient(Duration::from_millis(400), Duration::from_secs(2));
+    let l = FramedListener::bind("127.0.0.1:0", &scfg).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let p = PsiParams::new(8, 8);
+    let server = tokio::spawn(async move {
+        let s = Arc::new(Sender::new(&p, &["x"], 1024, 4096, tacit_pros::testing::ring_pedersen()).unwrap());
+        let mut c = l.accept().await.unwrap();
+        let start = Instant::now();
+        let r = net::psi_serve(&mut c, s, &mut ChaCha20Rng::from_seed([1; 32])).await;
+        (r.is_err(), start.elapsed())
+    });
+    let mut c = FramedConn::connect(addr, &cfg()).await.unwrap();
+    let _setup = net::recv_at_most(&mut c, net::MAX_FRAME).await.unwrap();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(8) && !server.is_finished() {
+        if c.send_keepalive().await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (failed, took) = tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the server still holds the session")
+        .unwrap();
+    assert!(failed, "the server finished a session without a query");
+    assert!(
+        took < Duration::from_secs(4),
+        "cut off after {took:?}, not at its 2 s deadline"
+    );
+}
