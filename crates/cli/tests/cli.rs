@@ -720,18 +720,8 @@ fn card(name: &str, line: &str) -> String {
 
 #[test]
 fn drop_between_two_processes_and_the_legacy_attack() {
-    let ca = tmp("ca");
+    let (ca, key) = new_ca("ca");
     let ca_dir = ca.to_str().unwrap();
-    assert!(
-        tacit()
-            .args(["ca", "init", "--dir", ca_dir])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
-        .trim()
-        .to_string();
     let (alice, bob, mallory) = (tmp("a.sqlite3"), tmp("b.sqlite3"), tmp("m.sqlite3"));
     let (a, b, m) = (
         alice.to_str().unwrap(),
@@ -1006,18 +996,8 @@ fn drop_send_connects_to_at_most_max_receivers_found_over_mdns() {
 /// Runs inside the loopback-only namespace.
 fn max_receivers_in_namespace() {
     use std::net::{IpAddr, Ipv4Addr, TcpListener};
-    let ca = tmp("ca");
+    let (ca, key) = new_ca("ca");
     let ca_dir = ca.to_str().unwrap();
-    assert!(
-        tacit()
-            .args(["ca", "init", "--dir", ca_dir])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
-        .trim()
-        .to_string();
     let alice = tmp("a.sqlite3");
     let a = alice.to_str().unwrap();
     enrol(
@@ -1264,18 +1244,8 @@ fn drop_receive_with_its_defaults_is_reached_from_another_machine() {
         eprintln!("SKIPPED: cannot create network namespaces here (needs root and iproute2)");
         return;
     };
-    let ca = tmp("ca");
+    let (ca, key) = new_ca("ca");
     let ca_dir = ca.to_str().unwrap();
-    assert!(
-        tacit()
-            .args(["ca", "init", "--dir", ca_dir])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
-        .trim()
-        .to_string();
     let (alice, bob) = (tmp("a.sqlite3"), tmp("b.sqlite3"));
     let (a, b) = (alice.to_str().unwrap(), bob.to_str().unwrap());
     enrol(
@@ -1927,18 +1897,8 @@ fn psi_over_tls_with_a_pinned_or_recorded_key() {
 /// receive the file; only a receiver that authenticated as that contact does.
 #[test]
 fn drop_send_to_a_name_matches_authenticated_contacts_only() {
-    let ca = tmp("ca");
+    let (ca, key) = new_ca("ca");
     let ca_dir = ca.to_str().unwrap();
-    assert!(
-        tacit()
-            .args(["ca", "init", "--dir", ca_dir])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
-        .trim()
-        .to_string();
     let (alice, mallory) = (tmp("a.sqlite3"), tmp("m.sqlite3"));
     let (a, m) = (alice.to_str().unwrap(), mallory.to_str().unwrap());
     enrol(
@@ -2369,18 +2329,8 @@ fn drop_receive_on_sigterm_withdraws_its_advert_and_sweeps_partial_files() {
 
 /// Runs inside the loopback-only namespace.
 fn goodbye_in_namespace() {
-    let ca = tmp("ca");
+    let (ca, key) = new_ca("ca");
     let ca_dir = ca.to_str().unwrap();
-    assert!(
-        tacit()
-            .args(["ca", "init", "--dir", ca_dir])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
-        .trim()
-        .to_string();
     let bob = tmp("b.sqlite3");
     let b = bob.to_str().unwrap();
     enrol(
@@ -2466,18 +2416,8 @@ fn drop_receive_interrupted_mid_transfer_leaves_no_partial_file() {
         eprintln!("SKIPPED: cannot slow the namespace's loopback (needs tc with tbf)");
         return;
     }
-    let ca = tmp("ca");
+    let (ca, key) = new_ca("ca");
     let ca_dir = ca.to_str().unwrap();
-    assert!(
-        tacit()
-            .args(["ca", "init", "--dir", ca_dir])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
-        .trim()
-        .to_string();
     let (alice, bob) = (tmp("a.sqlite3"), tmp("b.sqlite3"));
     let (a, b) = (alice.to_str().unwrap(), bob.to_str().unwrap());
     enrol(
@@ -2580,18 +2520,8 @@ fn drop_receive_interrupted_mid_transfer_leaves_no_partial_file() {
 /// receiver started: a read-only folder does not stop root, who runs CI.)
 #[test]
 fn a_receiver_that_cannot_store_tells_the_sender_no_path_and_logs_why() {
-    let ca = tmp("ca");
+    let (ca, key) = new_ca("ca");
     let ca_dir = ca.to_str().unwrap();
-    assert!(
-        tacit()
-            .args(["ca", "init", "--dir", ca_dir])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let key = stdout(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
-        .trim()
-        .to_string();
     let (alice, bob) = (tmp("a.sqlite3"), tmp("b.sqlite3"));
     let (a, b) = (alice.to_str().unwrap(), bob.to_str().unwrap());
     enrol(

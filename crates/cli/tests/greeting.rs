@@ -182,18 +182,8 @@ fn mpc_run_party_b_against_ca_serve() {
 
 #[test]
 fn discover_connect_against_drop_receive() {
-    let ca = tmp("ca");
+    let (ca, key) = new_ca("ca");
     let ca_dir = ca.to_str().unwrap();
-    assert!(
-        tacit()
-            .args(["ca", "init", "--dir", ca_dir])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let key = out(&tacit().args(["ca", "show", "--dir", ca_dir]).output().unwrap())
-        .trim()
-        .to_string();
     let bob = tmp("b.sqlite3");
     let b = bob.to_str().unwrap();
     let req = tmp("req.bin");

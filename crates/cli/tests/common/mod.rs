@@ -37,6 +37,19 @@ pub fn write(name: &str, text: &str) -> PathBuf {
 }
 
 /// A run's standard output.
+/// A new CA (`tacit ca init`) in a fresh folder named after `name`, and its key as
+/// `tacit ca show` prints it.
+pub fn new_ca(name: &str) -> (PathBuf, String) {
+    let dir = tmp(name);
+    let d = dir.to_str().unwrap();
+    let o = tacit().args(["ca", "init", "--dir", d]).output().unwrap();
+    assert!(o.status.success(), "ca init: {}", err(&o));
+    let key = out(&tacit().args(["ca", "show", "--dir", d]).output().unwrap())
+        .trim()
+        .to_string();
+    (dir, key)
+}
+
 pub fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
