@@ -504,7 +504,9 @@ impl PyBuilder {
     }
 
     /// Finishes the circuit: `outputs[i]` is output value `i`. The builder cannot be
-    /// used afterwards.
+    /// used afterwards. The circuit is numbered as Bristol Fashion numbers it, so
+    /// `Circuit.from_bristol(c.to_bristol())` (what a peer process loads) has the same
+    /// digest.
     fn finish(&mut self, py: Python<'_>, outputs: Vec<PyRef<'_, PyWord>>) -> PyResult<PyCircuit> {
         let outs = outputs
             .iter()
@@ -518,7 +520,11 @@ impl PyBuilder {
             self.inner = Some(b);
             return Err(err("an output value has no bits"));
         }
-        let c = py.detach(|| b.finish(&outs)).map_err(err)?;
+        // In Bristol Fashion's wire order (inputs, gates, outputs last): the circuit
+        // `to_bristol` writes, so a peer that loads that text computes the same digest.
+        let c = py
+            .detach(|| b.finish(&outs).and_then(|c| bristol::parse(&bristol::write(&c))))
+            .map_err(err)?;
         Ok(PyCircuit { inner: Arc::new(c) })
     }
 
@@ -1258,10 +1264,8 @@ fn run(
     let side = match (party, listen, connect) {
         (Party::A, Some(l), None) => {
             if let Ok(l) = l.cast::<PyListener>() {
-                if !pins.is_empty() || plain_tcp || store.is_some() {
-                    return Err(err(
-                        "pin=, plain_tcp= and store= of a Listener are given when it is made",
-                    ));
+                if !pins.is_empty() || plain_tcp {
+                    return Err(err("pin= and plain_tcp= of a Listener are given when it is made"));
                 }
                 Side::Listen(l.clone().unbind())
             } else {
