@@ -10,12 +10,13 @@ under GMW between two processes, with multiplication triples from OT extension
     millionaires = b.finish([b.lt(x, y)])
     assert millionaires.eval([5, 7]) == [1]
 
-    # process 1 (party a)
-    listener = mpc.Listener("127.0.0.1:7900")      # prints nothing; see .fingerprint
+    # process 1, party a: listens and holds x
+    listener = mpc.Listener("0.0.0.0:7900")
+    print(listener.fingerprint)                 # give it to party b
     r = mpc.run(millionaires, "a", [5], listen=listener)
-    # process 2 (party b), pinning party a's key
-    r = mpc.run(millionaires, "b", [7], connect="127.0.0.1:7900", pin=fingerprint)
-    r.outputs                                   # [1] on both sides
+    # process 2, party b: connects, pins a's key, holds y
+    r = mpc.run(millionaires, "b", [7], connect="host-a:7900", pin="<a's fingerprint>")
+    r.outputs                                   # [1] on both sides: 5 < 7
 
 The channel is ``tacit mpc run``'s: TLS 1.3 with each party's key from its tacit
 store (``key()`` prints it, as ``tacit mpc key`` does), the listening party's key

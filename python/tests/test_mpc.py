@@ -332,3 +332,35 @@ def test_gmw_with_token_triples_between_two_processes(tacit_bin):
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def test_a_waiting_party_releases_the_gil_and_ctrl_c_interrupts_it():
+    import signal
+    import sys
+
+    script = r"""
+import sys, threading, time
+from tacit import mpc, TacitError
+b = mpc.Builder(); x, y = b.input(4), b.input(4); c = b.finish([b.lt(x, y)])
+l = mpc.Listener("127.0.0.1:0", plain_tcp=True)
+ticks = [0]
+def tick():
+    while True:
+        ticks[0] += 1
+        time.sleep(0.01)
+threading.Thread(target=tick, daemon=True).start()
+print("waiting", flush=True)
+try:
+    mpc.run(c, "a", [1], listen=l)
+except KeyboardInterrupt:
+    print("interrupted", ticks[0], flush=True)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "waiting"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    m = re.match(r"interrupted (\d+)", out.strip())
+    assert m, (out, err)
+    # the other thread ran while party a waited (about 100 ticks in a second)
+    assert int(m.group(1)) > 20

@@ -1146,8 +1146,38 @@ fn load(py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<PyCircuit> {
     PyCircuit::from_file(py, p)
 }
 
-/// Runs `circuit` under GMW with a peer process, as `tacit mpc run` does. See the
-/// module's documentation (`help(tacit.mpc.run)`) for the parameters.
+/// Runs `circuit` under two-party GMW with a peer process, as `tacit mpc run` does,
+/// and returns a `RunResult` (both parties learn the outputs).
+///
+/// * `circuit`: a `Circuit`, a Bristol Fashion file's path, or Bristol text; both
+///   parties must run the same circuit (its digest is compared first).
+/// * `party`: `"a"` (listens; supplies input 0 by default; talks to the token) or
+///   `"b"` (connects; supplies the other inputs by default). `owners="abb"` assigns
+///   input values to parties otherwise (both must give the same).
+/// * `inputs`: this party's input values in input order — a list, or one value
+///   alone; each an `int` (wire `k` = bit `k`), a `str` of 0/1 (first character =
+///   first wire), `bytes` (big-endian) or a list of bits.
+/// * `listen=` (party a): an address ("host:port") or a `Listener`; `connect=`
+///   (party b): party a's address.
+/// * The channel: TLS 1.3 with this party's key from its tacit store (`store=`; by
+///   default `$TACIT_STORE` or the user's data directory, as the CLI). Party b pins
+///   party a's key with `pin=` (`Listener.fingerprint`, or `tacit mpc key` on a's
+///   side) or, without it, records the key on first use under `mpc/ADDRESS` and
+///   refuses a different one later. Party a admits the keys given with `pin=` (one or
+///   a list), or any key. `plain_tcp=True` (both sides) runs without encryption or
+///   authentication, for latency measurements only.
+/// * Triples: `triples="ot"` (OT extension between the parties; the default) or
+///   `"token"` — implied by `token=`/`trust_ca=`. Party a gives `token=` (the address
+///   of `tacit mpc token serve`), `token_pin=` (its link key; without it recorded on
+///   first use) and optionally `pool=` (a folder of stored sequences); its store's
+///   `mpc-token-host` key (`token_host_key()`) must be the one the token was paired
+///   with. Party b gives `trust_ca=` (the manufacturer CA key, hex) and
+///   `accept_software_token=True` to accept a software token.
+/// * `timeout=`: seconds for the whole run (connection included); `None` waits. The
+///   GIL is released while the run lasts and Ctrl-C interrupts it.
+///
+/// GMW protects each party's inputs from a peer that follows the protocol
+/// (semi-honest); a deviating peer can change the outputs (`docs/mpc.md`).
 #[pyfunction]
 #[pyo3(signature = (circuit, party, inputs, *, listen=None, connect=None, pin=None, store=None, plain_tcp=false, owners=None, triples=None, token=None, token_pin=None, pool=None, trust_ca=None, accept_software_token=false, timeout=None))]
 #[allow(clippy::too_many_arguments)]
