@@ -759,9 +759,10 @@ impl PyListener {
 /// handshakes of connections that arrive run side by side, each within
 /// [`HANDSHAKE_TIMEOUT`]): a port scan or a key that is not pinned does not end the
 /// wait, as with `tacit mpc run --party a`.
-async fn accept_peer(st: &ListenState) -> Result<(FramedConn, PeerKey), String> {
+/// Why the latest refused connection was refused goes to `refused` (a run that
+/// times out says it).
+async fn accept_peer(st: &ListenState, refused: &Mutex<Option<String>>) -> Result<(FramedConn, PeerKey), String> {
     let mut pending = tokio::task::JoinSet::new();
-    let mut last_refusal = None::<String>;
     loop {
         tokio::select! {
             conn = st.listener.accept() => {
@@ -805,10 +806,13 @@ async fn accept_peer(st: &ListenState) -> Result<(FramedConn, PeerKey), String> 
             Some(done) = pending.join_next(), if !pending.is_empty() => {
                 match done {
                     Ok(Ok(c)) => return Ok(c),
-                    Ok(Err(e)) => last_refusal = Some(e),
+                    Ok(Err(e)) => {
+                        if let Ok(mut r) = refused.lock() {
+                            *r = Some(e);
+                        }
+                    }
                     Err(_) => {}
                 }
-                let _ = &last_refusal;
             }
         }
     }
@@ -1360,11 +1364,15 @@ fn run(
                 .lock()
                 .map_err(|_| err("the listener is broken (a previous run panicked)"))?;
             let ls: &ListenState = &guard;
+            let refused = Mutex::new(None);
             let fut = with_deadline(deadline, async {
-                let (conn, peer) = accept_peer(ls).await?;
+                let (conn, peer) = accept_peer(ls, &refused).await?;
                 Ok((session(&ctx, conn, st, trust).await?, peer))
             });
-            block_on(py, &l.rt, fut)?.map_err(err)?
+            block_on(py, &l.rt, fut)?.map_err(|e| match refused.lock().ok().and_then(|r| r.clone()) {
+                Some(why) if e.starts_with("no result within") => err(format!("{e}; a connection was refused: {why}")),
+                _ => err(e),
+            })?
         }
         Side::Connect(addr) => {
             let rt = runtime()?;
