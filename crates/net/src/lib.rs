@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod channel;
 pub mod greeting;
 pub mod guard;
 pub mod mdns;
