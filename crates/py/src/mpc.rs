@@ -3,7 +3,8 @@
 //! processes, with multiplication triples from OT extension (default) or from a
 //! trusted token served by `tacit mpc token serve`.
 //!
-//! The channel is the CLI's (`tacit mpc run`): TLS 1.3 with each party's
+//! The channel is the project's (`tacit_net::channel`, as `tacit mpc run` opens
+//! it): TLS 1.3 with each party's
 //! self-signed Ed25519 key from its store (purpose `mpc-tls-identity`, the key
 //! `tacit mpc key` prints), the listening party's key pinned by the connecting one
 //! (`pin=`) or recorded on first use under `mpc/ADDRESS`; the listening party admits
@@ -32,7 +33,8 @@ use tacit_mpc::triples::token::TokenTrust;
 use tacit_mpc::triples::token::card::LINK_NAME;
 use tacit_mpc::triples::token::holder::{Pool, TcpTokenLink, TokenHolder, TokenPeer};
 use tacit_mpc::{Party, circuit_digest};
-use tacit_net::tls::{CertificateCheck, SelfSigned};
+use tacit_net::channel::{self, Acceptor, Channel, PeerKey, Trust};
+use tacit_net::tls::SelfSigned;
 use tacit_net::{FramedConn, FramedListener, NetConfig, Protocol};
 use tacit_store::Store;
 
@@ -537,7 +539,7 @@ impl PyBuilder {
 }
 
 // ---------------------------------------------------------------------------------
-// The channel (the CLI's, `tacit mpc run`)
+// The channel: the project's (`tacit_net::channel`), as `tacit mpc run` opens it
 // ---------------------------------------------------------------------------------
 
 /// The store's key for sessions between the parties (as the CLI's).
@@ -546,6 +548,10 @@ const PEER_PURPOSE: &str = "mpc-tls-identity";
 const HOST_PURPOSE: &str = "mpc-token-host";
 /// The TLS server name of a party (certificates are pinned, not named).
 const PEER_TLS_NAME: &str = "tacit-mpc.invalid";
+/// The TLS name of party a's key towards its token (as the CLI's).
+const HOST_TLS_NAME: &str = "tacit-host.invalid";
+/// The prefix of recorded peer keys (`mpc/HOST:PORT`, as the CLI's).
+const PEER_PREFIX: &str = "mpc";
 /// Handshakes a listening party runs at once.
 const HANDSHAKES_AT_ONCE: usize = 16;
 /// How long a listening party waits for one connection's handshake.
@@ -556,6 +562,21 @@ fn now_unix() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+/// An error and its causes on one line (as the CLI prints them).
+fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = c.source();
+    }
+    s
 }
 
 /// The store path as the CLI chooses it: `store`, else `$TACIT_STORE`, else
@@ -576,36 +597,19 @@ fn store_path(store: Option<&Path>) -> Result<PathBuf, String> {
     }
 }
 
-fn open_store(store: Option<&Path>) -> Result<Store, String> {
-    let path = store_path(store)?;
+fn open_store(store: Option<&Path>) -> PyResult<Store> {
+    let path = store_path(store).map_err(err)?;
     if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        std::fs::create_dir_all(d).map_err(|e| err(format!("cannot create {}: {e}", d.display())))?;
     }
-    Store::open(&path).map_err(|e| format!("cannot open store {}: {e}", path.display()))
+    Store::open(&path).map_err(|e| err(format!("cannot open store {}: {e}", path.display())))
 }
 
-/// The store's TLS identity for `purpose`, made and stored on first use, in the
-/// CLI's encoding (so `tacit mpc key` prints the key a Python party uses).
-fn tls_identity(st: &mut Store, purpose: &str, name: &str) -> Result<SelfSigned, String> {
-    if let Some(k) = st.current_key(purpose).map_err(|e| e.to_string())? {
-        let mut r = tacit_wire::Reader::new(&k.secret);
-        let parts = (|| -> tacit_wire::Result<(Vec<u8>, Vec<u8>)> {
-            let cert = r.var_bytes("certificate", 1 << 16)?.to_vec();
-            let key = r.var_bytes("key", 1 << 16)?.to_vec();
-            r.finish()?;
-            Ok((cert, key))
-        })()
-        .map_err(|e| format!("the stored {purpose} key is corrupt: {e}"))?;
-        return SelfSigned::from_parts(&parts.0, &parts.1)
-            .map_err(|e| format!("the stored {purpose} key is corrupt: {e}"));
-    }
-    let id = SelfSigned::generate(name).map_err(|e| e.to_string())?;
-    let mut w = tacit_wire::Writer::new();
-    w.put_var_bytes(id.cert_der());
-    w.put_var_bytes(id.key_pkcs8_der());
-    st.put_key(purpose, 1, &zeroize::Zeroizing::new(w.into_bytes()), now_unix())
-        .map_err(|e| e.to_string())?;
-    Ok(id)
+/// The store's key for `purpose` (made on first use, in the CLI's encoding, so
+/// `tacit mpc key` prints the key a Python party uses).
+fn identity(store: Option<&Path>, purpose: &str, name: &str) -> PyResult<SelfSigned> {
+    let mut st = open_store(store)?;
+    channel::tls_identity(&mut st, purpose, name).map_err(|e| err(one_line(&e)))
 }
 
 /// Parses a fingerprint (64 hex digits; `:` and spaces allowed between them).
@@ -630,37 +634,34 @@ fn pins_of(pin: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<[u8; 32]>> {
     v.iter().map(|s| parse_fingerprint(s, "pin")).collect()
 }
 
-/// A check that accepts a certificate whose key is one of `pins`.
-fn pinned_any(pins: Vec<[u8; 32]>) -> CertificateCheck {
-    Arc::new(move |cert: &[u8]| {
-        let got = tacit_net::tls::spki_fingerprint(cert).map_err(|e| e.to_string())?;
-        let mut hit = 0u8;
-        for p in &pins {
-            hit |= got.iter().zip(p).fold(0u8, |acc, (x, y)| acc | (x ^ y)).eq(&0) as u8;
+/// The channel of one party: TLS with the store's `mpc-tls-identity` key checking
+/// `pins`, or plain TCP when asked for by name.
+fn peer_channel(store: Option<&Path>, pins: &[[u8; 32]], plain_tcp: bool) -> PyResult<Channel> {
+    if plain_tcp {
+        if !pins.is_empty() {
+            return Err(err("pin and plain_tcp=True exclude each other"));
         }
-        if hit == 1 {
-            Ok(())
-        } else {
-            Err(format!(
-                "the peer's key {} is not one of the pinned keys",
-                hex::encode(got)
-            ))
-        }
-    })
+        return Ok(Channel::insecure_plain_tcp(
+            PEER_PREFIX,
+            PEER_TLS_NAME,
+            Protocol::MpcRun,
+        ));
+    }
+    Channel::tls(
+        open_store(store)?,
+        PEER_PURPOSE,
+        pins,
+        PEER_PREFIX,
+        PEER_TLS_NAME,
+        Protocol::MpcRun,
+    )
+    .map_err(|e| err(one_line(&e)))
 }
 
-/// What a connection's peer proved.
-#[derive(Clone)]
-struct PeerKey {
-    fingerprint: Option<[u8; 32]>,
-    how: &'static str,
-}
-
-/// A listening party a: its bound socket, its key and the keys it admits.
+/// A listening party a: its bound socket and the server side of its channel.
 struct ListenState {
     listener: FramedListener,
-    server: Option<Arc<tacit_net::tls::ServerConfig>>,
-    pinned: bool,
+    acceptor: Acceptor,
 }
 
 /// Party a's listening socket, bound now: `address` is where party b connects (the
@@ -682,35 +683,20 @@ fn make_listener(
     pins: Vec<[u8; 32]>,
     plain_tcp: bool,
 ) -> PyResult<PyListener> {
-    if plain_tcp && !pins.is_empty() {
-        return Err(err("pin and plain_tcp=True exclude each other"));
-    }
-    let (server, fingerprint) = if plain_tcp {
-        (None, None)
-    } else {
-        let mut st = open_store(store).map_err(err)?;
-        let id = tls_identity(&mut st, PEER_PURPOSE, PEER_TLS_NAME).map_err(err)?;
-        let check = if pins.is_empty() {
-            tacit_net::tls::any_key()
-        } else {
-            pinned_any(pins.clone())
-        };
-        let cfg = id.server_config_checking_clients(check).map_err(err)?;
-        (Some(cfg), Some(hex::encode(id.fingerprint().map_err(err)?)))
-    };
+    let ch = peer_channel(store, &pins, plain_tcp)?;
+    let acceptor = ch.acceptor().map_err(|e| err(one_line(&e)))?;
+    let fingerprint = ch
+        .fingerprint()
+        .map_err(|e| err(one_line(&e)))?
+        .map(|fp| channel::hex(&fp));
     let rt = runtime()?;
     let cfg = NetConfig::default();
     let listener = block_on(py, &rt, FramedListener::bind(address.to_string(), &cfg))?
-        .map_err(|e| err(format!("listening on {address}: {e}")))?
-        .speaking(Protocol::MpcRun);
+        .map_err(|e| err(format!("listening on {address}: {e}")))?;
     let bound = listener.local_addr().map_err(err)?.to_string();
     Ok(PyListener {
         rt,
-        state: Mutex::new(ListenState {
-            listener,
-            server,
-            pinned: !pins.is_empty(),
-        }),
+        state: Mutex::new(ListenState { listener, acceptor }),
         address: bound,
         fingerprint,
     })
@@ -758,9 +744,8 @@ impl PyListener {
 /// Accepts connections until one completes its handshake with an admitted key (the
 /// handshakes of connections that arrive run side by side, each within
 /// [`HANDSHAKE_TIMEOUT`]): a port scan or a key that is not pinned does not end the
-/// wait, as with `tacit mpc run --party a`.
-/// Why the latest refused connection was refused goes to `refused` (a run that
-/// times out says it).
+/// wait, as with `tacit mpc run --party a`. Why the latest refused connection was
+/// refused goes to `refused` (a run that times out says it).
 async fn accept_peer(st: &ListenState, refused: &Mutex<Option<String>>) -> Result<(FramedConn, PeerKey), String> {
     let mut pending = tokio::task::JoinSet::new();
     loop {
@@ -773,32 +758,10 @@ async fn accept_peer(st: &ListenState, refused: &Mutex<Option<String>>) -> Resul
                 if pending.len() >= HANDSHAKES_AT_ONCE {
                     continue;
                 }
-                let server = st.server.clone();
-                let pinned = st.pinned;
+                let acceptor = st.acceptor.clone();
                 pending.spawn(async move {
-                    let r = tokio::time::timeout(HANDSHAKE_TIMEOUT, async move {
-                        let mut conn = conn.speaking(Protocol::MpcRun);
-                        match server {
-                            None => {
-                                conn.greet().await.map_err(|e| e.to_string())?;
-                                Ok((conn, PeerKey { fingerprint: None, how: "plain" }))
-                            }
-                            Some(cfg) => {
-                                let conn = conn.accept_tls(cfg).await.map_err(|e| {
-                                    format!("TLS handshake with the peer (a peer that runs with plain TCP is refused): {e}")
-                                })?;
-                                let fp = match conn.peer_certificate() {
-                                    Some(c) => tacit_net::tls::spki_fingerprint(c).map_err(|e| e.to_string())?,
-                                    None => return Err("the peer presented no key".to_string()),
-                                };
-                                let how = if pinned { "pinned" } else { "any key admitted" };
-                                Ok((conn, PeerKey { fingerprint: Some(fp), how }))
-                            }
-                        }
-                    })
-                    .await;
-                    match r {
-                        Ok(r) => r,
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(conn)).await {
+                        Ok(r) => r.map_err(|e| one_line(&e)),
                         Err(_) => Err(format!("no handshake within {} s", HANDSHAKE_TIMEOUT.as_secs())),
                     }
                 });
@@ -818,90 +781,26 @@ async fn accept_peer(st: &ListenState, refused: &Mutex<Option<String>>) -> Resul
     }
 }
 
-/// Party b's connection: TLS with this store's key, party a's key pinned or
-/// recorded on first use under `mpc/ADDRESS`; plain TCP when asked.
-async fn connect_peer(
-    addr: &str,
-    identity: Option<&SelfSigned>,
-    pin: Option<[u8; 32]>,
-    store: Option<&mut Store>,
-) -> Result<(FramedConn, PeerKey), String> {
-    let cfg = NetConfig::default().speaking(Protocol::MpcRun);
-    let Some(id) = identity else {
-        let conn = FramedConn::connect(addr.to_string(), &cfg)
-            .await
-            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-        return Ok((
-            conn,
-            PeerKey {
-                fingerprint: None,
-                how: "plain",
-            },
-        ));
-    };
-    let name = format!("mpc/{addr}");
-    let recorded = match (&pin, &store) {
-        (None, Some(st)) => st.known_peer(&name).map_err(|e| e.to_string())?,
-        _ => None,
-    };
-    let check = match (pin, recorded) {
-        (Some(p), _) | (None, Some(p)) => tacit_net::tls::pinned(p),
-        (None, None) => tacit_net::tls::any_key(),
-    };
-    let client = id.client_config_checking_server(check).map_err(|e| e.to_string())?;
-    let conn = FramedConn::connect_tls(addr.to_string(), &cfg, client, PEER_TLS_NAME)
-        .await
-        .map_err(|e| match e {
-            e @ tacit_net::Error::Greeting(_) => e.to_string(),
-            e => format!(
-                "cannot connect to {addr} over TLS: {e} (a peer that runs with plain TCP needs plain_tcp=True here too)"
-            ),
-        })?;
-    let fp = match conn.peer_certificate() {
-        Some(c) => tacit_net::tls::spki_fingerprint(c).map_err(|e| e.to_string())?,
-        None => return Err("the peer presented no key".into()),
-    };
-    let how = if pin.is_some() {
-        "pinned"
-    } else if recorded.is_some() {
-        "as recorded before"
-    } else {
-        if let Some(st) = store {
-            st.remember_peer(&name, &fp, now_unix()).map_err(|e| e.to_string())?;
-        }
-        "recorded on first use"
-    };
-    Ok((
-        conn,
-        PeerKey {
-            fingerprint: Some(fp),
-            how,
-        },
-    ))
-}
-
 /// Party a's link to its token at `addr`: TLS with the store's `mpc-token-host` key
 /// (the one the token is paired with), the token's link key pinned or recorded on
 /// first use under `mpc-token/ADDRESS`, as `tacit mpc run --triples token` does.
 async fn connect_token(
     addr: &str,
     token_pin: Option<[u8; 32]>,
-    store: &mut Store,
+    store: Store,
     identity: &SelfSigned,
     pool: Option<&Path>,
 ) -> Result<TokenHolder<TcpTokenLink>, String> {
-    let name = format!("mpc-token/{addr}");
-    let recorded = match token_pin {
-        Some(_) => None,
-        None => store.known_peer(&name).map_err(|e| e.to_string())?,
+    let mut trust = match token_pin {
+        Some(p) => Trust::Pinned(p),
+        None => Trust::FirstUse {
+            store,
+            name: format!("mpc-token/{addr}"),
+        },
     };
-    let check = match (token_pin, recorded) {
-        (Some(p), _) | (None, Some(p)) => tacit_net::tls::pinned(p),
-        (None, None) => tacit_net::tls::any_key(),
-    };
-    let client = identity
-        .client_config_checking_server(check)
-        .map_err(|e| e.to_string())?;
+    let client = channel::client_config(&trust, Some(identity))
+        .map_err(|e| one_line(&e))?
+        .ok_or_else(|| "the token link runs over TLS".to_string())?;
     let net = NetConfig::default().speaking(Protocol::MpcToken);
     let conn = FramedConn::connect_tls(addr.to_string(), &net, client, LINK_NAME)
         .await
@@ -910,13 +809,7 @@ async fn connect_token(
                 "connecting to the token at {addr}: {e} (is this store's key the one the token was paired with? `tacit mpc token host-key`)"
             )
         })?;
-    if token_pin.is_none()
-        && recorded.is_none()
-        && let Some(c) = conn.peer_certificate()
-    {
-        let fp = tacit_net::tls::spki_fingerprint(c).map_err(|e| e.to_string())?;
-        store.remember_peer(&name, &fp, now_unix()).map_err(|e| e.to_string())?;
-    }
+    trust.record(conn.peer_certificate()).map_err(|e| one_line(&e))?;
     let pool = match pool {
         Some(p) => Pool::open(p).map_err(|e| e.to_string())?,
         None => Pool::in_memory(),
@@ -1090,8 +983,7 @@ async fn session(
     let mut src = match (ctx.kind, ctx.party) {
         ("ot", _) => Source::Ot(OtSource::new(SecureRng::from_os())),
         (_, Party::A) => {
-            let (Some(addr), Some(s), Some(id)) = (ctx.token.as_deref(), st.as_mut(), ctx.host_identity.as_ref())
-            else {
+            let (Some(addr), Some(s), Some(id)) = (ctx.token.as_deref(), st.take(), ctx.host_identity.as_ref()) else {
                 return Err("the token link needs token= and the store's host key".into());
             };
             let mut h = connect_token(addr, ctx.token_pin, s, id, ctx.pool.as_deref()).await?;
@@ -1324,21 +1216,18 @@ fn run(
     }
 
     // Stores and keys (before the GIL is released: all of it is quick and local).
-    let need_store = (party == Party::B && !plain_tcp) || (kind == "token" && party == Party::A);
-    let mut st = if need_store {
-        Some(open_store(store.as_deref()).map_err(err)?)
+    // Party b's channel (TLS with its store's key, or plain TCP when asked); party a's
+    // store when it talks to a token (its link key, first-use records).
+    let mut peer_ch = match party {
+        Party::B => Some(peer_channel(store.as_deref(), &pins, plain_tcp)?),
+        Party::A => None,
+    };
+    let (st, host_identity) = if kind == "token" && party == Party::A {
+        let mut st = open_store(store.as_deref())?;
+        let id = channel::tls_identity(&mut st, HOST_PURPOSE, HOST_TLS_NAME).map_err(|e| err(one_line(&e)))?;
+        (Some(st), Some(id))
     } else {
-        None
-    };
-    let peer_identity = match (&mut st, party) {
-        (Some(s), Party::B) if !plain_tcp => Some(tls_identity(s, PEER_PURPOSE, PEER_TLS_NAME).map_err(err)?),
-        _ => None,
-    };
-    let host_identity = match (&mut st, party) {
-        (Some(s), Party::A) if kind == "token" => {
-            Some(tls_identity(s, HOST_PURPOSE, "tacit-host.invalid").map_err(err)?)
-        }
-        _ => None,
+        (None, None)
     };
 
     let lc = py.detach(|| LayeredCircuit::new((*c).clone()));
@@ -1376,9 +1265,12 @@ fn run(
         }
         Side::Connect(addr) => {
             let rt = runtime()?;
-            let pin0 = pins.first().copied();
+            let ch = peer_ch.as_mut().ok_or_else(|| err("party b has no channel"))?;
             let fut = with_deadline(deadline, async {
-                let (conn, peer) = connect_peer(&addr, peer_identity.as_ref(), pin0, st.as_mut()).await?;
+                let (conn, peer) = ch
+                    .connect(&addr, &NetConfig::default())
+                    .await
+                    .map_err(|e| one_line(&e))?;
                 Ok((session(&ctx, conn, st, trust).await?, peer))
             });
             block_on(py, &rt, fut)?.map_err(err)?
@@ -1403,9 +1295,8 @@ fn run(
 #[pyfunction]
 #[pyo3(signature = (store=None))]
 fn key(store: Option<PathBuf>) -> PyResult<String> {
-    let mut st = open_store(store.as_deref()).map_err(err)?;
-    let id = tls_identity(&mut st, PEER_PURPOSE, PEER_TLS_NAME).map_err(err)?;
-    Ok(hex::encode(id.fingerprint().map_err(err)?))
+    let id = identity(store.as_deref(), PEER_PURPOSE, PEER_TLS_NAME)?;
+    Ok(channel::hex(&id.fingerprint().map_err(err)?))
 }
 
 /// This store's token link key (hex), as `tacit mpc token host-key` prints it: a
@@ -1413,9 +1304,8 @@ fn key(store: Option<PathBuf>) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (store=None))]
 fn token_host_key(store: Option<PathBuf>) -> PyResult<String> {
-    let mut st = open_store(store.as_deref()).map_err(err)?;
-    let id = tls_identity(&mut st, HOST_PURPOSE, "tacit-host.invalid").map_err(err)?;
-    Ok(hex::encode(id.fingerprint().map_err(err)?))
+    let id = identity(store.as_deref(), HOST_PURPOSE, HOST_TLS_NAME)?;
+    Ok(channel::hex(&id.fingerprint().map_err(err)?))
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
