@@ -3,12 +3,12 @@
 //! processes, with multiplication triples from OT extension (default) or from a
 //! trusted token served by `tacit mpc token serve`.
 //!
-//! The channel is the project's (`tacit_net::channel`, as `tacit mpc run` opens
-//! it): TLS 1.3 with each party's
-//! self-signed Ed25519 key from its store (purpose `mpc-tls-identity`, the key
-//! `tacit mpc key` prints), the listening party's key pinned by the connecting one
-//! (`pin=`) or recorded on first use under `mpc/ADDRESS`; the listening party admits
-//! the keys given with `pin=`, or any key. Plain TCP only with `plain_tcp=True`.
+//! The channel is the project's (`tacit_net::channel`, opened as `tacit mpc run`
+//! opens it): TLS 1.3 with each party's self-signed Ed25519 key from its store
+//! (purpose `mpc-tls-identity`, the key `tacit mpc key` prints), the listening
+//! party's key pinned by the connecting one (`pin=`) or recorded on first use under
+//! `mpc/ADDRESS`; the listening party admits the keys given with `pin=`, or any key.
+//! Plain TCP only with `plain_tcp=True`.
 
 use crate::blocking::{block_on, runtime};
 use crate::err;
