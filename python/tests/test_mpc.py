@@ -364,3 +364,25 @@ except KeyboardInterrupt:
     assert m, (out, err)
     # the other thread ran while party a waited (about 100 ticks in a second)
     assert int(m.group(1)) > 20
+
+
+def test_a_listener_runs_one_session_at_a_time():
+    import threading
+
+    c = comparison_circuit()
+    l = mpc.Listener("127.0.0.1:0", plain_tcp=True)
+    got = []
+
+    def first():
+        try:
+            mpc.run(c, "a", [1], listen=l, timeout=3)
+        except TacitError as e:
+            got.append(str(e))
+
+    t = threading.Thread(target=first)
+    t.start()
+    time.sleep(0.5)
+    with pytest.raises(TacitError, match="running another session"):
+        mpc.run(c, "a", [1], listen=l, timeout=3)
+    t.join(10)
+    assert got and "no result within 3" in got[0]

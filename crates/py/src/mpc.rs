@@ -1248,10 +1248,14 @@ fn run(
     let (report, peer) = match side {
         Side::Listen(l) => {
             let l = l.get();
-            let guard = l
-                .state
-                .lock()
-                .map_err(|_| err("the listener is broken (a previous run panicked)"))?;
+            // Not `lock`: a second thread waiting here with the GIL would keep the
+            // first from ever taking it back (its signal checks).
+            let guard = l.state.try_lock().map_err(|e| match e {
+                std::sync::TryLockError::WouldBlock => {
+                    err("this Listener is running another session; it runs one at a time")
+                }
+                std::sync::TryLockError::Poisoned(_) => err("the listener is broken (a previous run panicked)"),
+            })?;
             let ls: &ListenState = &guard;
             let refused = Mutex::new(None);
             let fut = with_deadline(deadline, async {
