@@ -71,6 +71,7 @@
 pub mod backends;
 pub mod bn;
 pub mod element;
+pub mod endpoint;
 mod error;
 pub mod facproof;
 pub mod fnp;
@@ -80,6 +81,8 @@ pub mod net;
 pub mod paillier;
 pub mod phe;
 pub mod poly;
+pub mod psi;
+pub mod reconcile;
 pub mod schedule;
 pub mod service;
 #[cfg(feature = "testing")]
