@@ -168,9 +168,11 @@ async fn a_peer_key_under_the_floor_is_refused_by_the_library_server() {
         .unwrap_err();
     assert!(e.to_string().starts_with(&format!("reconciliation with {addr}")), "{e}");
     h.await.unwrap().unwrap();
-    let log = log.lock().unwrap();
-    assert_eq!(log.len(), 2);
-    assert!(log.iter().all(|(_, r)| r.is_err()), "{log:?}");
+    {
+        let log = log.lock().unwrap();
+        assert_eq!(log.len(), 2);
+        assert!(log.iter().all(|(_, r)| r.is_err()), "{log:?}");
+    }
     // and below the protocol's floor only by the explicitly named opt-in
     let e = reconcile::serve(store(), p, &BOB)
         .min_key_bits(MIN_PEER_KEY_BITS / 2)
