@@ -20,11 +20,21 @@
 // Only `ibe::lines` (the wiped Miller-loop lines of a secret key) calls into blst.
 #![deny(unsafe_code)]
 
+pub mod advertiser;
+pub mod authority;
 pub mod blessing;
+pub mod browser;
 pub mod carrier;
+mod error;
 pub mod handshake;
 pub mod ibe;
 pub mod key_request;
 pub mod prefix;
 pub mod root_service;
 pub mod service;
+pub mod stored;
+
+pub use advertiser::{Advertiser, AdvertiserBuilder, AdvertiserEvent};
+pub use authority::{Authority, AuthorityBuilder, AuthorityEvent};
+pub use browser::{BrowseEvent, Browsed, Browser, BrowserBuilder, Visible};
+pub use error::Error;
