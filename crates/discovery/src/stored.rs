@@ -5,7 +5,9 @@
 //! serves.
 
 use crate::Error;
-use crate::blessing::{self, Applied, SignedRevocationList, TrustedRoot, TrustedRoots};
+use crate::blessing::{
+    self, Applied, Blessing, CertificateId, Principal, SignedRevocationList, TrustedRoot, TrustedRoots,
+};
 use tacit_store::Store;
 
 /// The prefix of every discovery issuer name in the store.
@@ -45,6 +47,45 @@ pub fn adopt(st: &mut Store, roots: &TrustedRoots, list: &SignedRevocationList) 
     let l = list.unverified();
     st.put_revocation_list(&issuer(l.root()), l.sequence(), l.next_update(), &list.to_file_bytes())?;
     Ok(applied)
+}
+
+/// Keeps `list` in `st` under its root's [`issuer`] name, unverified (a service
+/// checks it against the roots it trusts when it reads it); `false` when the store
+/// already holds a newer list of that root, which it keeps.
+pub fn keep(st: &mut Store, list: &SignedRevocationList) -> Result<bool, Error> {
+    let l = list.unverified();
+    Ok(st.put_revocation_list(&issuer(l.root()), l.sequence(), l.next_update(), &list.to_file_bytes())?)
+}
+
+/// The naming root `root` (a blessing `principal` holds) signs its next revocation
+/// list: the one kept in `st` (if any) with `id` added, the next sequence number,
+/// issued at `now` and due again at `next_update`. Returns the list and whether `id`
+/// was revoked already. Nothing is stored: [`adopt`] it.
+pub fn next_revocation_list(
+    st: &Store,
+    principal: &Principal,
+    root: &Blessing,
+    id: CertificateId,
+    now: u64,
+    next_update: u64,
+) -> Result<(SignedRevocationList, bool), Error> {
+    let current = match st.revocation_list(&issuer(&TrustedRoot::of(root)))? {
+        Some(s) => Some(SignedRevocationList::from_file_bytes(&s.list)?),
+        None => None,
+    };
+    let (sequence, mut ids): (u64, Vec<CertificateId>) = match &current {
+        Some(c) => (
+            c.unverified().sequence() + 1,
+            c.unverified().revoked().copied().collect(),
+        ),
+        None => (1, vec![]),
+    };
+    let already = ids.contains(&id);
+    ids.push(id);
+    Ok((
+        principal.sign_revocations(root, sequence, now, next_update, ids)?,
+        already,
+    ))
 }
 
 /// Opens the store at `path` (for the reloads of a running service).

@@ -24,7 +24,7 @@ use tacit_discovery::ibe::{MasterPublicKey, MasterSecretKey};
 use tacit_discovery::prefix::{Prefix, PrefixAuthority, PrefixKey};
 use tacit_discovery::root_service::{self, RootEvent};
 use tacit_discovery::service::{self, ServerEvent};
-use tacit_discovery::stored::{adopt, issuer};
+use tacit_discovery::stored::{adopt, keep, next_revocation_list};
 use tacit_discovery::{Advertiser, AdvertiserEvent, Authority, BrowseEvent, Browser};
 use tacit_net::NetConfig;
 use tacit_store::Store;
@@ -867,28 +867,12 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
                     b.id()
                 }
             };
-            let issuer_name = issuer(&me);
-            let current = match h.st.revocation_list(&issuer_name)? {
-                Some(s) => Some(SignedRevocationList::from_file_bytes(&s.list)?),
-                None => None,
-            };
-            let (sequence, mut ids): (u64, Vec<CertificateId>) = match &current {
-                Some(c) => (
-                    c.unverified().sequence() + 1,
-                    c.unverified().revoked().copied().collect(),
-                ),
-                None => (1, vec![]),
-            };
-            let already = ids.contains(&id);
-            ids.push(id);
             let t = now();
-            let list = p.sign_revocations(&root_b, sequence, t, t + days * DAY, ids)?;
+            let (list, already) = next_revocation_list(&h.st, &p, &root_b, id, t, t + days * DAY)?;
             let roots = h.roots()?;
             adopt(&mut h.st, &roots, &list)?;
             if let Some(d) = &dir {
-                let mut rs = open_root_store(d)?;
-                let l = list.unverified();
-                rs.put_revocation_list(&issuer_name, l.sequence(), l.next_update(), &list.to_file_bytes())?;
+                keep(&mut open_root_store(d)?, &list)?;
             }
             if let Some(o) = &out {
                 write_file(o, &list.to_file_bytes(), false)?;
@@ -914,9 +898,7 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
         RootCommand::ImportRevocations { file, dir } => {
             let l = SignedRevocationList::from_file_bytes(&read(&file, "revocation list")?)?;
             let u = l.unverified();
-            let mut rs = open_root_store(&dir)?;
-            let stored =
-                rs.put_revocation_list(&issuer(u.root()), u.sequence(), u.next_update(), &l.to_file_bytes())?;
+            let stored = keep(&mut open_root_store(&dir)?, &l)?;
             println!(
                 "{} revocation list {} of root {} in {} (checked against the --trust roots when served)",
                 if stored { "stored" } else { "kept the newer" },
