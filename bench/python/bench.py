@@ -172,8 +172,9 @@ def main():
     import gmpy2 as g
 
     x, y, n2 = pe[0].ciphertext(False), pe[1].ciphertext(False), ppub.nsquare
-    floor_plain, floor_mont = paillier._native_floor_mulmod(x, y, n2, 2000)
+    floor_plain, floor_mont, floor_ifma = paillier._native_floor_mulmod(x, y, n2, 2000)
     floor_openssl, floor_mont = floor_plain / 2000 * 1e3, floor_mont / 2000 * 1e3
+    floor_ifma = floor_ifma / 2000 * 1e3 if floor_ifma is not None else None
     gx, gy, gn2 = g.mpz(x), g.mpz(y), g.mpz(n2)
     t = time.perf_counter()
     for _ in range(2000):
@@ -192,7 +193,8 @@ def main():
         "decrypt_speedup": p["phe_decrypt"] / p["tacit_decrypt"],
         "decrypt_one_core_speedup": p["phe_decrypt"] / p["tacit_decrypt_one_by_one"],
         "mulmod_floor_ms": {"openssl_one_core": floor_openssl, "openssl_montgomery_one_core": floor_mont,
-                            "gmpy2_one_core": floor_gmp},
+                            "avx512_ifma_montgomery_one_core": floor_ifma, "gmpy2_one_core": floor_gmp},
+        "montgomery_product": paillier._mform_kind(pub),
         "load_average": load, "scheduler": sched(),
     }
     print()
@@ -205,8 +207,10 @@ def main():
         print(f"  {op:<8} phe+gmpy2 {p['phe_' + op]:9.4f}   tacit {p['tacit_' + op]:9.4f}")
     print(f"  add with the + operator, tacit            {p['tacit_add_operator']:9.4f}")
     print(f"  decrypt one by one, tacit (one core)      {p['tacit_decrypt_one_by_one']:9.4f}")
+    ifma = f"{floor_ifma:.4f}" if floor_ifma is not None else "n/a (no IFMA)"
     print(f"  floor of add: a*b mod n^2, one core       OpenSSL BN_mod_mul {floor_openssl:.4f}, "
-          f"OpenSSL Montgomery {floor_mont:.4f}, gmpy2 {floor_gmp:.4f}")
+          f"OpenSSL Montgomery {floor_mont:.4f}, AVX-512 IFMA Montgomery {ifma}, gmpy2 {floor_gmp:.4f}")
+    print(f"  tacit's additions use                     {paillier._mform_kind(pub)}")
     print(f"  load average during the run               {min(load):.2f} .. {max(load):.2f} (2-core machine: {os.cpu_count()} cores)")
     print()
     print(f"ratio psi_vs_openmined    {res['psi_vs_openmined']:.3f}x   (goal <= 0.5)")

@@ -31,6 +31,7 @@ add_many = _p.add_many
 mul_many = _p.mul_many
 sum_encrypted = _p.sum_encrypted
 _native_floor_mulmod = _p._floor_mulmod  # bench/python only
+_mform_kind = _p._mform_kind  # which Montgomery product a key uses: "avx512-ifma" or "openssl"
 
 DEFAULT_KEYSIZE = 3072
 

@@ -222,6 +222,42 @@ def test_raw_ciphertexts_are_textbook_paillier(keys):
     assert [priv.decrypt(x) for x in enc] == xs == priv.decrypt_many([pub.encrypt(x) for x in xs])
 
 
+BOTH_PRODUCTS = r"""
+import json, random, sys
+from tacit import paillier
+d = json.loads(sys.stdin.read())
+n = d["n"]; n2 = n * n
+pub = paillier.PaillierPublicKey(n)
+out = {"kind": paillier._mform_kind(pub), "ok": True}
+rng = random.Random(d["seed"])
+for _ in range(20):
+    ca, cb, k = rng.randrange(1, n2), rng.randrange(1, n2), rng.randrange(2, 2**64)
+    a, b = paillier.EncryptedNumber(pub, ca), paillier.EncryptedNumber(pub, cb)
+    out["ok"] &= (a + b).ciphertext(be_secure=False) == ca * cb % n2
+    out["ok"] &= paillier.sum_encrypted([a, b, b]).ciphertext(be_secure=False) == ca * cb * cb % n2
+    out["ok"] &= (a * k).ciphertext(be_secure=False) == pow(ca, k, n2)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("bits", [512, 1024, 2048, 3072])
+def test_both_montgomery_products_match_python(bits, keys):
+    """The AVX-512 IFMA product (where the CPU has it) and OpenSSL's
+    (TACIT_NO_IFMA=1) against Python's arithmetic mod n², on random units of keys of
+    several sizes (each size is another number of 52-bit limbs)."""
+    import os
+
+    n = keys[0].n if bits == BITS else paillier.generate_paillier_keypair(n_length=bits)[0].n
+    kinds = set()
+    for env in [{}, {"TACIT_NO_IFMA": "1"}]:
+        out = subprocess.run([sys.executable, "-c", BOTH_PRODUCTS], input=json.dumps({"n": n, "seed": bits}),
+                             capture_output=True, text=True, check=True, env={**os.environ, **env})
+        res = json.loads(out.stdout)
+        assert res["ok"], res
+        kinds.add(res["kind"])
+    assert "openssl" in kinds
+
+
 def test_non_units_are_refused(keys):
     """A ciphertext sharing a factor with n is not in Z*_{n²}: refused on the way in
     (and a party holding one already knows the factorisation)."""

@@ -15,6 +15,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+mod ifma;
 mod mont;
 pub mod paillier;
 pub mod psi;

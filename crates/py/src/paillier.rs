@@ -23,7 +23,7 @@
 //! The `*_many` functions take lists, release the GIL and run on all cores (rayon).
 
 use crate::err;
-use crate::mont::Mont;
+use crate::mont::{MNum, Mont, NSquare};
 use num_bigint::{BigInt, Sign};
 use openssl::bn::{BigNum, BigNumRef};
 use pyo3::exceptions::{PyNotImplementedError, PyOverflowError, PyTypeError, PyValueError};
@@ -205,13 +205,13 @@ impl Crt {
 /// exponentiation that costs a thousand).
 pub(crate) struct KeyCore {
     pk: PublicKey,
-    mont: Mont,
+    mont: NSquare,
     crt: Option<Crt>,
 }
 
 impl KeyCore {
     fn new(pk: PublicKey, crt: Option<Crt>) -> tacit_pros::Result<Self> {
-        let mont = Mont::new(pk.n_squared(), false)?;
+        let mont = NSquare::new(pk.n_squared())?;
         Ok(KeyCore { pk, mont, crt })
     }
 
@@ -228,13 +228,13 @@ impl KeyCore {
     }
 
     /// `E(m)` in mform for a residue `m ∈ [0, n)`, with an `rⁿ` from [`KeyCore::rn`].
-    fn encrypt_residue(&self, m: &BigNumRef, rng: &mut impl CryptoRngCore) -> tacit_pros::Result<Nat> {
+    fn encrypt_residue(&self, m: &BigNumRef, rng: &mut impl CryptoRngCore) -> tacit_pros::Result<MNum> {
         let rn = self.rn(rng)?;
         self.encrypt_with_rn(m, &rn)
     }
 
     /// `g^m·rⁿ` in mform for a residue `m ∈ [0, n)` and `rⁿ` in plain form.
-    fn encrypt_with_rn(&self, m: &BigNumRef, rn: &BigNumRef) -> tacit_pros::Result<Nat> {
+    fn encrypt_with_rn(&self, m: &BigNumRef, rn: &BigNumRef) -> tacit_pros::Result<MNum> {
         if m.is_negative() || m.ucmp(self.pk.n()).is_ge() {
             return Err(tacit_pros::Error::PlaintextRange(
                 "a raw plaintext must lie in [0, n)".into(),
@@ -242,16 +242,16 @@ impl KeyCore {
         }
         // (g^m·R)·(rⁿ·R)·R⁻¹ = g^m·rⁿ·R
         self.mont
-            .mul(&*self.mont.enter(&*self.pk.g_pow(m)?)?, &*self.mont.enter(rn)?)
+            .mul(&self.mont.enter(&*self.pk.g_pow(m)?)?, &self.mont.enter(rn)?)
     }
 
     /// A plain-form residue mod `n²` in mform.
-    fn mform(&self, c: &BigNumRef) -> tacit_pros::Result<Nat> {
+    fn mform(&self, c: &BigNumRef) -> tacit_pros::Result<MNum> {
         self.mont.enter(c)
     }
 
     /// An mform residue in plain form.
-    fn plain(&self, c: &BigNumRef) -> tacit_pros::Result<Nat> {
+    fn plain(&self, c: &MNum) -> tacit_pros::Result<Nat> {
         self.mont.leave(c)
     }
 
@@ -279,7 +279,7 @@ impl KeyCore {
     /// a `k` that encodes a negative number (`k ≥ n − max_int`) as `(c⁻¹)^{n−k}`, so
     /// that small negative scalars cost a short exponentiation. Constant-time in `k`'s
     /// bits.
-    fn raw_mul(&self, cm: &BigNumRef, k: &BigNumRef) -> tacit_pros::Result<Nat> {
+    fn raw_mul(&self, cm: &MNum, k: &BigNumRef) -> tacit_pros::Result<MNum> {
         let n = self.pk.n();
         let c = self.plain(cm)?;
         let neg_bound = bn::sub(n, self.pk.max_int())?;
@@ -299,7 +299,7 @@ impl KeyCore {
 
     /// The same number with its exponent lowered by `d`: `c^(16^d) mod n²` (mform in
     /// and out; `d` is public, so variable time).
-    fn scale(&self, cm: &BigNumRef, d: u64) -> tacit_pros::Result<Nat> {
+    fn scale(&self, cm: &MNum, d: u64) -> tacit_pros::Result<MNum> {
         // phe multiplies by the encoding of 16^d, which must be a plaintext (≤ max_int)
         if 4 * d + 2 >= self.pk.bits() as u64 {
             return Err(tacit_pros::Error::Invalid(format!(
@@ -312,19 +312,19 @@ impl KeyCore {
     }
 
     /// `E(a + b)`: one Montgomery product of two mform ciphertexts.
-    fn add_raw(&self, a: &BigNumRef, b: &BigNumRef) -> tacit_pros::Result<Nat> {
+    fn add_raw(&self, a: &MNum, b: &MNum) -> tacit_pros::Result<MNum> {
         self.mont.mul(a, b)
     }
 
     /// `E(−a)`: the inverse mod `n²` (mform in and out).
-    fn negate(&self, cm: &BigNumRef) -> tacit_pros::Result<Nat> {
+    fn negate(&self, cm: &MNum) -> tacit_pros::Result<MNum> {
         self.mform(&*bn::inv_mod(&*self.plain(cm)?, self.n2())?)
     }
 
     /// `c·rⁿ` for a fresh `rⁿ` (mform in and out).
-    fn rerandomise(&self, cm: &BigNumRef) -> tacit_pros::Result<Nat> {
+    fn rerandomise(&self, cm: &MNum) -> tacit_pros::Result<MNum> {
         let rn = self.rn(&mut rng())?;
-        self.mont.mul(cm, &*self.mform(&rn)?)
+        self.mont.mul(cm, &self.mform(&rn)?)
     }
 }
 
@@ -506,14 +506,14 @@ fn same_key(a: &KeyCore, b: &KeyCore) -> bool {
 }
 
 /// A ciphertext (mform) from arithmetic (not re-randomised, as in phe).
-fn new_encrypted(py: Python<'_>, key: &Py<PyPublicKey>, c: Nat, exponent: i64) -> PyResult<Py<PyEncryptedNumber>> {
+fn new_encrypted(py: Python<'_>, key: &Py<PyPublicKey>, c: MNum, exponent: i64) -> PyResult<Py<PyEncryptedNumber>> {
     new_encrypted_obf(py, key, c, exponent, false)
 }
 
 fn new_encrypted_obf(
     py: Python<'_>,
     key: &Py<PyPublicKey>,
-    c: Nat,
+    c: MNum,
     exponent: i64,
     obfuscated: bool,
 ) -> PyResult<Py<PyEncryptedNumber>> {
@@ -653,7 +653,7 @@ impl PyPublicKey {
             .map(|v| encode(&core, v, precision, None))
             .collect::<PyResult<_>>()?;
         let seeds = seeds(&mut rng(), encoded.len());
-        let cs: Vec<Nat> = py
+        let cs: Vec<MNum> = py
             .detach(|| {
                 encoded
                     .par_iter()
@@ -686,7 +686,7 @@ impl PyPublicKey {
 }
 
 /// `E(m)` in mform, with `r_value` as `r` if given.
-fn encrypt_one(py: Python<'_>, core: &Arc<KeyCore>, m: Nat, r_value: Option<BigInt>) -> PyResult<Nat> {
+fn encrypt_one(py: Python<'_>, core: &Arc<KeyCore>, m: Nat, r_value: Option<BigInt>) -> PyResult<MNum> {
     match r_value {
         Some(r) => {
             let r = bn_from_bigint(&r)?;
@@ -746,7 +746,7 @@ impl PyPrivateKey {
     }
 
     /// The residue of an `EncryptedNumber`'s ciphertext (mform).
-    fn decrypt_residue(&self, cm: &BigNumRef) -> tacit_pros::Result<Nat> {
+    fn decrypt_residue(&self, cm: &MNum) -> tacit_pros::Result<Nat> {
         let c = self.public_key.get().core.plain(cm)?;
         self.crt()?.decrypt(&c)
     }
@@ -993,7 +993,7 @@ pub struct PyEncryptedNumber {
     public_key: Py<PyPublicKey>,
     /// The ciphertext in Montgomery form (`c·R mod n²`, [`KeyCore`]), shared with the
     /// batch functions' worker threads without a copy.
-    c: Arc<Nat>,
+    c: Arc<MNum>,
     /// The base-16 exponent: the value is `mantissa · 16^exponent`.
     #[pyo3(get, set)]
     exponent: i64,
@@ -1005,7 +1005,7 @@ pub struct PyEncryptedNumber {
 /// What the right-hand side of an operation is.
 enum Operand {
     /// An encrypted number's mform ciphertext.
-    Encrypted(Arc<Nat>, i64, Py<PyPublicKey>),
+    Encrypted(Arc<MNum>, i64, Py<PyPublicKey>),
     /// An encoding's residue.
     Encoded(Nat, i64, Py<PyPublicKey>),
     Scalar,
@@ -1032,7 +1032,7 @@ fn operand(other: &Bound<'_, PyAny>) -> PyResult<Operand> {
 }
 
 /// `a + b` for ciphertexts with exponents, aligned to the smaller exponent.
-fn add_aligned(core: &KeyCore, a: (&BigNumRef, i64), b: (&BigNumRef, i64)) -> tacit_pros::Result<(Nat, i64)> {
+fn add_aligned(core: &KeyCore, a: (&MNum, i64), b: (&MNum, i64)) -> tacit_pros::Result<(MNum, i64)> {
     let (ca, ea) = a;
     let (cb, eb) = b;
     if ea > eb {
@@ -1274,7 +1274,7 @@ fn generate_paillier_keypair(
 /// The right-hand side of an addition in [`add_many`].
 enum Rhs {
     /// An mform ciphertext.
-    Encrypted(Arc<Nat>),
+    Encrypted(Arc<MNum>),
     /// A plaintext residue.
     Plain(Nat),
 }
@@ -1324,7 +1324,7 @@ fn add_many(
         PyEncryptedNumber::check_exponent_gap(x.exponent, rhs.1)?;
         jobs.push((x.c.clone(), x.exponent, rhs));
     }
-    let out: Vec<(Nat, i64)> = py
+    let out: Vec<(MNum, i64)> = py
         .detach(|| {
             jobs.par_iter()
                 .map(|(ca, ea, (y, eb))| match y {
@@ -1374,7 +1374,7 @@ fn mul_many(
         };
         jobs.push((x.c.clone(), m, x.exponent + e));
     }
-    let out: Vec<Nat> = py
+    let out: Vec<MNum> = py
         .detach(|| {
             jobs.par_iter()
                 .map(|(c, m, _)| core.raw_mul(c, m))
@@ -1395,7 +1395,7 @@ fn sum_encrypted(py: Python<'_>, a: Vec<PyRef<'_, PyEncryptedNumber>>) -> PyResu
     };
     let key = first.public_key.clone_ref(py);
     let core = key.get().core.clone();
-    let mut acc = (dup(&first.c)?, first.exponent);
+    let mut acc = (first.c.dup().map_err(err)?, first.exponent);
     for x in &a[1..] {
         if !same_key(&core, x.core()) {
             return Err(PyValueError::new_err(
@@ -1409,11 +1409,12 @@ fn sum_encrypted(py: Python<'_>, a: Vec<PyRef<'_, PyEncryptedNumber>>) -> PyResu
 }
 
 /// The floor of an encrypted addition, for `bench/python`: seconds for `count`
-/// products `a·b mod m` on one core with the GIL released, in OpenSSL's
-/// `BN_mod_mul` (a product and a division) and in its Montgomery product
-/// (`BN_mod_mul_montgomery`, what an addition of `tacit.paillier` costs).
+/// products `a·b mod m` on one core with the GIL released, in OpenSSL's `BN_mod_mul` (a
+/// product and a division), in its Montgomery product (`BN_mod_mul_montgomery`), and in
+/// the AVX-512 IFMA Montgomery product (`None` without IFMA) — what an addition of
+/// `tacit.paillier` costs, next to its Python object.
 #[pyfunction]
-fn _floor_mulmod(py: Python<'_>, a: BigInt, b: BigInt, m: BigInt, count: usize) -> PyResult<(f64, f64)> {
+fn _floor_mulmod(py: Python<'_>, a: BigInt, b: BigInt, m: BigInt, count: usize) -> PyResult<(f64, f64, Option<f64>)> {
     let (a, b, m) = (bn_from_bigint(&a)?, bn_from_bigint(&b)?, bn_from_bigint(&m)?);
     py.detach(|| {
         let t = std::time::Instant::now();
@@ -1421,19 +1422,40 @@ fn _floor_mulmod(py: Python<'_>, a: BigInt, b: BigInt, m: BigInt, count: usize) 
             std::hint::black_box(bn::mul_mod(&a, &b, &m)?);
         }
         let plain = t.elapsed().as_secs_f64();
+        let (a, b) = (bn::reduce(&a, &m)?, bn::reduce(&b, &m)?);
         let mont = Mont::new(&m, false)?;
-        let (am, bm) = (mont.enter(&*bn::reduce(&a, &m)?)?, mont.enter(&*bn::reduce(&b, &m)?)?);
+        let (am, bm) = (mont.enter(&a)?, mont.enter(&b)?);
         let t = std::time::Instant::now();
         for _ in 0..count {
             std::hint::black_box(mont.mul(&am, &bm)?);
         }
-        Ok((plain, t.elapsed().as_secs_f64()))
+        let ossl = t.elapsed().as_secs_f64();
+        let ifma = match crate::ifma::Amm::new(&m)? {
+            Some(amm) => {
+                let (al, bl) = (amm.enter(&a), amm.enter(&b));
+                let t = std::time::Instant::now();
+                for _ in 0..count {
+                    std::hint::black_box(amm.mul(&al, &bl));
+                }
+                Some(t.elapsed().as_secs_f64())
+            }
+            None => None,
+        };
+        Ok((plain, ossl, ifma))
     })
     .map_err(|e: tacit_pros::Error| err(e))
 }
 
+/// Which Montgomery product a key's arithmetic mod `n²` uses (`"avx512-ifma"` or
+/// `"openssl"`), for `bench/python` and the tests.
+#[pyfunction]
+fn _mform_kind(public_key: &PyPublicKey) -> &'static str {
+    public_key.core.mont.kind()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_floor_mulmod, m)?)?;
+    m.add_function(wrap_pyfunction!(_mform_kind, m)?)?;
     m.add_class::<PyPublicKey>()?;
     m.add_class::<PyPrivateKey>()?;
     m.add_class::<PyEncryptedNumber>()?;
