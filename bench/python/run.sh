@@ -8,7 +8,8 @@
 #   bench/python/run.sh [ROUNDS] [OUTDIR]   (default 5 rounds; OUTDIR/python.json and
 #                                            OUTDIR/python.txt, default bench/out)
 # The builds run under `flock $BUILD_LOCK` when BUILD_LOCK names a lock file (machines
-# where builds take turns). The measurement runs under `chrt -f 50` (real-time FIFO)
+# where builds take turns); NO_BUILD=1 measures the wheel already in the venv and the
+# release `tacit` already built. The measurement runs under `chrt -f 50` (real-time FIFO)
 # when this user may, so that other processes' builds do not take the cores it
 # measures; the output says which scheduler it got and the load average.
 set -euo pipefail
@@ -22,8 +23,10 @@ if [ ! -x "$venv/bin/python" ]; then
   "$venv/bin/pip" install --quiet phe gmpy2 openmined-psi
 fi
 # Rebuild the wheel every run (cargo makes it incremental; CARGO_TARGET_DIR is reused).
-locked "$venv/bin/pip" install --quiet --force-reinstall --no-deps ./python
-locked cargo build --release --quiet --locked -p tacit-cli
+if [ -z "${NO_BUILD:-}" ]; then
+  locked "$venv/bin/pip" install --quiet --force-reinstall --no-deps ./python
+  locked cargo build --release --quiet --locked -p tacit-cli
+fi
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 tacit="$target_dir/release/tacit"
 rt=()

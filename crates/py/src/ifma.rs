@@ -11,10 +11,13 @@
 //! one-limb shift, high halves after it), then one carry pass and a conditional
 //! subtraction, so that every result is the canonical `a·b·R⁻¹ mod m`.
 //!
-//! Only public values go through it (ciphertexts), so it need not be constant-time; it
+//! Ciphertexts go through it, and so does the randomness `rⁿ` of an encryption (one
+//! product to bring it into Montgomery form): no branch or memory access depends on the
+//! values (a fixed number of limbs per key, the final subtraction a masked select). It
 //! is used only where the CPU reports `avx512f` and `avx512ifma` at run time, and the
 //! suite checks its products against Python's arithmetic
-//! (`test_raw_ciphertexts_are_textbook_paillier`).
+//! (`test_both_montgomery_products_match_python`,
+//! `test_raw_ciphertexts_are_textbook_paillier`).
 
 use openssl::bn::{BigNum, BigNumRef};
 use tacit_pros::Error;
@@ -54,20 +57,22 @@ pub(crate) struct Amm {
 }
 
 /// The limbs of `x < 2^(52·l)`.
-fn to_limbs(x: &BigNumRef, l: usize) -> Limbs {
-    let be = x.to_vec();
+fn to_limbs(x: &BigNumRef, l: usize) -> Result<Limbs, Error> {
+    // padded, so that the work does not depend on the number's length
+    let be = x.to_vec_padded(((52 * l).div_ceil(8)) as i32)?;
     let mut words = vec![0u64; l * 52 / 64 + 2];
     for (i, byte) in be.iter().rev().enumerate() {
         words[i / 8] |= u64::from(*byte) << (8 * (i % 8));
     }
-    (0..l)
+    Ok((0..l)
         .map(|i| {
             let (w, off) = (i * 52 / 64, i * 52 % 64);
             let lo = words[w] >> off;
             let hi = if off > 12 { words[w + 1] << (64 - off) } else { 0 };
             (lo | hi) & MASK
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .into_boxed_slice())
 }
 
 /// The number with limbs `x` (each below 2⁵²).
@@ -93,7 +98,7 @@ impl Amm {
         if !available() || !m.is_bit_set(0) || m.is_negative() || l / 8 > MAX_V {
             return Ok(None);
         }
-        let limbs = to_limbs(m, l);
+        let limbs = to_limbs(m, l)?;
         // m₀⁻¹ mod 2⁶⁴ by Newton's iteration (each step doubles the correct bits)
         let m0 = limbs[0];
         let mut inv = 1u64;
@@ -108,8 +113,8 @@ impl Amm {
             l,
             m: limbs,
             k0,
-            rr: to_limbs(&rr, l),
-            one: to_limbs(&*tacit_pros::bn::from_u64(1)?, l),
+            rr: to_limbs(&rr, l)?,
+            one: to_limbs(&*tacit_pros::bn::from_u64(1)?, l)?,
         }))
     }
 
@@ -128,8 +133,8 @@ impl Amm {
     }
 
     /// `x·R mod m` for `x ∈ [0, m)`.
-    pub(crate) fn enter(&self, x: &BigNumRef) -> Limbs {
-        self.mul(&to_limbs(x, self.l), &self.rr)
+    pub(crate) fn enter(&self, x: &BigNumRef) -> Result<Limbs, Error> {
+        Ok(self.mul(&to_limbs(x, self.l)?, &self.rr))
     }
 
     /// `x·R⁻¹ mod m`: out of Montgomery form.
@@ -213,7 +218,8 @@ mod x86 {
             r[i] = v & MASK;
             carry = v >> 52;
         }
-        // r − m, kept when it does not borrow.
+        // r − m, kept when it does not borrow: a masked select, not a branch, since the
+        // randomness rⁿ of an encryption passes through here too.
         let mut s = [0u64; 8 * MAX_V];
         let mut borrow = 0i64;
         for i in 0..l {
@@ -221,8 +227,10 @@ mod x86 {
             s[i] = (v as u64) & MASK;
             borrow = v >> 52;
         }
-        if borrow == 0 {
-            r.copy_from_slice(&s[..l]);
+        // borrow is 0 (r ≥ m: keep s) or −1 (keep r)
+        let keep_r = borrow as u64;
+        for i in 0..l {
+            r[i] = (r[i] & keep_r) | (s[i] & !keep_r);
         }
     }
 }

@@ -206,7 +206,7 @@ impl NSquare {
     /// `x·R mod n²` for `x ∈ [0, n²)`.
     pub(crate) fn enter(&self, x: &BigNumRef) -> Result<MNum, Error> {
         Ok(match &self.ifma {
-            Some(a) => MNum::Limbs(a.enter(x)),
+            Some(a) => MNum::Limbs(a.enter(x)?),
             None => MNum::Bn(self.ossl.enter(x)?),
         })
     }

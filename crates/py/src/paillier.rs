@@ -1432,7 +1432,7 @@ fn _floor_mulmod(py: Python<'_>, a: BigInt, b: BigInt, m: BigInt, count: usize) 
         let ossl = t.elapsed().as_secs_f64();
         let ifma = match crate::ifma::Amm::new(&m)? {
             Some(amm) => {
-                let (al, bl) = (amm.enter(&a), amm.enter(&b));
+                let (al, bl) = (amm.enter(&a)?, amm.enter(&b)?);
                 let t = std::time::Instant::now();
                 for _ in 0..count {
                     std::hint::black_box(amm.mul(&al, &bl));
