@@ -93,13 +93,28 @@ def paillier_round(values, phe_keys, tacit_keys):
     t = time.perf_counter()
     td = priv.decrypt_many(ts)
     r["tacit_decrypt"] = time.perf_counter() - t
+    # one at a time, as phe: what one core gives (the batch's floor on one core)
+    t = time.perf_counter()
+    td1 = [priv.decrypt(x) for x in ts1]
+    r["tacit_decrypt_one_by_one"] = time.perf_counter() - t
     # results checked equal: the sums, and each library decrypts the other's ciphertexts
     want = [a + b for a, b in zip(values, reversed(values))]
-    assert pd == want and td == want and priv.decrypt_many(ts1) == want
+    assert pd == want and td == want and td1 == want
     assert priv.decrypt_many(paillier.from_phe(pe[:5], public_key=pub)) == values[:5]
     assert [ppriv.decrypt(x) for x in paillier.to_phe(te[:5], public_key=ppub)] == values[:5]
     k = len(values)
     return {key: v * 1e3 / k for key, v in r.items()}
+
+
+def sched():
+    """This process's scheduling policy (run.sh runs the bench under `chrt -f 50` when
+    it may, so that other processes' builds do not take its cores)."""
+    try:
+        pol = os.sched_getscheduler(0)
+        return {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR"}.get(pol, str(pol)) + \
+            (f" {os.sched_getparam(0).sched_priority}" if pol != os.SCHED_OTHER else "")
+    except (AttributeError, OSError):
+        return "unknown"
 
 
 def main():
@@ -119,7 +134,9 @@ def main():
     from tacit import paillier
 
     assert phe.util.HAVE_GMP, "phe does not see gmpy2"
-    print(f"# {os.cpu_count()} cores; python {sys.version.split()[0]}; {a.rounds} round-robin rounds", flush=True)
+    print(f"# {os.cpu_count()} cores; python {sys.version.split()[0]}; {a.rounds} round-robin rounds; "
+          f"load average {os.getloadavg()[0]:.2f}; scheduler {sched()}", flush=True)
+    load = [os.getloadavg()[0]]
 
     # PSI, round-robin: tacit via Python, OpenMined via Python, tacit via Rust
     tp, om, tr = [], [], []
@@ -129,6 +146,7 @@ def main():
         om.append(openmined_run(a.m, a.n))
         tr.append(rust_psi_run(a.tacit, a.m, a.n))
         print(f"  psi round {i + 1}: tacit.psi {tp[-1]:.1f} ms, openmined_psi {om[-1]:.1f} ms, tacit (Rust) {tr[-1]:.1f} ms", flush=True)
+        load.append(os.getloadavg()[0])
 
     # Paillier: same keys (phe generates them; tacit takes the same p, q) and values
     ppub, ppriv = phe.generate_paillier_keypair(n_length=a.bits)
@@ -143,15 +161,20 @@ def main():
         r = rows[-1]
         print(f"  paillier round {i + 1}: encrypt {r['phe_encrypt']:.2f}/{r['tacit_encrypt']:.2f} ms, "
               f"add {r['phe_add'] * 1e3:.1f}/{r['tacit_add'] * 1e3:.1f} us, "
-              f"decrypt {r['phe_decrypt']:.2f}/{r['tacit_decrypt']:.2f} ms (phe/tacit, per value)", flush=True)
+              f"decrypt {r['phe_decrypt']:.2f}/{r['tacit_decrypt']:.2f} ms (phe/tacit, per value; "
+              f"tacit one by one {r['tacit_decrypt_one_by_one']:.2f} ms)", flush=True)
+        load.append(os.getloadavg()[0])
     p = {k: med([r[k] for r in rows]) for k in rows[0]}
 
     # The floor of one encrypted addition: a bare product mod n² of two ciphertexts,
-    # OpenSSL (tacit's backend, one core) against gmpy2 (phe's), 2000 each.
+    # OpenSSL (tacit's backend, one core: BN_mod_mul, and the Montgomery product that
+    # tacit's addition is) against gmpy2 (phe's), 2000 each.
     import gmpy2 as g
 
     x, y, n2 = pe[0].ciphertext(False), pe[1].ciphertext(False), ppub.nsquare
-    floor_openssl = paillier._native_floor_mulmod(x, y, n2, 2000) / 2000 * 1e3
+    floor_plain, floor_mont, floor_ifma = paillier._native_floor_mulmod(x, y, n2, 2000)
+    floor_openssl, floor_mont = floor_plain / 2000 * 1e3, floor_mont / 2000 * 1e3
+    floor_ifma = floor_ifma / 2000 * 1e3 if floor_ifma is not None else None
     gx, gy, gn2 = g.mpz(x), g.mpz(y), g.mpz(n2)
     t = time.perf_counter()
     for _ in range(2000):
@@ -168,7 +191,11 @@ def main():
         "add_speedup": p["phe_add"] / p["tacit_add"],
         "add_operator_speedup": p["phe_add"] / p["tacit_add_operator"],
         "decrypt_speedup": p["phe_decrypt"] / p["tacit_decrypt"],
-        "mulmod_floor_ms": {"openssl_one_core": floor_openssl, "gmpy2_one_core": floor_gmp},
+        "decrypt_one_core_speedup": p["phe_decrypt"] / p["tacit_decrypt_one_by_one"],
+        "mulmod_floor_ms": {"openssl_one_core": floor_openssl, "openssl_montgomery_one_core": floor_mont,
+                            "avx512_ifma_montgomery_one_core": floor_ifma, "gmpy2_one_core": floor_gmp},
+        "montgomery_product": paillier._mform_kind(pub),
+        "load_average": load, "scheduler": sched(),
     }
     print()
     print(f"PSI, m = {a.m}, n = {a.n} (medians of {a.rounds}; whole run: keys, precomputation, request, response, intersection)")
@@ -179,13 +206,19 @@ def main():
     for op in ("encrypt", "add", "decrypt"):
         print(f"  {op:<8} phe+gmpy2 {p['phe_' + op]:9.4f}   tacit {p['tacit_' + op]:9.4f}")
     print(f"  add with the + operator, tacit            {p['tacit_add_operator']:9.4f}")
-    print(f"  floor of add: a*b mod n^2, one core       OpenSSL {floor_openssl:.4f}, gmpy2 {floor_gmp:.4f}")
+    print(f"  decrypt one by one, tacit (one core)      {p['tacit_decrypt_one_by_one']:9.4f}")
+    ifma = f"{floor_ifma:.4f}" if floor_ifma is not None else "n/a (no IFMA)"
+    print(f"  floor of add: a*b mod n^2, one core       OpenSSL BN_mod_mul {floor_openssl:.4f}, "
+          f"OpenSSL Montgomery {floor_mont:.4f}, AVX-512 IFMA Montgomery {ifma}, gmpy2 {floor_gmp:.4f}")
+    print(f"  tacit's additions use                     {paillier._mform_kind(pub)}")
+    print(f"  load average during the run               {min(load):.2f} .. {max(load):.2f} (2-core machine: {os.cpu_count()} cores)")
     print()
     print(f"ratio psi_vs_openmined    {res['psi_vs_openmined']:.3f}x   (goal <= 0.5)")
     print(f"ratio psi_python_vs_rust  {res['psi_python_vs_rust']:.3f}x   (goal <= 1.1)")
     print(f"ratio paillier encrypt    {res['encrypt_speedup']:.2f}x faster (goal >= 5)")
     print(f"ratio paillier add        {res['add_speedup']:.2f}x faster (goal >= 5; + operator: {res['add_operator_speedup']:.2f}x)")
-    print(f"ratio paillier decrypt    {res['decrypt_speedup']:.2f}x faster (goal >= 1.6)")
+    print(f"ratio paillier decrypt    {res['decrypt_speedup']:.2f}x faster (goal >= 1.6; one by one on one core: "
+          f"{res['decrypt_one_core_speedup']:.2f}x)")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=2)

@@ -12,8 +12,12 @@ so code written for phe runs unchanged after ``from tacit import paillier as phe
 -- and faster: CRT decryption, CRT encryption when the private key is in the process,
 and the ``*_many`` batch functions that release the GIL and use every core.
 ``from_phe`` / ``to_phe`` convert keys and numbers from and to phe objects;
-``to_json`` / ``from_json`` read and write python-paillier's JSON (pheutil's format).
+``to_json`` / ``from_json`` read and write python-paillier's JSON: pheutil's JWK-like
+format for keys and numbers, and ``numbers_to_json`` / ``numbers_from_json`` the format
+of phe's documentation ("Serialisation": a public key and a list of numbers).
 """
+
+import json as _json
 
 from ._native import TacitError
 from ._native import paillier as _p
@@ -27,6 +31,7 @@ add_many = _p.add_many
 mul_many = _p.mul_many
 sum_encrypted = _p.sum_encrypted
 _native_floor_mulmod = _p._floor_mulmod  # bench/python only
+_mform_kind = _p._mform_kind  # which Montgomery product a key uses: "avx512-ifma" or "openssl"
 
 DEFAULT_KEYSIZE = 3072
 
@@ -46,6 +51,52 @@ class PaillierPrivateKeyring(dict):
 
     def decrypt(self, encrypted_number):
         return self[encrypted_number.public_key].decrypt(encrypted_number)
+
+
+def numbers_to_json(encrypted_numbers):
+    """A list of ``EncryptedNumber`` (one key) as the JSON of phe's documentation,
+    section "Serialisation"::
+
+        {"public_key": {"g": <int>, "n": <int>},
+         "values": [["<ciphertext>", <exponent>], ...]}
+
+    Each ciphertext is re-randomised first if it came from arithmetic (as
+    ``ciphertext()`` does)."""
+    numbers = list(encrypted_numbers)
+    if not numbers:
+        raise ValueError("an empty list has no public key to write")
+    key = numbers[0].public_key
+    for x in numbers:
+        if not isinstance(x, EncryptedNumber):
+            raise TypeError("numbers_to_json takes EncryptedNumber, not %s" % type(x).__name__)
+        if x.public_key != key:
+            raise ValueError("Attempted to serialise numbers encrypted against different public keys!")
+    return _json.dumps({
+        "public_key": {"g": key.g, "n": key.n},
+        "values": [(str(x.ciphertext()), x.exponent) for x in numbers],
+    })
+
+
+def numbers_from_json(s, public_key=None):
+    """Reads the JSON of :func:`numbers_to_json` (phe's documentation, "Serialisation";
+    ``n`` and ``g`` as numbers or strings, ``g`` must be ``n + 1``) and returns
+    ``(public_key, [EncryptedNumber, ...])``. With ``public_key`` (for example one that
+    came with its private key, so that it encrypts with the CRT) the JSON's key must be
+    that key. Every ciphertext is checked to lie in ``Z*_{n²}``."""
+    try:
+        d = _json.loads(s)
+        pk = d["public_key"]
+        n, g = int(pk["n"]), int(pk["g"])
+        values = [(int(c), int(e)) for c, e in d["values"]]
+    except (ValueError, KeyError, TypeError) as e:
+        raise TacitError("python-paillier JSON: not phe's serialised numbers (%s)" % e) from None
+    if g != n + 1:
+        raise TacitError("python-paillier JSON: g must be n + 1")
+    if public_key is None:
+        public_key = PaillierPublicKey(n)
+    elif public_key.n != n:
+        raise TacitError("python-paillier JSON: the numbers were encrypted under another public key")
+    return public_key, [EncryptedNumber(public_key, c, e) for c, e in values]
 
 
 def from_phe(obj, public_key=None):
@@ -89,5 +140,6 @@ def to_phe(obj, public_key=None):
 __all__ = [
     "PaillierPublicKey", "PaillierPrivateKey", "EncryptedNumber", "EncodedNumber",
     "PaillierPrivateKeyring", "generate_paillier_keypair", "add_many", "mul_many",
-    "sum_encrypted", "from_phe", "to_phe", "TacitError", "DEFAULT_KEYSIZE",
+    "sum_encrypted", "from_phe", "to_phe", "numbers_to_json", "numbers_from_json",
+    "TacitError", "DEFAULT_KEYSIZE",
 ]

@@ -178,6 +178,136 @@ def test_arithmetic_results_are_rerandomised_before_leaving(keys):
     assert priv.decrypt(s) == 15
 
 
+def test_raw_ciphertexts_are_textbook_paillier(keys):
+    """The ciphertexts behind the numbers (kept in Montgomery form inside) against
+    Python's own arithmetic mod n²: construction and ciphertext() round-trip, addition
+    is the product, negation the inverse, scalar multiplication the power, exponent
+    alignment the power 16^d, raw_encrypt is (1 + mn)·rⁿ, raw_decrypt is
+    L(c^λ mod n²)·μ mod n on random units."""
+    pub, priv = keys
+    n, n2 = pub.n, pub.nsquare
+    lam = (priv.p - 1) * (priv.q - 1) // math.gcd(priv.p - 1, priv.q - 1)
+    mu = pow(lam, -1, n)
+    rng = random.Random(7)
+
+    def unit():
+        while True:
+            c = rng.randrange(1, n2)
+            if math.gcd(c, n) == 1:
+                return c
+
+    for _ in range(8):
+        ca, cb = unit(), unit()
+        a, b = paillier.EncryptedNumber(pub, ca, -3), paillier.EncryptedNumber(pub, cb, -3)
+        assert a.ciphertext(be_secure=False) == ca
+        assert (a + b).ciphertext(be_secure=False) == ca * cb % n2
+        assert paillier.add_many([a], [b])[0].ciphertext(be_secure=False) == ca * cb % n2
+        assert paillier.sum_encrypted([a, b, a]).ciphertext(be_secure=False) == ca * cb * ca % n2
+        assert (-a).ciphertext(be_secure=False) == pow(ca, -1, n2)
+        k = rng.randrange(2, 2**40)
+        assert (a * k).ciphertext(be_secure=False) == pow(ca, k, n2)
+        assert paillier.mul_many([a], [k])[0].ciphertext(be_secure=False) == pow(ca, k, n2)
+        assert (a * -k).ciphertext(be_secure=False) == pow(pow(ca, -1, n2), k, n2)
+        assert a.decrease_exponent_to(-5).ciphertext(be_secure=False) == pow(ca, 16**2, n2)
+        c = paillier.EncryptedNumber(pub, cb, -1)  # aligned to -3 before the product
+        assert (a + c).ciphertext(be_secure=False) == ca * pow(cb, 16**2, n2) % n2
+        assert priv.raw_decrypt(ca) == (pow(ca, lam, n2) - 1) // n * mu % n
+        m, r = rng.randrange(n), unit() % n or 1
+        assert pub.raw_encrypt(m, r_value=r) == (1 + m * n) * pow(r, n, n2) % n2
+        assert priv.raw_decrypt(pub.raw_encrypt(m)) == m
+        assert paillier.PaillierPublicKey(n).raw_encrypt(m, r_value=r) == (1 + m * n) * pow(r, n, n2) % n2
+    # ints and floats, encrypted one by one and in a batch, decrypt one by one and in a batch
+    xs = rand_ints(rng, 12) + rand_floats(rng, 12)
+    enc = pub.encrypt_many(xs)
+    assert [priv.decrypt(x) for x in enc] == xs == priv.decrypt_many([pub.encrypt(x) for x in xs])
+
+
+BOTH_PRODUCTS = r"""
+import json, random, sys
+from tacit import paillier
+d = json.loads(sys.stdin.read())
+n = d["n"]; n2 = n * n
+pub = paillier.PaillierPublicKey(n)
+out = {"kind": paillier._mform_kind(pub), "ok": True}
+rng = random.Random(d["seed"])
+for _ in range(20):
+    ca, cb, k = rng.randrange(1, n2), rng.randrange(1, n2), rng.randrange(2, 2**64)
+    a, b = paillier.EncryptedNumber(pub, ca), paillier.EncryptedNumber(pub, cb)
+    out["ok"] &= (a + b).ciphertext(be_secure=False) == ca * cb % n2
+    out["ok"] &= paillier.sum_encrypted([a, b, b]).ciphertext(be_secure=False) == ca * cb * cb % n2
+    out["ok"] &= (a * k).ciphertext(be_secure=False) == pow(ca, k, n2)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("bits", [512, 1024, 2048, 3072])
+def test_both_montgomery_products_match_python(bits, keys):
+    """The AVX-512 IFMA product (where the CPU has it) and OpenSSL's
+    (TACIT_NO_IFMA=1) against Python's arithmetic mod n², on random units of keys of
+    several sizes (each size is another number of 52-bit limbs)."""
+    import os
+
+    n = keys[0].n if bits == BITS else paillier.generate_paillier_keypair(n_length=bits)[0].n
+    kinds = set()
+    for env in [{}, {"TACIT_NO_IFMA": "1"}]:
+        out = subprocess.run([sys.executable, "-c", BOTH_PRODUCTS], input=json.dumps({"n": n, "seed": bits}),
+                             capture_output=True, text=True, check=True, env={**os.environ, **env})
+        res = json.loads(out.stdout)
+        assert res["ok"], res
+        kinds.add(res["kind"])
+    assert "openssl" in kinds
+
+
+def test_non_units_are_refused(keys):
+    """A ciphertext sharing a factor with n is not in Z*_{n²}: refused on the way in
+    (and a party holding one already knows the factorisation)."""
+    pub, priv = keys
+    for c in [priv.p, priv.q * 12345, priv.p * priv.q * 7]:
+        with pytest.raises(TacitError, match="not a unit"):
+            paillier.EncryptedNumber(pub, c)
+        with pytest.raises(TacitError, match="not a unit"):
+            priv.raw_decrypt(c)
+        with pytest.raises(TacitError, match="not a unit"):
+            paillier.numbers_from_json(json.dumps({"public_key": {"g": pub.g, "n": pub.n}, "values": [[str(c), 0]]}))
+    for c in [0, -1, pub.nsquare, pub.nsquare + 1]:
+        with pytest.raises(TacitError, match="not in"):
+            paillier.EncryptedNumber(pub, c)
+
+
+def test_phe_docs_serialisation_format(keys):
+    """phe's documentation, "Serialisation": {"public_key": {"g", "n"}, "values":
+    [[ciphertext, exponent], ...]} both ways, as that example writes and reads it."""
+    pub, priv = keys
+    rng = random.Random(8)
+    xs = rand_ints(rng, 5) + rand_floats(rng, 5)
+    nums = pub.encrypt_many(xs)
+    s = paillier.numbers_to_json(nums)
+    d = json.loads(s)
+    assert d["public_key"] == {"g": pub.n + 1, "n": pub.n}
+    assert [e for _, e in d["values"]] == [x.exponent for x in nums]
+    # the reading half of phe's example, done by hand
+    key = paillier.PaillierPublicKey(n=int(d["public_key"]["n"]))
+    assert priv.decrypt_many([paillier.EncryptedNumber(key, int(c), int(e)) for c, e in d["values"]]) == xs
+    key2, back = paillier.numbers_from_json(s)
+    assert key2 == pub and not key2.crt_encryption and priv.decrypt_many(back) == xs
+    key3, back = paillier.numbers_from_json(s, public_key=pub)
+    assert key3 is pub and priv.decrypt_many(back) == xs
+    # n and g as strings are read too; wrong g, another key, garbage are refused
+    d["public_key"] = {"g": str(pub.n + 1), "n": str(pub.n)}
+    assert priv.decrypt_many(paillier.numbers_from_json(json.dumps(d))[1]) == xs
+    other_pub, _ = paillier.generate_paillier_keypair(n_length=512)
+    with pytest.raises(TacitError, match="another public key"):
+        paillier.numbers_from_json(s, public_key=other_pub)
+    d["public_key"]["g"] = str(pub.n + 2)
+    with pytest.raises(TacitError, match="g must be n"):
+        paillier.numbers_from_json(json.dumps(d))
+    for bad in ["{", "[]", '{"public_key": {"n": 5}}', '{"public_key": {"g": 2, "n": 1}, "values": [["x", 0]]}']:
+        with pytest.raises(TacitError, match="python-paillier JSON"):
+            paillier.numbers_from_json(bad)
+    with pytest.raises(ValueError, match="different public keys"):
+        paillier.numbers_to_json([nums[0], other_pub.encrypt(1)])
+
+
 # ---------------------------------------------------------------------------------
 # phe
 # ---------------------------------------------------------------------------------
@@ -229,6 +359,32 @@ def test_interop_with_phe_both_ways():
     assert paillier.to_phe(priv).p in (ppriv.p, ppriv.q)
 
 
+def test_ciphertexts_are_phes_ciphertext_for_ciphertext():
+    """The same operations on the same ciphertexts give phe's ciphertexts bit for bit:
+    +, - with encrypted and plain numbers (exponent alignment included), scalar * and
+    /, negation, decrease_exponent_to."""
+    phe = _phe()
+    ppub, ppriv = phe.generate_paillier_keypair(n_length=BITS)
+    priv = paillier.from_phe(ppriv)
+    pub = priv.public_key
+    rng = random.Random(9)
+    raw = lambda x: x.ciphertext(be_secure=False)
+    for _ in range(6):
+        a, b = rng.randint(-10**6, 10**6), rng.uniform(-1e3, 1e3)
+        k, f = rng.randint(-99, 99), rng.uniform(-10, 10)
+        pa, pb = ppub.encrypt(a), ppub.encrypt(b)
+        ta, tb = paillier.from_phe([pa, pb], public_key=pub)
+        pairs = [
+            (ta + tb, pa + pb), (ta - tb, pa - pb), (tb + ta, pb + pa), (ta + k, pa + k), (tb + a, pb + a),
+            (ta + f, pa + f), (k - ta, k - pa), (ta * k, pa * k), (tb * f, pb * f), (ta / 4, pa / 4),
+            (-tb, pb * -1), (ta.decrease_exponent_to(-3), pa.decrease_exponent_to(-3)),
+            (paillier.add_many([ta], [tb])[0], pa + pb), (paillier.mul_many([tb], [k])[0], pb * k),
+        ]
+        for ours, theirs in pairs:
+            assert (raw(ours), ours.exponent) == (raw(theirs), theirs.exponent)
+            assert priv.decrypt(ours) == ppriv.decrypt(theirs)
+
+
 # ---------------------------------------------------------------------------------
 # Two processes: A holds the key; B computes a weighted sum on A's ciphertexts.
 # ---------------------------------------------------------------------------------
@@ -257,3 +413,26 @@ def test_two_processes_weighted_sum(keys):
     result = paillier.EncryptedNumber.from_json(pub, json.loads(out.stdout)["result"])
     want = sum(w * x for w, x in zip(weights, xs)) + offset
     assert priv.decrypt(result) == pytest.approx(want, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------
+# The examples of README.md and docs/python.md print what their comments say.
+# ---------------------------------------------------------------------------------
+
+def _python_block(path, after):
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    text = open(os.path.join(root, path), encoding="utf-8").read()
+    start = text.index("```python", text.index(after)) + len("```python")
+    return text[start:text.index("```", start)]
+
+
+@pytest.mark.parametrize("path,after", [("README.md", "Paillier, with python-paillier's names"), ("docs/python.md", "## `tacit.paillier`")])
+def test_documented_paillier_example(path, after, capsys):
+    code = _python_block(path, after)
+    want = [line.split("#", 1)[1].strip() for line in code.splitlines() if line.startswith("print(") and "#" in line]
+    exec(compile(code, path, "exec"), {})
+    got = capsys.readouterr().out.splitlines()
+    assert len(got) == len([line for line in code.splitlines() if line.startswith("print(")])
+    printed_with_comment = [g for g, line in zip(got, [l for l in code.splitlines() if l.startswith("print(")]) if "#" in line]
+    assert printed_with_comment == want

@@ -20,6 +20,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 mod blocking;
+mod ifma;
+mod mont;
 pub mod mpc;
 pub mod paillier;
 pub mod pir;
