@@ -35,6 +35,7 @@ pub mod legacy;
 pub mod protocol;
 pub mod records;
 pub mod revocation;
+pub mod service;
 pub mod supply;
 pub mod transport;
 pub mod x509;

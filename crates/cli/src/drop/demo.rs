@@ -1,7 +1,7 @@
 //! The PrivateDrop scene of `tacit demo`: mutual contacts authenticate and a file
 //! arrives over HTTPS with mutual TLS; a non-contact learns nothing new.
 
-use crate::demo::{DemoArgs, phone};
+use rand_core::RngCore;
 use crate::util::now_unix as unix_now;
 use anyhow::Result;
 use std::sync::{Arc, Mutex};
@@ -33,23 +33,29 @@ fn demo_device<G: PrimeGroup>(
     })
 }
 
+/// A random US-style phone number for the generated address books (as `tacit demo`'s
+/// other scenes make them).
+fn phone(rng: &mut SecureRng) -> String {
+    format!("1555{:07}", rng.next_u32() % 10_000_000)
+}
+
 fn ms_of(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
 /// PrivateDrop between local devices over loopback HTTPS with mutual TLS: mutual
 /// contacts authenticate and a file arrives; a non-contact learns nothing new.
-pub async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
+pub async fn drop_demo<G: PrimeGroup>(contacts: u32, seed: u64) -> Result<()> {
     let params = DropParams::default().with_group(G::ID);
     let mut rng = SecureRng::from_os();
-    let mut data_rng = SecureRng::from_seed([(a.seed % 251) as u8; 32]);
+    let mut data_rng = SecureRng::from_seed([(seed % 251) as u8; 32]);
     let ca = CertificateAuthority::generate(&mut rng)?;
     let filler = |rng: &mut SecureRng, n: u32| -> Vec<String> { (0..n).map(|_| phone(rng)).collect() };
-    let mut alice_book = filler(&mut data_rng, a.contacts.saturating_sub(1));
+    let mut alice_book = filler(&mut data_rng, contacts.saturating_sub(1));
     alice_book.push("bob@example.org".into());
-    let mut bob_book = filler(&mut data_rng, a.contacts.saturating_sub(1));
+    let mut bob_book = filler(&mut data_rng, contacts.saturating_sub(1));
     bob_book.push("14155550142".into());
-    let mut mallory_book = filler(&mut data_rng, a.contacts.saturating_sub(1));
+    let mut mallory_book = filler(&mut data_rng, contacts.saturating_sub(1));
     mallory_book.push("bob@example.org".into());
     let alice = demo_device::<G>(
         &ca,
