@@ -9,8 +9,10 @@ use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::SecureRng;
 use tacit_drop::DropParams;
 use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, MemoryRegistry};
-use tacit_drop::protocol::{AddressBook, Discoverability, Peer};
-use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
+use tacit_drop::protocol::{AddressBook, Peer};
+use tacit_drop::service::receiver::Receiver;
+use tacit_drop::service::sender::Sender;
+use tacit_drop::transport::{self, Event};
 
 /// A demo device: enrolled with the CA, with an address book.
 struct Device<G: PrimeGroup> {
@@ -77,20 +79,12 @@ pub async fn drop_demo<G: PrimeGroup>(contacts: u32, seed: u64) -> Result<()> {
     std::fs::create_dir_all(&inbox)?;
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
     let log2 = log.clone();
-    let supply_book = bob.book.clone();
-    let cfg = Arc::new(ReceiverConfig {
-        identity: bob.identity.clone(),
-        book: bob.book.clone(),
-        ca: ca.public_key(),
-        revocations: tacit_drop::revocation::Revocations::new(),
-        mode: Discoverability::ContactsOnly,
-        name: "Bob's phone".into(),
-        dir: inbox.clone(),
-        legacy: false,
-        limits: Limits::default(),
-        supply: tacit_drop::supply::BookSupply::spawn(move || supply_book.fresh_sender::<G>(&params), 1),
-        decide: Arc::new(|o| matches!(o.sender, Peer::Contact { .. })),
-        events: Arc::new(move |e: Event| {
+    let receiver = Receiver::builder(bob.identity.clone(), bob.book.clone(), ca.public_key())
+        .name("Bob's phone")
+        .dir(&inbox)
+        .accept_contacts()
+        .sessions(Some(2))
+        .events(move |e: Event| {
             let line = match e {
                 Event::Authenticated(Peer::Contact { identifier }) => {
                     format!("Bob learned: the sender is his contact {identifier}")
@@ -107,35 +101,23 @@ pub async fn drop_demo<G: PrimeGroup>(contacts: u32, seed: u64) -> Result<()> {
             if let Ok(mut l) = log2.lock() {
                 l.push(line);
             }
-        }),
-        capture: None,
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?.to_string();
-    let server = tokio::spawn(transport::serve(listener, cfg, Some(2)));
+        })
+        .bind("127.0.0.1:0")
+        .await?;
+    let addr = receiver.local_addr().to_string();
+    let server = tokio::spawn(receiver.serve());
 
     let outbox = inbox.join("outgoing");
     std::fs::create_dir_all(&outbox)?;
     let file = outbox.join("note.txt");
     std::fs::write(&file, "Lunch at noon? — Alice")?;
-    let sender_cfg = |d: &Device<G>, name: &str| {
-        Arc::new(SenderConfig {
-            identity: d.identity.clone(),
-            book: d.book.clone(),
-            ca: ca.public_key(),
-            revocations: tacit_drop::revocation::Revocations::new(),
-            name: name.into(),
-            limits: Limits::default(),
-            events: Arc::new(|_| {}),
-        })
+    let sender = |d: &Device<G>, name: &str| {
+        Sender::builder(d.identity.clone(), d.book.clone(), ca.public_key())
+            .name(name)
+            .build()
     };
     let offer = transport::offer_for(&file).await?;
-    let mut s = transport::authenticate(
-        &addr,
-        sender_cfg(&alice, "Alice's laptop"),
-        alice.book.fresh_sender::<G>(&params)?,
-    )
-    .await?;
+    let mut s = sender(&alice, "Alice's laptop").authenticate(&addr).await?;
     let t = s.timings;
     println!();
     println!(
@@ -163,12 +145,7 @@ pub async fn drop_demo<G: PrimeGroup>(contacts: u32, seed: u64) -> Result<()> {
     };
     flush(&log)?;
 
-    let mut m = transport::authenticate(
-        &addr,
-        sender_cfg(&mallory, "Mallory's phone"),
-        mallory.book.fresh_sender::<G>(&params)?,
-    )
-    .await?;
+    let mut m = sender(&mallory, "Mallory's phone").authenticate(&addr).await?;
     println!("  Mallory → Bob:");
     match &m.outcome.receiver {
         Peer::Contact { identifier } => println!(

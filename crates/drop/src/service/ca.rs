@@ -238,7 +238,7 @@ pub fn certify(
     registry: &mut Store,
     group: GroupId,
     request: &[u8],
-    confirm: &Confirm,
+    confirm: &(dyn Fn(&AccountId, &str) -> bool + '_),
 ) -> Result<Certified> {
     match group {
         GroupId::Ristretto255 => certify_in::<Ristretto255>(ca, registry, request, confirm),
@@ -250,7 +250,7 @@ fn certify_in<G: PrimeGroup>(
     ca: &CertificateAuthority,
     registry: &mut Store,
     request: &[u8],
-    confirm: &Confirm,
+    confirm: &(dyn Fn(&AccountId, &str) -> bool + '_),
 ) -> Result<Certified> {
     let req = EnrollmentRequest::<G>::from_bytes(request).ctx(|| "enrolment request")?;
     let account = req.account;

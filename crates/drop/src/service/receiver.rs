@@ -252,6 +252,11 @@ impl<G: PrimeGroup> RunningReceiver<G> {
         self.book_len
     }
 
+    /// `n`: the address book is padded to this many entries.
+    pub fn max_contacts(&self) -> usize {
+        self.cfg.identity.params.max_contacts()
+    }
+
     /// The folder files go to.
     pub fn dir(&self) -> &Path {
         &self.cfg.dir
