@@ -47,8 +47,12 @@ async fn start_ca(
 async fn a_ca_two_enrolled_devices_and_a_file_through_the_builders() {
     let (dir, ca_addr, key, ca_task) = start_ca("svc-honest", 3, |_, _| true).await;
     let p = params();
-    let alice = ca::enroll::<G>(&ca_addr, key, &p, &["alice@example.com".into()]).await.unwrap();
-    let bob = ca::enroll::<G>(&ca_addr, key, &p, &["bob@example.com".into()]).await.unwrap();
+    let alice = ca::enroll::<G>(&ca_addr, key, &p, &["alice@example.com".into()])
+        .await
+        .unwrap();
+    let bob = ca::enroll::<G>(&ca_addr, key, &p, &["bob@example.com".into()])
+        .await
+        .unwrap();
     let list = ca::fetch_revocations(&ca_addr, key).await.unwrap();
     assert!(list.list().accounts().is_empty());
     ca_task.await.unwrap().unwrap();
@@ -65,37 +69,31 @@ async fn a_ca_two_enrolled_devices_and_a_file_through_the_builders() {
     let inbox = dir.join("inbox");
     let received = Arc::new(Mutex::new(Vec::new()));
     let r2 = received.clone();
-    let rx = Receiver::builder(
-        Arc::new(bob),
-        Arc::new(AddressBook::new(&["alice@example.com"])),
-        key,
-    )
-    .name("Bob's phone")
-    .dir(&inbox)
-    .accept_contacts()
-    .sessions(Some(1))
-    .events(move |e| {
-        if let tacit_drop::transport::Event::Received(p) = e {
-            r2.lock().unwrap().push(p);
-        }
-    })
-    .bind("127.0.0.1:0")
-    .await
-    .unwrap();
+    let rx = Receiver::builder(Arc::new(bob), Arc::new(AddressBook::new(&["alice@example.com"])), key)
+        .name("Bob's phone")
+        .dir(&inbox)
+        .accept_contacts()
+        .sessions(Some(1))
+        .events(move |e| {
+            if let tacit_drop::transport::Event::Received(p) = e {
+                r2.lock().unwrap().push(p);
+            }
+        })
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
     assert_eq!(rx.swept(), Ok(0));
     let addr = rx.local_addr().to_string();
     let serving = tokio::spawn(rx.serve());
 
     let file = dir.join("note.txt");
     std::fs::write(&file, b"lunch at noon?").unwrap();
-    let tx = Sender::builder(
-        Arc::new(alice),
-        Arc::new(AddressBook::new(&["bob@example.com"])),
-        key,
-    )
-    .name("Alice's laptop")
-    .build();
-    let offers = sender::offers(std::slice::from_ref(&file), &|_, _, _| {}).await.unwrap();
+    let tx = Sender::builder(Arc::new(alice), Arc::new(AddressBook::new(&["bob@example.com"])), key)
+        .name("Alice's laptop")
+        .build();
+    let offers = sender::offers(std::slice::from_ref(&file), &|_, _, _| {})
+        .await
+        .unwrap();
     let session = tx.authenticate(&addr).await.unwrap();
     assert_eq!(
         session.outcome.receiver,
@@ -107,7 +105,10 @@ async fn a_ca_two_enrolled_devices_and_a_file_through_the_builders() {
     let delivered = sender::deliver(session, &offers).await.unwrap();
     serving.await.unwrap().unwrap();
     assert_eq!(delivered.len(), 1);
-    assert_eq!(std::fs::read(inbox.join(&delivered[0].stored_as)).unwrap(), b"lunch at noon?");
+    assert_eq!(
+        std::fs::read(inbox.join(&delivered[0].stored_as)).unwrap(),
+        b"lunch at noon?"
+    );
     assert_eq!(received.lock().unwrap().len(), 1);
 }
 
@@ -155,15 +156,19 @@ async fn the_library_ca_refuses_deviating_devices_and_serves_lists_while_an_enro
     // An enrolment waits for the operator; the list is served meanwhile.
     let (a2, p2) = (addr.clone(), p);
     let waiting = tokio::spawn(async move { ca::enroll::<G>(&a2, key, &p2, &["slow@example.com".into()]).await });
-    tokio::task::spawn_blocking(move || entered_rx.recv()).await.unwrap().unwrap();
+    tokio::task::spawn_blocking(move || entered_rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
     let list = ca::fetch_revocations(&addr, key).await;
     gate_tx.send(()).unwrap();
     assert!(list.is_ok(), "{:?}", list.err());
     let victim = waiting.await.unwrap().unwrap();
 
     // Under the victim's UUID, with fresh keys and no renewal signature.
-    let forged = DeviceEnrollment::<G>::for_account(&p, victim.account, &["mallory@example.com"], &mut SecureRng::from_os())
-        .unwrap();
+    let forged =
+        DeviceEnrollment::<G>::for_account(&p, victim.account, &["mallory@example.com"], &mut SecureRng::from_os())
+            .unwrap();
     let e = ca::exchange(&addr, key, &forged.request().to_bytes(), ca::ENROLMENT_DEADLINE)
         .await
         .unwrap_err();
@@ -171,13 +176,17 @@ async fn the_library_ca_refuses_deviating_devices_and_serves_lists_while_an_enro
     assert!(e.to_string().contains(&victim.account.to_string()), "{e}");
 
     // Junk.
-    let e = ca::exchange(&addr, key, b"junk", ca::ENROLMENT_DEADLINE).await.unwrap_err();
+    let e = ca::exchange(&addr, key, b"junk", ca::ENROLMENT_DEADLINE)
+        .await
+        .unwrap_err();
     assert!(e.to_string().starts_with("the CA refused: enrolment request"), "{e}");
 
     // A revoked account cannot renew, and the list names it.
     let registry = ca::load(&dir).unwrap();
     ca::revoke(&registry, &dir, &victim.account, 3600).unwrap();
-    let e = ca::renew::<G>(&addr, key, &victim, &["slow@example.com".into()]).await.unwrap_err();
+    let e = ca::renew::<G>(&addr, key, &victim, &["slow@example.com".into()])
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("revoked"), "{e}");
     let list = ca::fetch_revocations(&addr, key).await.unwrap();
     assert!(list.list().contains(&victim.account));
@@ -212,9 +221,15 @@ async fn the_library_receiver_keeps_its_protections_by_default() {
     let serving = tokio::spawn(rx.serve());
 
     // /Ask before any PSI: 409.
-    let early = raw(&addr, &alice, "POST /Ask HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", b"", false)
-        .await
-        .unwrap();
+    let early = raw(
+        &addr,
+        &alice,
+        "POST /Ask HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        b"",
+        false,
+    )
+    .await
+    .unwrap();
     assert!(early.starts_with("HTTP/1.1 409"), "{early}");
 
     // One valid StartPSI replayed: the default rate answers 429 past the burst.
@@ -229,7 +244,11 @@ async fn the_library_receiver_keeps_its_protections_by_default() {
         statuses.push(resp.get(9..12).unwrap_or("").to_string());
     }
     assert_eq!(statuses.iter().filter(|s| *s == "200").count(), burst, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|s| *s == "429").count(), n - burst, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| *s == "429").count(),
+        n - burst,
+        "{statuses:?}"
+    );
 
     // Revoked while the receiver runs: closed right after the handshake.
     let (list, _) = authority

@@ -14,9 +14,9 @@ use tacit_drop::DropParams;
 use tacit_drop::ca::{DeviceEnrollment, DropIdentity, Issued};
 use tacit_drop::records::CaPublicKey;
 use tacit_drop::revocation::{DEFAULT_LIST_LIFETIME_SECS, Revocations, SignedRevocationList, StalePolicy};
+use tacit_drop::service;
 use tacit_drop::service::ca::{CaEvent, unhex};
 use tacit_drop::service::device::{self, RefreshNote};
-use tacit_drop::service;
 use tacit_net::guard::ServeLimits;
 use tacit_store::{NormalizeOptions, Store};
 

@@ -541,8 +541,7 @@ async fn send<G: PrimeGroup>(
         if found.answered > found.addrs.len() {
             eprintln!(
                 "tacit drop send: {} addresses answered over mDNS; connecting to {} chosen at random (--max-receivers)",
-                found.answered,
-                target.max_receivers
+                found.answered, target.max_receivers
             );
         }
         found.addrs

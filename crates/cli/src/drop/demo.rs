@@ -1,9 +1,9 @@
 //! The PrivateDrop scene of `tacit demo`: mutual contacts authenticate and a file
 //! arrives over HTTPS with mutual TLS; a non-contact learns nothing new.
 
-use rand_core::RngCore;
 use crate::util::now_unix as unix_now;
 use anyhow::Result;
+use rand_core::RngCore;
 use std::sync::{Arc, Mutex};
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::SecureRng;

@@ -25,7 +25,9 @@ use crate::AccountId;
 use crate::DropParams;
 use crate::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, EnrollmentRequest, Issued};
 use crate::records::CaPublicKey;
-use crate::revocation::{DEFAULT_LIST_LIFETIME_SECS, RevocationListRequest, SignedRevocationList, VerifiedRevocationList};
+use crate::revocation::{
+    DEFAULT_LIST_LIFETIME_SECS, RevocationListRequest, SignedRevocationList, VerifiedRevocationList,
+};
 use crate::x509::TlsRoot;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -473,54 +475,54 @@ async fn connection(c: FramedConn, server: &Arc<CaServer>, tls: Arc<tacit_net::t
         (server.events)(CaEvent::Refused(why.clone()));
         ErrorMessage::new(why).to_wire()
     };
-    let reply = if tacit_wire::Envelope::peek(&req).is_ok_and(|e| e.tag == crate::revocation::tags::REVOCATION_LIST_REQUEST)
-    {
-        let s = server.clone();
-        let answer = tokio::task::spawn_blocking(move || {
-            RevocationListRequest::from_bytes(&req)?;
-            let mut registry = s.lists.lock().map_err(|_| poisoned())?;
-            publish(&s.ca, &mut registry, now(), s.lifetime, Some(&s.dir))
-        })
-        .await
-        .map_err(joined)?;
-        match answer {
-            Ok(list) => {
-                let l = list.unverified();
-                (server.events)(CaEvent::SentList {
-                    sequence: l.sequence(),
-                    accounts: l.accounts().len(),
-                });
-                list.to_bytes()
+    let reply =
+        if tacit_wire::Envelope::peek(&req).is_ok_and(|e| e.tag == crate::revocation::tags::REVOCATION_LIST_REQUEST) {
+            let s = server.clone();
+            let answer = tokio::task::spawn_blocking(move || {
+                RevocationListRequest::from_bytes(&req)?;
+                let mut registry = s.lists.lock().map_err(|_| poisoned())?;
+                publish(&s.ca, &mut registry, now(), s.lifetime, Some(&s.dir))
+            })
+            .await
+            .map_err(joined)?;
+            match answer {
+                Ok(list) => {
+                    let l = list.unverified();
+                    (server.events)(CaEvent::SentList {
+                        sequence: l.sequence(),
+                        accounts: l.accounts().len(),
+                    });
+                    list.to_bytes()
+                }
+                Err(e) => refuse(e),
             }
-            Err(e) => refuse(e),
-        }
-    } else {
-        let flag = Arc::new(AtomicBool::new(false));
-        let _abandoned = Abandoned(flag.clone());
-        let s = server.clone();
-        let answer = tokio::task::spawn_blocking(move || {
-            // One enrolment at a time: the operator confirms each.
-            let mut registry = s.enrolments.lock().map_err(|_| poisoned())?;
-            if flag.load(Ordering::SeqCst) {
-                return Err(ServiceError::Invalid(
-                    "the device left before its enrolment was looked at".into(),
-                ));
+        } else {
+            let flag = Arc::new(AtomicBool::new(false));
+            let _abandoned = Abandoned(flag.clone());
+            let s = server.clone();
+            let answer = tokio::task::spawn_blocking(move || {
+                // One enrolment at a time: the operator confirms each.
+                let mut registry = s.enrolments.lock().map_err(|_| poisoned())?;
+                if flag.load(Ordering::SeqCst) {
+                    return Err(ServiceError::Invalid(
+                        "the device left before its enrolment was looked at".into(),
+                    ));
+                }
+                certify(&s.ca, &mut registry, s.group, &req, &*s.confirm)
+            })
+            .await
+            .map_err(joined)?;
+            match answer {
+                Ok(c) => {
+                    (server.events)(CaEvent::Certified {
+                        account: c.account,
+                        identifiers: c.identifiers,
+                    });
+                    c.issued
+                }
+                Err(e) => refuse(e),
             }
-            certify(&s.ca, &mut registry, s.group, &req, &*s.confirm)
-        })
-        .await
-        .map_err(joined)?;
-        match answer {
-            Ok(c) => {
-                (server.events)(CaEvent::Certified {
-                    account: c.account,
-                    identifiers: c.identifiers,
-                });
-                c.issued
-            }
-            Err(e) => refuse(e),
-        }
-    };
+        };
     c.send(&reply).await?;
     Ok(())
 }
@@ -545,7 +547,9 @@ pub async fn exchange(addr: &str, ca: CaPublicKey, request: &[u8], deadline: Dur
         && env.tag == tacit_wire::tags::ERROR
     {
         let m = <ErrorMessage as tacit_wire::Decode>::from_wire(&answer).map_err(crate::Error::from)?;
-        return Err(ServiceError::CaRefused(tacit_wire::text::escape_for_display(&m.reason).into_owned()));
+        return Err(ServiceError::CaRefused(
+            tacit_wire::text::escape_for_display(&m.reason).into_owned(),
+        ));
     }
     Ok(answer)
 }

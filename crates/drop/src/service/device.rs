@@ -64,7 +64,9 @@ pub fn ca_public(st: &Store) -> Result<CaPublicKey> {
     let k = st.current_key(CA_PUBLIC)?.ok_or_else(|| {
         ServiceError::Invalid("no CA public key in the store (enrol with `tacit id enroll --ca-key …`)".into())
     })?;
-    Ok(CaPublicKey(VerifyingKey::from_bytes(&k.secret).map_err(crate::Error::from)?))
+    Ok(CaPublicKey(
+        VerifyingKey::from_bytes(&k.secret).map_err(crate::Error::from)?,
+    ))
 }
 
 /// The CA address this device last used, if any.
@@ -98,7 +100,10 @@ pub fn store_identity<G: PrimeGroup>(st: &mut Store, identity: &DropIdentity<G>)
 /// This device's identity in group `G`.
 pub fn identity<G: PrimeGroup>(st: &Store) -> Result<DropIdentity<G>> {
     let k = st.current_key(&identity_purpose(G::ID))?.ok_or_else(|| {
-        ServiceError::Invalid(format!("this device is not enrolled for {} (run `tacit id enroll`)", G::ID))
+        ServiceError::Invalid(format!(
+            "this device is not enrolled for {} (run `tacit id enroll`)",
+            G::ID
+        ))
     })?;
     Ok(DropIdentity::<G>::from_bytes(&k.secret)?)
 }
@@ -211,7 +216,10 @@ impl ListSources {
         };
         let from_ca = async {
             match &self.ca {
-                Some(addr) => Some((format!("the CA at {addr}"), super::ca::fetch_revocations(addr, ca).await)),
+                Some(addr) => Some((
+                    format!("the CA at {addr}"),
+                    super::ca::fetch_revocations(addr, ca).await,
+                )),
                 None => None,
             }
         };
@@ -296,7 +304,11 @@ pub enum RefreshNote {
 /// Fetches from every source the device knows and puts the newest list in force in
 /// `revocations` and the store; `None` when the device knows no source. Used on
 /// start and by a running receiver's refresher alike.
-pub async fn refresh_from_sources(st: &mut Store, revocations: &Revocations, ca: CaPublicKey) -> Result<Option<Refreshed>> {
+pub async fn refresh_from_sources(
+    st: &mut Store,
+    revocations: &Revocations,
+    ca: CaPublicKey,
+) -> Result<Option<Refreshed>> {
     let sources = ListSources::of(st)?;
     if sources.is_empty() {
         return Ok(None);
@@ -320,7 +332,10 @@ pub async fn refresh_from_sources(st: &mut Store, revocations: &Revocations, ca:
                     accounts: list.list().accounts().len(),
                 });
             }
-            Err(e) => out.notes.push(RefreshNote::Unusable { from, why: e.to_string() }),
+            Err(e) => out.notes.push(RefreshNote::Unusable {
+                from,
+                why: e.to_string(),
+            }),
         }
     }
     Ok(Some(out))

@@ -220,14 +220,17 @@ pub fn is_contact<G: PrimeGroup>(contacts: &[tacit_store::Contact], session: &Se
         .any(|c| c.display_name.to_lowercase() == want && c.identifiers.iter().any(|i| &i.value == identifier))
 }
 
+/// Authenticated receivers, each beside its address.
+pub type Authenticated<G> = Vec<(String, Session<G>)>;
+
 /// The receivers `choice` picks among the authenticated `sessions` (each once), and
 /// a line for each wish nothing matched. With an empty choice, the one receiver that
 /// answered (none: none; several: an error asking to choose).
 pub fn choose<G: PrimeGroup>(
-    mut sessions: Vec<(String, Session<G>)>,
+    mut sessions: Authenticated<G>,
     choice: &Choice,
     contacts: &[tacit_store::Contact],
-) -> Result<(Vec<(String, Session<G>)>, Vec<String>)> {
+) -> Result<(Authenticated<G>, Vec<String>)> {
     let mut chosen: Vec<(String, Session<G>)> = Vec::new();
     let mut failed = Vec::new();
     let mut take = |pred: &dyn Fn(&Session<G>) -> bool,
@@ -241,7 +244,12 @@ pub fn choose<G: PrimeGroup>(
         }
     };
     for n in &choice.to {
-        take(&|s| is_contact(contacts, s, n), format!("--to {n:?}"), &mut chosen, &mut sessions);
+        take(
+            &|s| is_contact(contacts, s, n),
+            format!("--to {n:?}"),
+            &mut chosen,
+            &mut sessions,
+        );
     }
     for n in &choice.to_device {
         take(
@@ -280,7 +288,10 @@ pub fn choose<G: PrimeGroup>(
 
 /// The offers of `files` (SHA-256 and size), `progress(file, bytes hashed, size)`
 /// called as each is hashed.
-pub async fn offers(files: &[PathBuf], progress: &(dyn Fn(usize, u64, u64) + Sync)) -> Result<Vec<(PathBuf, FileOffer)>> {
+pub async fn offers(
+    files: &[PathBuf],
+    progress: &(dyn Fn(usize, u64, u64) + Sync),
+) -> Result<Vec<(PathBuf, FileOffer)>> {
     let mut out = Vec::new();
     for (i, f) in files.iter().enumerate() {
         out.push((

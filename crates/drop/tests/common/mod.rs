@@ -117,4 +117,3 @@ pub fn start_body(ca: &CertificateAuthority, sender: &Device, receiver: &Device)
         .unwrap()
         .1
 }
-
