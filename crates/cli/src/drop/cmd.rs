@@ -13,7 +13,7 @@ use std::time::Instant;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_drop::DropParams;
 use tacit_drop::attack::{PhoneRange, brute_force, read_capture};
-use tacit_drop::protocol::{AddressBook, Discoverability, Peer, ReceiverOutcome};
+use tacit_drop::protocol::{Discoverability, Peer, ReceiverOutcome};
 use tacit_drop::revocation::StalePolicy;
 use tacit_drop::service::device::{self, Refresher};
 use tacit_drop::service::receiver::{Advertised, Receiver, ReceiverBuilder};
@@ -259,15 +259,7 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
     // handshake refuses a revoked peer (issue 32: and, under --stale-revocations
     // refuse, every peer while the list is not current).
     let revocations = revocations_on_start(&mut st, &ca, who, stale.policy()).await?;
-    let entries = st.address_book()?;
-    if entries.len() > p.max_contacts() {
-        bail!(
-            "the address book has {} entries; the limit is {}",
-            entries.len(),
-            p.max_contacts()
-        );
-    }
-    let book = Arc::new(AddressBook::new(&entries));
+    let book = Arc::new(device::address_book(&st, &p)?);
     match cmd {
         DropCommand::Receive {
             listen,

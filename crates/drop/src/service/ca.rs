@@ -370,6 +370,12 @@ impl CaBuilder {
 
     /// Opens the registry and binds the endpoint to `addr` (port 0 picks one).
     pub async fn bind(self, addr: &str) -> Result<RunningCa> {
+        if !(3600..=366 * 24 * 3600).contains(&self.lifetime) {
+            return Err(ServiceError::Invalid(format!(
+                "a revocation list's lifetime must be between 1 hour and 366 days, not {} s",
+                self.lifetime
+            )));
+        }
         let tls = self.ca.enrolment_tls_identity()?.server_config()?;
         let net = NetConfig::default()
             .with_deadline(CONNECTION_DEADLINE)

@@ -108,6 +108,20 @@ pub fn identity<G: PrimeGroup>(st: &Store) -> Result<DropIdentity<G>> {
     Ok(DropIdentity::<G>::from_bytes(&k.secret)?)
 }
 
+/// The address book kept in the store (`tacit contacts import`), for PrivateDrop with
+/// `params`: refused when it holds more than `n` entries.
+pub fn address_book(st: &Store, params: &crate::DropParams) -> Result<crate::protocol::AddressBook> {
+    let entries = st.address_book()?;
+    if entries.len() > params.max_contacts() {
+        return Err(ServiceError::Invalid(format!(
+            "the address book has {} entries; the limit is {}",
+            entries.len(),
+            params.max_contacts()
+        )));
+    }
+    Ok(crate::protocol::AddressBook::new(&entries))
+}
+
 /// Keeps an offline enrolment until the CA's answer arrives ([`pending`]).
 pub fn store_pending<G: PrimeGroup>(st: &mut Store, pending: &DeviceEnrollment<G>) -> Result<()> {
     let purpose = pending_purpose(G::ID);
