@@ -7,7 +7,65 @@
 //! This crate is the sans-I/O core: certificates and the certification authority
 //! ([`ca`], [`records`]), the protocol state machines ([`protocol`] for PrivateDrop,
 //! Fig. 4 of the paper; [`legacy`] for AirDrop's `Discover`), and the brute-force
-//! attack on legacy captures ([`attack`]). Transports drive the state machines.
+//! attack on legacy captures ([`attack`]). The HTTPS shell ([`transport`]) drives the
+//! state machines, and [`service`] puts servers and clients on top, configured by
+//! builders: the CA's endpoint ([`service::ca::Ca::builder`]) and a device's enrolment
+//! ([`service::ca::enroll`]), a receiver ([`service::receiver::Receiver::builder`])
+//! and a sender ([`service::sender::Sender::builder`]) — what `tacit ca`, `tacit id`
+//! and `tacit drop` run, for a product that embeds PrivateDrop.
+//!
+//! Two devices enrol with a CA over TLS, prove to each other that they are mutual
+//! contacts, and one sends the other a file, all over loopback:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> tacit_drop::service::Result<()> {
+//! use std::sync::Arc;
+//! use tacit_crypto::Ristretto255 as G;
+//! use tacit_drop::protocol::{AddressBook, Peer};
+//! use tacit_drop::service::{ca, receiver::Receiver, sender};
+//!
+//! let dir = std::env::temp_dir().join(format!("tacit-drop-doc-{}", std::process::id()));
+//! let authority = ca::init(&dir.join("ca"), true)?;
+//! let key = authority.public_key();
+//! let server = ca::Ca::builder(authority, dir.join("ca"))
+//!     .confirm(|_account, _identifier| true) // the operator's ownership check
+//!     .sessions(Some(2))
+//!     .bind("127.0.0.1:0")
+//!     .await?;
+//! let ca_addr = server.local_addr().to_string();
+//! let ca_task = tokio::spawn(server.serve());
+//! let params = tacit_drop::DropParams::default().with_bounds(2, 10);
+//! let ann = ca::enroll::<G>(&ca_addr, key, &params, &["ann@example.com".into()]).await?;
+//! let bob = ca::enroll::<G>(&ca_addr, key, &params, &["bob@example.com".into()]).await?;
+//! ca_task.await.unwrap()?;
+//!
+//! let bob_book = Arc::new(AddressBook::new(&["ann@example.com"]));
+//! let receiver = Receiver::builder(Arc::new(bob), bob_book, key)
+//!     .dir(dir.join("inbox"))
+//!     .accept_contacts()
+//!     .sessions(Some(1))
+//!     .bind("127.0.0.1:0")
+//!     .await?;
+//! let addr = receiver.local_addr().to_string();
+//! let serving = tokio::spawn(receiver.serve());
+//!
+//! let ann_book = Arc::new(AddressBook::new(&["bob@example.com"]));
+//! let ann = sender::Sender::builder(Arc::new(ann), ann_book, key).build();
+//! let session = ann.authenticate(&addr).await?;
+//! assert_eq!(session.outcome.receiver, Peer::Contact { identifier: "bob@example.com".into() });
+//! assert_eq!(session.outcome.known_by_receiver, ["ann@example.com"]);
+//! std::fs::write(dir.join("hello.txt"), "hello").unwrap();
+//! let offers = sender::offers(&[dir.join("hello.txt")], &|_, _, _| {}).await?;
+//! let delivered = sender::deliver(session, &offers).await?;
+//! serving.await.unwrap()?;
+//! assert_eq!(std::fs::read_to_string(dir.join("inbox").join(&delivered[0].stored_as)).unwrap(), "hello");
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Underneath, the sans-I/O enrolment:
 //!
 //! ```
 //! use tacit_crypto::{Ristretto255, rng::SecureRng};
@@ -35,6 +93,7 @@ pub mod legacy;
 pub mod protocol;
 pub mod records;
 pub mod revocation;
+pub mod service;
 pub mod supply;
 pub mod transport;
 pub mod x509;

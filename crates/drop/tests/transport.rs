@@ -3,59 +3,15 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use tacit_crypto::Ristretto255;
 use tacit_crypto::rng::SecureRng;
-use tacit_drop::DropParams;
-use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, MemoryRegistry};
+use tacit_drop::ca::CertificateAuthority;
 use tacit_drop::protocol::{AddressBook, Discoverability, FileOffer, Peer};
 use tacit_drop::revocation::{RevocationList, Revocations};
 use tacit_drop::transport::{self, BookSupply, Event, Limits, ReceiverConfig, SenderConfig};
-use tacit_psi::{Reuse, Sender, SenderKey, SenderPrecomputation};
 use tokio::net::TcpListener;
 
-type G = Ristretto255;
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-fn params() -> DropParams {
-    DropParams::default().with_bounds(3, 20)
-}
-
-struct Device {
-    identity: Arc<DropIdentity<G>>,
-    book: Arc<AddressBook>,
-}
-
-fn device(ca: &CertificateAuthority, ids: &[&str], book: &[&str]) -> Device {
-    let mut rng = SecureRng::from_os();
-    let e = DeviceEnrollment::<G>::new(&params(), ids, &mut rng).unwrap();
-    let issued = ca
-        .enroll(e.request(), &|_| true, &mut MemoryRegistry::new(), now() - 5, &mut rng)
-        .unwrap();
-    Device {
-        identity: Arc::new(e.finish(issued, &ca.public_key(), now()).unwrap()),
-        book: Arc::new(AddressBook::new(book)),
-    }
-}
-
-fn book_sender(book: &AddressBook) -> tacit_drop::Result<Sender<G>> {
-    let mut rng = SecureRng::from_os();
-    let p = params().psi;
-    let key = SenderKey::<G>::generate(&mut rng, 1);
-    let pre = SenderPrecomputation::compute(&p, &key, book.entries(), Reuse::FreshPerSession, &mut rng)?;
-    Ok(Sender::new(&p, key, pre)?)
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tacit-drop-{tag}-{}-{}", std::process::id(), now()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::*;
 
 struct Receiver {
     addr: String,
@@ -340,53 +296,6 @@ async fn a_revoked_device_is_refused_by_receivers_and_senders() {
     assert!(!events.iter().any(|e| e.contains("Authenticated")), "{events:?}");
 }
 
-/// A raw HTTPS client with the device's certificate: sends `head` and `body`, returns
-/// the status line and body text (or an error if the server closed the connection).
-async fn raw(addr: &str, d: &Device, head: &str, body: &[u8], stall: bool) -> std::io::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let tls = tacit_net::tls::MutualTls::new(
-        &d.identity.account_cert,
-        d.identity.tls_key.pkcs8_der(),
-        &d.identity.root_cert,
-    )
-    .unwrap();
-    let connector = tacit_net::tls::TlsConnector::from(tls.client_config().unwrap());
-    let tcp = tokio::net::TcpStream::connect(addr).await?;
-    let mut s = connector
-        .connect(
-            tacit_net::tls::server_name(tacit_drop::x509::TLS_SERVER_NAME).unwrap(),
-            tcp,
-        )
-        .await?;
-    s.write_all(head.as_bytes()).await?;
-    if stall {
-        // a slow client: headers never finish
-        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    }
-    s.write_all(body).await?;
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match tokio::time::timeout(std::time::Duration::from_secs(5), s.read(&mut buf)).await {
-            Ok(Ok(0)) | Err(_) => break,
-            Ok(Ok(n)) => {
-                out.extend_from_slice(&buf[..n]);
-                if out.windows(4).any(|w| w == b"\r\n\r\n") && String::from_utf8_lossy(&out).contains("\n\n") {
-                    break;
-                }
-            }
-            Ok(Err(e)) => {
-                return if out.is_empty() {
-                    Err(e)
-                } else {
-                    Ok(String::from_utf8_lossy(&out).into_owned())
-                };
-            }
-        }
-    }
-    Ok(String::from_utf8_lossy(&out).into_owned())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversize_malformed_out_of_order_and_slow_requests_are_refused() {
     let ca = CertificateAuthority::generate(&mut SecureRng::from_os()).unwrap();
@@ -569,21 +478,6 @@ fn received_file_names_are_cleaned() {
     assert_eq!(transport::safe_file_name("a\u{1b}[2Jb\u{200B}.txt"), "a[2Jb.txt");
     assert_eq!(transport::safe_file_name("\u{202E}"), "received-file");
     assert_eq!(transport::safe_file_name(".hidden"), "hidden");
-}
-
-/// A valid `StartPSI` body from `sender` to `receiver` (its certified inputs).
-fn start_body(ca: &CertificateAuthority, sender: &Device, receiver: &Device) -> Vec<u8> {
-    let ctx = tacit_drop::protocol::Context {
-        identity: sender.identity.clone(),
-        book: sender.book.clone(),
-        ca: ca.public_key(),
-        peer: receiver.identity.account,
-        now: now(),
-        device_name: "sender".into(),
-    };
-    tacit_drop::protocol::DropSender::start(ctx, book_sender(&sender.book).unwrap())
-        .unwrap()
-        .1
 }
 
 /// Issue 32, item 4: `/StartPSI` took a precomputation of the address book (and

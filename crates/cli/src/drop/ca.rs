@@ -2,39 +2,23 @@
 //! rely on, and a device's enrolment with it.
 
 use crate::util::store_path;
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use anyhow::{Context, Result, anyhow, ensure};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::VerifyingKey;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_drop::AccountId;
 use tacit_drop::DropParams;
-use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, EnrollmentRequest, Issued};
+use tacit_drop::ca::{DeviceEnrollment, DropIdentity, Issued};
 use tacit_drop::records::CaPublicKey;
-use tacit_drop::revocation::{
-    DEFAULT_LIST_LIFETIME_SECS, RevocationListRequest, Revocations, SignedRevocationList, StalePolicy,
-    VerifiedRevocationList,
-};
-use tacit_drop::x509::TlsRoot;
-use tacit_net::guard::{Guard, ServeLimits};
-use tacit_net::{FramedConn, FramedListener, NetConfig};
+use tacit_drop::revocation::{DEFAULT_LIST_LIFETIME_SECS, Revocations, SignedRevocationList, StalePolicy};
+use tacit_drop::service;
+use tacit_drop::service::ca::{CaEvent, unhex};
+use tacit_drop::service::device::{self, RefreshNote};
+use tacit_net::guard::ServeLimits;
 use tacit_store::{NormalizeOptions, Store};
-use tacit_wire::{Encode, ErrorMessage};
-
-/// Store key purposes.
-pub const CA_PUBLIC: &str = "drop-ca-public";
-/// Where the CA was reached last (`tacit id enroll --ca`, `renew`, `refresh`): where
-/// `drop receive` and `drop send` refresh a stale revocation list.
-pub const CA_ADDRESS: &str = "drop-ca-address";
-fn identity_purpose(g: GroupId) -> String {
-    format!("drop-identity/{g}")
-}
-fn pending_purpose(g: GroupId) -> String {
-    format!("drop-pending/{g}")
-}
 
 /// PrivateDrop parameters shared by enrolment and the protocol.
 #[derive(Debug, Clone, Args)]
@@ -276,75 +260,15 @@ fn hex(b: &[u8]) -> String {
     hex::encode(b)
 }
 
-/// Hex digits only (the `hex` crate refuses signs and other characters).
-fn unhex(s: &str) -> Result<Vec<u8>> {
-    hex::decode(s.trim()).map_err(|e| match e {
-        hex::FromHexError::OddLength => anyhow!("not a hex string of whole bytes"),
-        _ => anyhow!("not a hex string"),
-    })
-}
-
 pub fn parse_ca_key(s: &str) -> Result<CaPublicKey> {
     Ok(CaPublicKey(
         VerifyingKey::from_bytes(&unhex(s).context("--ca-key")?).context("--ca-key is not an Ed25519 public key")?,
     ))
 }
 
-fn load_ca(dir: &Path) -> Result<CertificateAuthority> {
-    let path = dir.join("ca.key");
-    let text = crate::util::read_text(&path, "CA key", 4096).with_context(|| {
-        format!(
-            "no CA in {} (create one with `tacit ca init --dir {}`)",
-            dir.display(),
-            dir.display()
-        )
-    })?;
-    let seed: [u8; 32] = unhex(&text)?
-        .try_into()
-        .map_err(|_| anyhow!("{} is corrupt: expected a 32-byte key", path.display()))?;
-    let key_pem = crate::util::read_text(&dir.join("tls-root.key"), "TLS root key", 1 << 16)
-        .with_context(|| format!("{} has no tls-root.key", dir.display()))?;
-    let cert = crate::util::read_file(&dir.join("tls-root.der"), "TLS root certificate", 1 << 16)
-        .with_context(|| format!("{} has no tls-root.der", dir.display()))?;
-    let root = TlsRoot::from_parts(&key_pem, &cert)
-        .with_context(|| format!("the TLS root in {} is corrupt", dir.display()))?;
-    Ok(CertificateAuthority::from_parts(&seed, root))
-}
-
-/// The CA's account registry (issue 9: a UUID is bound to the key that first
-/// registered it), kept beside its keys.
-fn open_registry(dir: &Path) -> Result<Store> {
-    let path = dir.join("registry.sqlite3");
-    Store::open(&path).with_context(|| format!("cannot open the CA registry {}", path.display()))
-}
-
-/// Writes a public file atomically (a temporary file renamed over it), readable by
-/// everyone (a revocation list is meant to be published).
-fn write_public(path: &Path, data: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, data).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
-
-fn write_private(path: &Path, data: &[u8]) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(data)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
-}
-
 /// Asks the operator to confirm ownership of `id` (or confirms when `all`).
-fn confirm(all: bool, account: &str, id: &str) -> bool {
+fn confirm(all: bool, account: &AccountId, id: &str) -> bool {
+    let id = crate::util::sanitize(id);
     if all {
         eprintln!("tacit ca: account {account}: ownership of {id} confirmed (--confirm)");
         return true;
@@ -355,24 +279,23 @@ fn confirm(all: bool, account: &str, id: &str) -> bool {
     std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
 }
 
+fn certified(c: &service::ca::Certified) {
+    eprintln!(
+        "tacit ca: certified {} identifiers of account {}",
+        c.identifiers, c.account
+    );
+}
+
 pub fn run_ca(cmd: CaCommand) -> Result<()> {
     match cmd {
         CaCommand::Init { dir, force } => {
-            let path = dir.join("ca.key");
-            if path.exists() && !force {
-                bail!("{} already holds a CA (use --force to replace it)", dir.display());
-            }
-            std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-            let ca = CertificateAuthority::generate(&mut SecureRng::from_os())?;
-            write_private(&dir.join("tls-root.key"), ca.tls_root().key_pem().as_bytes())?;
-            std::fs::write(dir.join("tls-root.der"), ca.tls_root().cert_der())?;
-            write_private(&path, hex(ca.to_seed().as_slice()).as_bytes())?;
+            let ca = service::ca::init(&dir, force)?;
             println!("created a CA in {}", dir.display());
             println!("public key: {}", hex(&ca.public_key().0.to_bytes()));
             Ok(())
         }
         CaCommand::Show { dir } => {
-            println!("{}", hex(&load_ca(&dir)?.public_key().0.to_bytes()));
+            println!("{}", hex(&service::ca::load(&dir)?.public_key().0.to_bytes()));
             Ok(())
         }
         CaCommand::Enroll {
@@ -382,14 +305,12 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
             confirm: all,
             params,
         } => {
-            let ca = load_ca(&dir)?;
-            let mut registry = open_registry(&dir)?;
+            let ca = service::ca::load(&dir)?;
+            let mut registry = service::ca::open_registry(&dir)?;
             let bytes = crate::util::read_file(&request, "enrolment request", crate::util::MAX_SMALL_FILE)?;
-            let issued = match params.group {
-                GroupId::Ristretto255 => certify::<Ristretto255>(&ca, &mut registry, &bytes, all)?,
-                GroupId::P256 => certify::<P256>(&ca, &mut registry, &bytes, all)?,
-            };
-            std::fs::write(&out, issued).with_context(|| format!("cannot write {}", out.display()))?;
+            let c = service::ca::certify(&ca, &mut registry, params.group, &bytes, &|a, id| confirm(all, a, id))?;
+            certified(&c);
+            std::fs::write(&out, c.issued).with_context(|| format!("cannot write {}", out.display()))?;
             println!("wrote the issued certificates to {}", out.display());
             Ok(())
         }
@@ -398,19 +319,13 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
             dir,
             list_hours,
         } => {
-            let ca = load_ca(&dir)?;
-            let mut registry = open_registry(&dir)?;
+            let ca = service::ca::load(&dir)?;
             let a = AccountId::parse(&account)
                 .ok_or_else(|| anyhow!("{account:?} is not an account UUID (8-4-4-4-12 hex digits)"))?;
-            let before = registry.ca_account(&a.0)?.ok_or_else(|| {
-                anyhow!("account {a} is not registered with this CA (see its log for the UUIDs it certified)")
-            })?;
-            let t = now();
-            registry.ca_revoke(&a.0, t)?;
-            let list = publish(&ca, &mut registry, t, hours(list_hours)?, Some(&dir))?;
+            let r = service::ca::revoke(&ca, &dir, &a, hours(list_hours)?)?;
             let path = dir.join("revocations.bin");
-            let l = list.unverified();
-            match before.revoked_unix {
+            let l = r.list.unverified();
+            match r.already_at {
                 Some(at) => println!("account {a} was already revoked (at {at})"),
                 None => println!("revoked account {a}"),
             }
@@ -433,30 +348,47 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
             params,
         } => {
             let _ = params.params()?;
-            let server = Arc::new(CaServer {
-                ca: load_ca(&dir)?,
-                enrolments: std::sync::Mutex::new(open_registry(&dir)?),
-                lists: std::sync::Mutex::new(open_registry(&dir)?),
-                dir: dir.clone(),
-                group: params.group,
-                confirm_all: all,
-                lifetime: hours(list_hours)?,
-            });
-            let limits = serve_limits.apply(ServeLimits::new(256, CA_CONNECTION_DEADLINE))?;
+            let ca = service::ca::load(&dir)?;
+            let lifetime = hours(list_hours)?;
+            let limits = serve_limits.apply(ServeLimits::new(256, service::ca::CONNECTION_DEADLINE))?;
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
                 .build()?;
-            rt.block_on(crate::util::shutdown::serving(serve_ca(
-                server, &listen, limits, sessions,
-            )))
+            rt.block_on(crate::util::shutdown::serving(async move {
+                let server = service::ca::Ca::builder(ca, dir)
+                    .group(params.group)
+                    .confirm(move |a, id| confirm(all, a, id))
+                    .list_lifetime(lifetime)
+                    .limits(limits)
+                    .sessions(sessions)
+                    .events(|e| match e {
+                        CaEvent::Admission(e) => eprintln!("tacit ca serve: {e}"),
+                        CaEvent::Certified { account, identifiers } => {
+                            eprintln!("tacit ca: certified {identifiers} identifiers of account {account}")
+                        }
+                        CaEvent::SentList { sequence, accounts } => {
+                            eprintln!("tacit ca serve: sent revocation list {sequence} ({accounts} accounts)")
+                        }
+                        CaEvent::Refused(why) => eprintln!("tacit ca serve: refused: {why}"),
+                        CaEvent::Failed(e) => {
+                            eprintln!("tacit ca serve: {}", crate::util::one_line(&anyhow::Error::from(e)))
+                        }
+                    })
+                    .bind(&listen)
+                    .await?;
+                eprintln!("tacit ca serve: listening on {}", server.local_addr());
+                eprintln!("tacit ca serve: TLS 1.3, endpoint key endorsed by the CA key");
+                server.serve().await?;
+                Ok(())
+            }))
         }
         CaCommand::Publish { dir, out, list_hours } => {
-            let ca = load_ca(&dir)?;
-            let mut registry = open_registry(&dir)?;
-            let list = publish(&ca, &mut registry, now(), hours(list_hours)?, Some(&dir))?;
+            let ca = service::ca::load(&dir)?;
+            let mut registry = service::ca::open_registry(&dir)?;
+            let list = service::ca::publish(&ca, &mut registry, now(), hours(list_hours)?, Some(&dir))?;
             let path = out.unwrap_or_else(|| dir.join("revocations.bin"));
-            write_public(&path, &list.to_bytes())?;
+            service::ca::write_public(&path, &list.to_bytes())?;
             let l = list.unverified();
             println!(
                 "revocation list {} ({} accounts, next update {}) written to {}; publish it before {} (half its lifetime), \
@@ -472,113 +404,6 @@ pub fn run_ca(cmd: CaCommand) -> Result<()> {
     }
 }
 
-/// Longest a connection to the CA may last (an enrolment may wait for the operator).
-const CA_CONNECTION_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// The CA's endpoint: enrolments (one operator confirmation at a time) and revocation
-/// lists (never behind a confirmation), each on its own registry connection.
-struct CaServer {
-    ca: CertificateAuthority,
-    enrolments: std::sync::Mutex<Store>,
-    lists: std::sync::Mutex<Store>,
-    dir: PathBuf,
-    group: GroupId,
-    confirm_all: bool,
-    lifetime: u64,
-}
-
-/// Set when the connection that asked for an enrolment is gone (its deadline passed,
-/// or it was dropped), so that a request still queued for the operator is not asked
-/// about.
-struct Abandoned(Arc<std::sync::atomic::AtomicBool>);
-
-impl Drop for Abandoned {
-    fn drop(&mut self) {
-        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// Serves the CA's endpoint (issue 32: concurrently under the shared guard, so idle
-/// connections cannot stall enrolment or revocation).
-async fn serve_ca(server: Arc<CaServer>, listen: &str, limits: ServeLimits, sessions: Option<u64>) -> Result<()> {
-    let tls = server.ca.enrolment_tls_identity()?.server_config()?;
-    let net = NetConfig::default()
-        .with_deadline(CA_CONNECTION_DEADLINE)
-        .speaking(tacit_net::Protocol::CaEnrolment);
-    let l = FramedListener::bind(listen, &net)
-        .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    eprintln!("tacit ca serve: listening on {}", l.local_addr()?);
-    eprintln!("tacit ca serve: TLS 1.3, endpoint key endorsed by the CA key");
-    let guard = Guard::new(limits).on_event(Arc::new(|e| eprintln!("tacit ca serve: {e}")));
-    l.serve(&guard, sessions, |c| {
-        let (server, tls) = (server.clone(), tls.clone());
-        async move {
-            if let Err(e) = ca_connection(c, &server, tls).await {
-                eprintln!("tacit ca serve: {}", crate::util::one_line(&e));
-            }
-        }
-    })
-    .await;
-    Ok(())
-}
-
-async fn ca_connection(c: FramedConn, server: &Arc<CaServer>, tls: Arc<tacit_net::tls::ServerConfig>) -> Result<()> {
-    let mut c = c.accept_tls(tls).await?;
-    let req = c.recv().await?;
-    let reply = if tacit_wire::Envelope::peek(&req)
-        .is_ok_and(|e| e.tag == tacit_drop::revocation::tags::REVOCATION_LIST_REQUEST)
-    {
-        let s = server.clone();
-        let answer = tokio::task::spawn_blocking(move || {
-            RevocationListRequest::from_bytes(&req)?;
-            let mut registry = s.lists.lock().map_err(|_| anyhow!("the registry lock is poisoned"))?;
-            publish(&s.ca, &mut registry, now(), s.lifetime, Some(&s.dir))
-        })
-        .await?;
-        match answer {
-            Ok(list) => {
-                let l = list.unverified();
-                eprintln!(
-                    "tacit ca serve: sent revocation list {} ({} accounts)",
-                    l.sequence(),
-                    l.accounts().len()
-                );
-                list.to_bytes()
-            }
-            Err(e) => {
-                eprintln!("tacit ca serve: refused: {}", crate::util::one_line(&e));
-                ErrorMessage::new(crate::util::one_line(&e)).to_wire()
-            }
-        }
-    } else {
-        let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let _abandoned = Abandoned(flag.clone());
-        let s = server.clone();
-        let answer = tokio::task::spawn_blocking(move || {
-            // One enrolment at a time: the operator confirms each at the prompt.
-            let mut registry = s
-                .enrolments
-                .lock()
-                .map_err(|_| anyhow!("the registry lock is poisoned"))?;
-            if flag.load(std::sync::atomic::Ordering::SeqCst) {
-                bail!("the device left before its enrolment was looked at");
-            }
-            match s.group {
-                GroupId::Ristretto255 => certify::<Ristretto255>(&s.ca, &mut registry, &req, s.confirm_all),
-                GroupId::P256 => certify::<P256>(&s.ca, &mut registry, &req, s.confirm_all),
-            }
-        })
-        .await?;
-        answer.unwrap_or_else(|e| {
-            eprintln!("tacit ca serve: refused: {}", crate::util::one_line(&e));
-            ErrorMessage::new(crate::util::one_line(&e)).to_wire()
-        })
-    };
-    c.send(&reply).await?;
-    Ok(())
-}
-
 fn hours(h: u64) -> Result<u64> {
     ensure!(
         (1..=24 * 366).contains(&h),
@@ -587,339 +412,58 @@ fn hours(h: u64) -> Result<u64> {
     Ok(h * 3600)
 }
 
-/// The revocation-list issuer name of a CA key in a store.
-pub fn ca_issuer(ca: &CaPublicKey) -> String {
-    format!("drop-ca/{}", hex(&ca.0.to_bytes()))
-}
-
-/// The list the CA publishes now: the one in its registry while it is current and
-/// lists exactly the revoked accounts, else a new one (kept before it is returned,
-/// and written to `dir`/revocations.bin when a directory is given, so that a copy
-/// published from there stays current).
-fn publish(
-    ca: &CertificateAuthority,
-    registry: &mut Store,
-    now: u64,
-    lifetime: u64,
-    dir: Option<&Path>,
-) -> Result<SignedRevocationList> {
-    let issuer = ca_issuer(&ca.public_key());
-    let current = match registry.revocation_list(&issuer)? {
-        Some(s) => Some(SignedRevocationList::from_bytes(&s.list).context("the CA's stored revocation list")?),
-        None => None,
-    };
-    let revoked: Vec<AccountId> = registry
-        .ca_accounts()?
-        .into_iter()
-        .filter(|(_, a)| a.revoked_unix.is_some())
-        .map(|(id, _)| AccountId(id))
-        .collect();
-    let (list, new) = ca.publish_revocations(current.as_ref(), &revoked, now, lifetime)?;
-    if new {
-        let l = list.unverified();
-        registry.put_revocation_list(&issuer, l.sequence(), l.next_update(), &list.to_bytes())?;
-        if let Some(dir) = dir {
-            write_public(&dir.join("revocations.bin"), &list.to_bytes())?;
-        }
+/// Prints what refreshing the revocation list did (`who`: the command).
+pub fn print_refresh_note(who: &str, n: &RefreshNote) {
+    match n {
+        RefreshNote::SourceFailed(f) => eprintln!("tacit {who}: warning: revocation list {f}"),
+        RefreshNote::NotKept(e) => eprintln!("tacit {who}: warning: {e}"),
+        RefreshNote::InForce {
+            sequence,
+            from,
+            accounts,
+        } => eprintln!("tacit {who}: revocation list {sequence} from {from} ({accounts} accounts revoked)"),
+        RefreshNote::Unusable { from, why } => eprintln!("tacit {who}: {from} sent an unusable revocation list: {why}"),
     }
-    Ok(list)
-}
-
-/// The revocation list kept in the device's store for `ca`, verified.
-pub fn stored_revocations(st: &Store, ca: &CaPublicKey) -> Result<Option<VerifiedRevocationList>> {
-    match st.revocation_list(&ca_issuer(ca))? {
-        None => Ok(None),
-        Some(s) => Ok(Some(
-            SignedRevocationList::from_bytes(&s.list)?
-                .verify(ca)
-                .context("the stored revocation list")?,
-        )),
-    }
-}
-
-/// Keeps `list` unless the store holds a newer one; whether it was stored.
-pub fn keep_revocations(st: &mut Store, list: &VerifiedRevocationList) -> Result<bool> {
-    let l = list.list();
-    if let Some(cur) = stored_revocations(st, list.ca())?
-        && cur.list().sequence() > l.sequence()
-    {
-        bail!(
-            "revocation list {} is older than list {} already held",
-            l.sequence(),
-            cur.list().sequence()
-        );
-    }
-    Ok(st.put_revocation_list(
-        &ca_issuer(list.ca()),
-        l.sequence(),
-        l.next_update(),
-        &list.signed().to_bytes(),
-    )?)
-}
-
-/// Where this device last fetched a revocation list over HTTP(S) (`tacit id refresh
-/// --url`), tried first when a list falls due.
-pub const REVOCATION_URL: &str = "drop-revocation-url";
-
-/// The revocation-list URL this device last used, if any.
-pub fn revocation_url(st: &Store) -> Result<Option<String>> {
-    Ok(st
-        .current_key(REVOCATION_URL)?
-        .map(|k| String::from_utf8_lossy(&k.secret).into_owned()))
-}
-
-fn remember_revocation_url(st: &mut Store, url: &str) -> Result<()> {
-    if revocation_url(st)?.as_deref() == Some(url) {
-        return Ok(());
-    }
-    let epoch = next_epoch(st, REVOCATION_URL)?;
-    st.put_key(REVOCATION_URL, epoch, url.as_bytes(), now())?;
-    Ok(())
-}
-
-/// The CA address this device last used, if any.
-pub fn ca_address(st: &Store) -> Result<Option<String>> {
-    Ok(st
-        .current_key(CA_ADDRESS)?
-        .map(|k| String::from_utf8_lossy(&k.secret).into_owned()))
-}
-
-fn remember_ca_address(st: &mut Store, addr: &str) -> Result<()> {
-    if ca_address(st)?.as_deref() == Some(addr) {
-        return Ok(());
-    }
-    let epoch = next_epoch(st, CA_ADDRESS)?;
-    st.put_key(CA_ADDRESS, epoch, addr.as_bytes(), now())?;
-    Ok(())
-}
-
-/// Fetches the CA's current revocation list from its enrolment endpoint and verifies
-/// it under `ca`.
-pub async fn fetch_revocations(addr: &str, ca: CaPublicKey) -> Result<VerifiedRevocationList> {
-    let answer = exchange_with_ca(
-        addr,
-        ca,
-        &RevocationListRequest.to_bytes(),
-        std::time::Duration::from_secs(15),
-    )
-    .await?;
-    Ok(SignedRevocationList::from_bytes(&answer)?.verify(&ca)?)
-}
-
-/// Where the device fetches revocation lists: the URL it last refreshed from
-/// (`tacit id refresh --url`) and the CA's endpoint.
-#[derive(Debug, Clone, Default)]
-pub struct ListSources {
-    url: Option<String>,
-    ca: Option<String>,
-}
-
-/// What [`ListSources::fetch`] found.
-#[derive(Debug, Default)]
-pub struct Fetched {
-    /// The newest list a source gave that is newer than the one held, and where it
-    /// came from: a current one if any source had one (else the newest stale one,
-    /// which still revokes more than the list held).
-    pub list: Option<(VerifiedRevocationList, String)>,
-    /// Why each other source gave nothing usable: unreachable, a list that does not
-    /// verify, one past its next update, or one not newer than the list held.
-    pub failures: Vec<String>,
-}
-
-impl Fetched {
-    /// Whether a current list was found.
-    pub fn is_current(&self, now: u64) -> bool {
-        self.list.as_ref().is_some_and(|(l, _)| !l.list().is_stale(now))
-    }
-}
-
-impl ListSources {
-    /// The sources this device knows.
-    pub fn of(st: &Store) -> Result<Self> {
-        Ok(ListSources {
-            url: revocation_url(st)?,
-            ca: ca_address(st)?,
-        })
-    }
-
-    /// Whether the device knows any source.
-    pub fn is_empty(&self) -> bool {
-        self.url.is_none() && self.ca.is_none()
-    }
-
-    /// Asks every source at once and keeps the newest current list of all (review of
-    /// issue 32: the first list that verified used to end the search, so a mirror
-    /// that kept serving an old list, or anyone replaying one on the path of an
-    /// `http://` URL, hid the CA's current list). A list past its next update at
-    /// `now`, or not newer than `held`, is a failure of its source.
-    pub async fn fetch(&self, ca: CaPublicKey, held: Option<&VerifiedRevocationList>, now: u64) -> Fetched {
-        let from_url = async {
-            match &self.url {
-                Some(url) => Some((url.clone(), fetch_revocations_url(url, ca).await)),
-                None => None,
-            }
-        };
-        let from_ca = async {
-            match &self.ca {
-                Some(addr) => Some((format!("the CA at {addr}"), fetch_revocations(addr, ca).await)),
-                None => None,
-            }
-        };
-        let (a, b) = tokio::join!(from_url, from_ca);
-        let mut out = Fetched::default();
-        let mut stale: Option<(VerifiedRevocationList, String)> = None;
-        for (from, got) in [a, b].into_iter().flatten() {
-            let list = match got {
-                Ok(l) => l,
-                Err(e) => {
-                    out.failures.push(format!("{from}: {}", crate::util::one_line(&e)));
-                    continue;
-                }
-            };
-            let (seq, next) = (list.list().sequence(), list.list().next_update());
-            if let Some(h) = held
-                && seq <= h.list().sequence()
-            {
-                out.failures.push(format!(
-                    "{from}: served list {seq}, not newer than list {} already held",
-                    h.list().sequence()
-                ));
-                continue;
-            }
-            let newer = |best: &Option<(VerifiedRevocationList, String)>| {
-                best.as_ref().is_none_or(|(b, _)| b.list().sequence() < seq)
-            };
-            if list.list().is_stale(now) {
-                out.failures.push(format!(
-                    "{from}: served list {seq}, past its next update by {} s",
-                    now - next
-                ));
-                if newer(&stale) {
-                    stale = Some((list, from));
-                }
-            } else if newer(&out.list) {
-                out.list = Some((list, from));
-            }
-        }
-        if out.list.is_none() {
-            out.list = stale;
-        }
-        out
-    }
-}
-
-/// Fetches the list the CA's operator publishes at `url` (`tacit ca publish`) and
-/// verifies it under `ca`.
-pub async fn fetch_revocations_url(url: &str, ca: CaPublicKey) -> Result<VerifiedRevocationList> {
-    let bytes = tacit_drop::transport::fetch_url(url, 4 << 20, std::time::Duration::from_secs(20)).await?;
-    Ok(SignedRevocationList::from_bytes(&bytes)
-        .with_context(|| format!("{url} does not hold a revocation list"))?
-        .verify(&ca)?)
-}
-
-/// The warning for a list URL that is not `https://`: nothing authenticates the
-/// server, so anyone on the path can serve an older signed list (which the device
-/// detects only once that list is past its next update).
-pub fn plain_http_warning(url: &str) -> Option<String> {
-    url.get(..7).filter(|s| s.eq_ignore_ascii_case("http://")).map(|_| {
-        format!(
-            "warning: {url} is plain HTTP: anyone on the path can serve an older signed list in its place \
-             (accepted only while it is current, and never in place of a newer one); prefer https://"
-        )
-    })
-}
-
-/// Fetches from every source the device knows and puts the newest list in force in
-/// `revocations` and the store at `store`; what it did, for the log (`who`), and
-/// whether a current list is in force afterwards. Used on start and by a running
-/// receiver's refresher alike.
-pub async fn refresh_from_sources(
-    st: &mut Store,
-    revocations: &Revocations,
-    ca: CaPublicKey,
-    who: &str,
-) -> Result<Option<bool>> {
-    let sources = ListSources::of(st)?;
-    if sources.is_empty() {
-        return Ok(None);
-    }
-    let now = now();
-    let held = revocations.current();
-    let fetched = sources.fetch(ca, held.as_ref(), now).await;
-    let current = fetched.is_current(now);
-    for f in &fetched.failures {
-        eprintln!("tacit {who}: warning: revocation list {f}");
-    }
-    if let Some((list, from)) = fetched.list {
-        match revocations.update(list.clone()) {
-            Ok(_) => {
-                if let Err(e) = keep_revocations(st, &list) {
-                    eprintln!("tacit {who}: warning: {}", crate::util::one_line(&e));
-                }
-                eprintln!(
-                    "tacit {who}: revocation list {} from {from} ({} accounts revoked)",
-                    list.list().sequence(),
-                    list.list().accounts().len()
-                );
-            }
-            Err(e) => eprintln!("tacit {who}: {from} sent an unusable revocation list: {e}"),
-        }
-    }
-    Ok(Some(current))
 }
 
 /// For `drop receive` and `drop send` on start: the stored list, refreshed first when
-/// it is missing or past its next update (from the URL or CA the device knows). If
-/// it is still not current, `policy` decides (issue 32): warn and go on, or refuse to
-/// run.
+/// it is missing or past its next update; under `policy` Warn a line when it is still
+/// not current, under Refuse an error.
 pub async fn revocations_on_start(
     st: &mut Store,
     ca: &CaPublicKey,
     who: &str,
     policy: StalePolicy,
 ) -> Result<Revocations> {
-    let revocations = Revocations::new().with_stale_policy(policy);
-    if let Some(l) = stored_revocations(st, ca)? {
-        revocations.update(l)?;
+    let on = device::revocations_on_start(st, ca, policy, &mut |n| print_refresh_note(who, n)).await?;
+    if let Some(why) = on.stale {
+        eprintln!(
+            "tacit {who}: warning: the revocation list {why}: accounts the CA revoked since are still trusted \
+             (refresh it with `tacit id refresh`; --stale-revocations refuse refuses peers meanwhile)"
+        );
     }
-    if revocations.staleness(now()).is_some() {
-        refresh_from_sources(st, &revocations, *ca, who).await?;
-    }
-    if let Some(why) = revocations.staleness(now()) {
-        match policy {
-            StalePolicy::Warn => eprintln!(
-                "tacit {who}: warning: the revocation list {why}: accounts the CA revoked since are still trusted \
-                 (refresh it with `tacit id refresh`; --stale-revocations refuse refuses peers meanwhile)"
-            ),
-            StalePolicy::Refuse => bail!(
-                "the revocation list {why} and could not be refreshed; with --stale-revocations refuse this device \
-                 talks to no peer until it has a current one (`tacit id refresh --ca ADDR`, `--url URL` or `--file FILE`)"
-            ),
-        }
-    }
-    Ok(revocations)
+    Ok(on.revocations)
 }
 
-fn certify<G: PrimeGroup>(
-    ca: &CertificateAuthority,
-    registry: &mut Store,
-    request: &[u8],
-    all: bool,
-) -> Result<Vec<u8>> {
-    let req = EnrollmentRequest::<G>::from_bytes(request).context("enrolment request")?;
-    let account = req.account.to_string();
-    let issued = ca.enroll(
-        &req,
-        &|id| confirm(all, &account, &crate::util::sanitize(id)),
-        registry,
-        now(),
-        &mut SecureRng::from_os(),
-    )?;
-    eprintln!(
-        "tacit ca: certified {} identifiers of account {account}",
-        req.entries.len()
-    );
-    Ok(issued.to_bytes())
+fn normalise(ids: &[String], region: Option<&str>) -> Result<Vec<String>> {
+    let opts = match region {
+        Some(r) => NormalizeOptions::with_default_region(r)?,
+        None => NormalizeOptions::new(),
+    };
+    ids.iter()
+        .map(|raw| {
+            tacit_store::Identifier::parse(raw, &opts)
+                .map(|i| i.value)
+                .with_context(|| format!("--id {raw}"))
+        })
+        .collect()
+}
+
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(f))
 }
 
 pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
@@ -939,15 +483,7 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
             params,
         } => {
             let ca_pub = parse_ca_key(&ca_key)?;
-            let opts = match &region {
-                Some(r) => NormalizeOptions::with_default_region(r)?,
-                None => NormalizeOptions::new(),
-            };
-            let mut normalised = Vec::new();
-            for raw in &ids {
-                let id = tacit_store::Identifier::parse(raw, &opts).with_context(|| format!("--id {raw}"))?;
-                normalised.push(id.value);
-            }
+            let normalised = normalise(&ids, region.as_deref())?;
             let p = params.params()?;
             match p.psi.group {
                 GroupId::Ristretto255 => enroll::<Ristretto255>(&mut st, &p, &normalised, ca_pub, ca, offline),
@@ -959,15 +495,14 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
             GroupId::P256 => renew::<P256>(&mut st, &ca, &ids, region.as_deref()),
         },
         IdCommand::Refresh { ca, url, file } => {
-            let ca_pub = load_ca_public(&st)?;
+            let ca_pub = device::ca_public(&st)?;
             let (list, from) = match (file, url) {
                 (None, Some(url)) => {
-                    if let Some(w) = plain_http_warning(&url) {
+                    if let Some(w) = service::ca::plain_http_warning(&url) {
                         eprintln!("tacit id refresh: {w}");
                     }
-                    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-                    let list = rt.block_on(fetch_revocations_url(&url, ca_pub))?;
-                    remember_revocation_url(&mut st, &url)?;
+                    let list = block_on(service::ca::fetch_revocations_url(&url, ca_pub))??;
+                    device::remember_revocation_url(&mut st, &url)?;
                     (list, url)
                 }
                 (Some(f), _) => {
@@ -983,16 +518,15 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
                 (None, None) => {
                     let addr = match ca {
                         Some(a) => a,
-                        None => ca_address(&st)?
+                        None => device::ca_address(&st)?
                             .ok_or_else(|| anyhow!("no CA address is known: give --ca HOST:PORT (or --file)"))?,
                     };
-                    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-                    let list = rt.block_on(fetch_revocations(&addr, ca_pub))?;
-                    remember_ca_address(&mut st, &addr)?;
+                    let list = block_on(service::ca::fetch_revocations(&addr, ca_pub))??;
+                    device::remember_ca_address(&mut st, &addr)?;
                     (list, format!("the CA at {addr}"))
                 }
             };
-            let stored = keep_revocations(&mut st, &list)?;
+            let stored = device::keep_revocations(&mut st, &list)?;
             let l = list.list();
             if l.is_stale(now()) {
                 eprintln!(
@@ -1025,10 +559,6 @@ pub fn run_id(cmd: IdCommand, store: Option<&Path>) -> Result<()> {
     }
 }
 
-fn next_epoch(st: &Store, purpose: &str) -> Result<u64> {
-    Ok(st.current_key(purpose)?.map_or(1, |k| k.epoch + 1))
-}
-
 fn enroll<G: PrimeGroup>(
     st: &mut Store,
     params: &DropParams,
@@ -1037,16 +567,13 @@ fn enroll<G: PrimeGroup>(
     ca: Option<String>,
     offline: Option<PathBuf>,
 ) -> Result<()> {
-    let refs: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
-    let mut rng = SecureRng::from_os();
-    let pending = DeviceEnrollment::<G>::new(params, &refs, &mut rng)?;
     if let Some(file) = offline {
-        remember_ca(st, &ca_pub)?;
+        let refs: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
+        let pending = DeviceEnrollment::<G>::new(params, &refs, &mut SecureRng::from_os())?;
+        device::remember_ca(st, &ca_pub)?;
         std::fs::write(&file, pending.request().to_bytes())
             .with_context(|| format!("cannot write {}", file.display()))?;
-        let purpose = pending_purpose(G::ID);
-        let e = next_epoch(st, &purpose)?;
-        st.put_key(&purpose, e, &pending.to_bytes(), now())?;
+        device::store_pending(st, &pending)?;
         println!(
             "wrote the enrolment request for account {} to {}; have the CA certify it, then run `tacit id finish`",
             pending.request().account,
@@ -1055,95 +582,27 @@ fn enroll<G: PrimeGroup>(
         return Ok(());
     }
     let addr = ca.ok_or_else(|| anyhow!("give --ca HOST:PORT or --offline FILE"))?;
-    let answer = request_from_ca(&addr, ca_pub, &pending.request().to_bytes())?;
-    let issued = Issued::<G>::from_bytes(&answer, params)?;
-    let identity = pending.finish(issued, &ca_pub, now())?;
-    remember_ca(st, &ca_pub)?;
-    remember_ca_address(st, &addr)?;
-    store_identity(st, identity)
-}
-
-/// Sends an enrolment request to the CA at `addr` over TLS authenticated by `ca_pub`
-/// and returns its answer (or its refusal as an error).
-fn request_from_ca(addr: &str, ca_pub: CaPublicKey, request: &[u8]) -> Result<Vec<u8>> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(exchange_with_ca(
-        addr,
-        ca_pub,
-        request,
-        std::time::Duration::from_secs(120),
-    ))
-}
-
-/// One request and its answer on the CA's endpoint (TLS with the key the CA endorses),
-/// within `deadline`; a refusal becomes an error.
-async fn exchange_with_ca(
-    addr: &str,
-    ca_pub: CaPublicKey,
-    request: &[u8],
-    deadline: std::time::Duration,
-) -> Result<Vec<u8>> {
-    let net = NetConfig::default()
-        .with_deadline(deadline)
-        .speaking(tacit_net::Protocol::CaEnrolment);
-    let tls = tacit_drop::enrolment::client_config(ca_pub)?;
-    let mut c = FramedConn::connect_tls(addr, &net, tls, tacit_drop::enrolment::SERVER_NAME)
-        .await
-        .with_context(|| format!("cannot reach the CA at {addr}"))?;
-    c.send(request).await?;
-    let answer = c.recv().await?;
-    if let Ok(env) = tacit_wire::Envelope::peek(&answer)
-        && env.tag == tacit_wire::tags::ERROR
-    {
-        let m = <ErrorMessage as tacit_wire::Decode>::from_wire(&answer)?;
-        bail!("the CA refused: {}", crate::util::sanitize(&m.reason));
-    }
-    Ok(answer)
+    let identity = block_on(service::ca::enroll::<G>(&addr, ca_pub, params, ids))??;
+    device::remember_ca(st, &ca_pub)?;
+    device::remember_ca_address(st, &addr)?;
+    store_identity(st, &identity)
 }
 
 fn renew<G: PrimeGroup>(st: &mut Store, addr: &str, ids: &[String], region: Option<&str>) -> Result<()> {
-    let current = load_identity::<G>(st)?;
-    let ca_pub = load_ca_public(st)?;
+    let current = device::identity::<G>(st)?;
+    let ca_pub = device::ca_public(st)?;
     let ids: Vec<String> = if ids.is_empty() {
         current.identifiers().to_vec()
     } else {
-        let opts = match region {
-            Some(r) => NormalizeOptions::with_default_region(r)?,
-            None => NormalizeOptions::new(),
-        };
-        ids.iter()
-            .map(|raw| {
-                tacit_store::Identifier::parse(raw, &opts)
-                    .map(|i| i.value)
-                    .with_context(|| format!("--id {raw}"))
-            })
-            .collect::<Result<_>>()?
+        normalise(ids, region)?
     };
-    let refs: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
-    let pending = DeviceEnrollment::<G>::renew(&current, &current.params, &refs, &mut SecureRng::from_os())?;
-    let answer = request_from_ca(addr, ca_pub, &pending.request().to_bytes())?;
-    let issued = Issued::<G>::from_bytes(&answer, &current.params)?;
-    remember_ca_address(st, addr)?;
-    store_identity(st, pending.finish(issued, &ca_pub, now())?)
+    let identity = block_on(service::ca::renew::<G>(addr, ca_pub, &current, &ids))??;
+    device::remember_ca_address(st, addr)?;
+    store_identity(st, &identity)
 }
 
-/// Keeps the CA's public key (the trust root) in the store.
-fn remember_ca(st: &mut Store, ca: &CaPublicKey) -> Result<()> {
-    if st
-        .current_key(CA_PUBLIC)?
-        .is_some_and(|k| k.secret.as_slice() == ca.0.to_bytes())
-    {
-        return Ok(());
-    }
-    let epoch = next_epoch(st, CA_PUBLIC)?;
-    st.put_key(CA_PUBLIC, epoch, &ca.0.to_bytes(), now())?;
-    Ok(())
-}
-
-fn store_identity<G: PrimeGroup>(st: &mut Store, identity: DropIdentity<G>) -> Result<()> {
-    let purpose = identity_purpose(G::ID);
-    let e = next_epoch(st, &purpose)?;
-    st.put_key(&purpose, e, &identity.to_bytes(), now())?;
+fn store_identity<G: PrimeGroup>(st: &mut Store, identity: &DropIdentity<G>) -> Result<()> {
+    device::store_identity(st, identity)?;
     println!(
         "enrolled account {} with {} identifiers ({} certified slots)",
         identity.account,
@@ -1154,39 +613,19 @@ fn store_identity<G: PrimeGroup>(st: &mut Store, identity: DropIdentity<G>) -> R
 }
 
 fn finish<G: PrimeGroup>(st: &mut Store, issued: &[u8]) -> Result<()> {
-    let pending = st.current_key(&pending_purpose(G::ID))?.ok_or_else(|| {
-        anyhow!(
-            "no pending enrolment for {} (run `tacit id enroll --offline` first)",
-            G::ID
-        )
-    })?;
-    let pending = DeviceEnrollment::<G>::from_bytes(&pending.secret)?;
-    let ca = load_ca_public(st)?;
+    let pending = device::pending::<G>(st)?;
+    let ca = device::ca_public(st)?;
     let issued = Issued::<G>::from_bytes(issued, &pending.request().params)?;
-    store_identity(st, pending.finish(issued, &ca, now())?)
-}
-
-pub fn load_ca_public(st: &Store) -> Result<CaPublicKey> {
-    let k = st
-        .current_key(CA_PUBLIC)?
-        .ok_or_else(|| anyhow!("no CA public key in the store (enrol with `tacit id enroll --ca-key …`)"))?;
-    Ok(CaPublicKey(VerifyingKey::from_bytes(&k.secret)?))
-}
-
-pub fn load_identity<G: PrimeGroup>(st: &Store) -> Result<DropIdentity<G>> {
-    let k = st
-        .current_key(&identity_purpose(G::ID))?
-        .ok_or_else(|| anyhow!("this device is not enrolled for {} (run `tacit id enroll`)", G::ID))?;
-    Ok(DropIdentity::<G>::from_bytes(&k.secret)?)
+    store_identity(st, &pending.finish(issued, &ca, now())?)
 }
 
 fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
-    let id = load_identity::<G>(st)?;
-    let ca = load_ca_public(st)?;
+    let id = device::identity::<G>(st)?;
+    let ca = device::ca_public(st)?;
     let v = &id.blinded_ids.validity;
-    let list = stored_revocations(st, &ca)?;
+    let list = device::stored_revocations(st, &ca)?;
     let t = now();
-    let addr = ca_address(st)?;
+    let addr = device::ca_address(st)?;
     if json {
         let out = serde_json::json!({
             "account": id.account.to_string(),
@@ -1256,19 +695,4 @@ fn show<G: PrimeGroup>(st: &Store, json: bool) -> Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::unhex;
-
-    #[test]
-    fn unhex_takes_hex_digits_only() {
-        assert_eq!(unhex(" 0aFf ").unwrap(), vec![0x0a, 0xff]);
-        // A sign was taken by from_str_radix, and a multi-byte character made the
-        // byte slicing panic.
-        for bad in ["+b", "aé1", "é1", "0g", "abc"] {
-            assert!(unhex(bad).is_err(), "{bad}");
-        }
-    }
 }

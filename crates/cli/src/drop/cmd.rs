@@ -1,22 +1,24 @@
 //! `tacit drop …`: PrivateDrop between two processes, and the attack on legacy captures.
 
-use crate::drop::ca::{DropParamArgs, load_ca_public, load_identity, revocations_on_start};
+use crate::drop::ca::{DropParamArgs, print_refresh_note, revocations_on_start};
 use crate::util::progress::{Progress, Unit};
 use crate::util::{MdnsArg, sanitize, store_path};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_drop::DropParams;
 use tacit_drop::attack::{PhoneRange, brute_force, read_capture};
-use tacit_drop::protocol::{AddressBook, Discoverability, Peer, ReceiverOutcome};
-use tacit_drop::revocation::{Revocations, StalePolicy};
-use tacit_drop::transport::{self, BookSupply, Event, Limits, ReceiverConfig, SenderConfig};
+use tacit_drop::protocol::{Discoverability, Peer, ReceiverOutcome};
+use tacit_drop::revocation::StalePolicy;
+use tacit_drop::service::device::{self, Refresher};
+use tacit_drop::service::receiver::{Advertised, Receiver, ReceiverBuilder};
+use tacit_drop::service::sender::{self, Choice, Sender};
+use tacit_drop::transport::{Event, Limits};
 use tacit_store::Store;
 
 /// Who may authenticate to a receiver.
@@ -61,10 +63,6 @@ pub enum AcceptArg {
     /// Decline everything.
     None,
 }
-
-/// The protocol version PrivateDrop receivers put in their mDNS TXT record (`v=1`,
-/// [`tacit_net::mdns::advertise`]); senders connect only to receivers of this one.
-const DROP_TXT_VERSION: &str = "1";
 
 /// PrivateDrop commands.
 #[derive(Debug, Subcommand)]
@@ -241,7 +239,7 @@ pub fn run(cmd: DropCommand, store: Option<&Path>) -> Result<()> {
 }
 
 async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf, p: DropParams) -> Result<()> {
-    let identity = Arc::new(load_identity::<G>(&st)?);
+    let identity = Arc::new(device::identity::<G>(&st)?);
     if identity.params != p {
         bail!(
             "this device was enrolled with m = {}, n = {}; run with --max-ids {} --max-contacts {} (or enrol again)",
@@ -251,7 +249,7 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
             identity.params.max_contacts()
         );
     }
-    let ca = load_ca_public(&st)?;
+    let ca = device::ca_public(&st)?;
     let (who, stale) = match &cmd {
         DropCommand::Receive { stale_revocations, .. } => ("drop receive", *stale_revocations),
         DropCommand::Send { stale_revocations, .. } => ("drop send", *stale_revocations),
@@ -261,15 +259,7 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
     // handshake refuses a revoked peer (issue 32: and, under --stale-revocations
     // refuse, every peer while the list is not current).
     let revocations = revocations_on_start(&mut st, &ca, who, stale.policy()).await?;
-    let entries = st.address_book()?;
-    if entries.len() > p.max_contacts() {
-        bail!(
-            "the address book has {} entries; the limit is {}",
-            entries.len(),
-            p.max_contacts()
-        );
-    }
-    let book = Arc::new(AddressBook::new(&entries));
+    let book = Arc::new(device::address_book(&st, &p)?);
     match cmd {
         DropCommand::Receive {
             listen,
@@ -295,23 +285,41 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
                 connections: serve_limits.apply(Limits::default().connections)?,
                 ..Limits::default()
             };
-            let refresher = spawn_refresher(revocations.clone(), ca, path);
-            let r = receive(
-                identity,
-                book,
-                (ca, revocations),
-                listen,
-                dir,
-                accept,
-                mode,
-                legacy,
-                capture,
-                sessions,
-                name,
-                mdns,
-                limits,
-            )
-            .await;
+            let mut b = Receiver::builder(identity, book, ca)
+                .revocations(revocations.clone())
+                .mode(match mode {
+                    ModeArg::ContactsOnly => Discoverability::ContactsOnly,
+                    ModeArg::Everyone => Discoverability::Everyone,
+                    ModeArg::Off => Discoverability::Off,
+                })
+                .name(name)
+                .dir(dir)
+                .limits(limits)
+                .sessions(sessions)
+                .accept(move |o| decide(accept, o))
+                .events(receiver_events());
+            if legacy {
+                b = b.serve_legacy_discover();
+            }
+            if let Some(c) = capture {
+                b = b.record_requests_to(c);
+            }
+            // Keeps the revocation list current while the receiver runs.
+            let refresher = device::keep_current(revocations, ca, path, |e| match e {
+                Refresher::Note(n) => print_refresh_note("drop receive", &n),
+                Refresher::NoCurrentList(policy) => eprintln!(
+                    "tacit drop receive: warning: no source had a current revocation list{}",
+                    match policy {
+                        StalePolicy::Refuse => "; every sender is refused until it is current",
+                        StalePolicy::Warn => "",
+                    }
+                ),
+                Refresher::Failed(e) => eprintln!(
+                    "tacit drop receive: warning: could not refresh the revocation list: {}",
+                    crate::util::one_line(&e.into())
+                ),
+            });
+            let r = receive(b, &listen, mdns).await;
             refresher.abort();
             r
         }
@@ -330,65 +338,20 @@ async fn dispatch<G: PrimeGroup>(cmd: DropCommand, mut st: Store, path: PathBuf,
         } => {
             let target = Target {
                 peer,
-                to,
-                to_device,
-                all,
+                choice: Choice { to, to_device, all },
                 wait: std::time::Duration::from_secs_f64(discover_secs.max(0.1)),
                 max_receivers: max_receivers as usize,
                 mdns,
             };
-            send(identity, book, (ca, revocations), files, target, legacy, name, &st).await
+            let sender = Sender::builder(identity, book, ca)
+                .revocations(revocations)
+                .name(name)
+                .events(sender_events())
+                .build();
+            send(sender, files, target, legacy, &st).await
         }
         DropCommand::AttackLegacy { .. } => unreachable!("no store needed"),
     }
-}
-
-/// Keeps a running receiver's revocation list current: fetches the list when the one
-/// in force reaches its next update (every hour without a list; ten minutes after a
-/// failure or when no source had a current list), asking the URL and the CA the
-/// device knows at once and keeping the newest current list of all (the same path as
-/// on start, [`crate::drop::ca::refresh_from_sources`]), and keeps it in the store.
-/// The sources are read from the store each time (`tacit id refresh` changes them).
-fn spawn_refresher(
-    revocations: Revocations,
-    ca: tacit_drop::records::CaPublicKey,
-    store: PathBuf,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut wait = 0u64;
-        loop {
-            let due = match revocations.current() {
-                Some(l) => l.list().next_update().saturating_sub(crate::util::now_unix()),
-                None => 3600,
-            };
-            tokio::time::sleep(std::time::Duration::from_secs(due.max(wait).max(60))).await;
-            let refreshed = match Store::open(&store) {
-                Ok(mut st) => crate::drop::ca::refresh_from_sources(&mut st, &revocations, ca, "drop receive").await,
-                Err(e) => Err(e.into()),
-            };
-            match refreshed {
-                Ok(None) => wait = 3600,
-                Ok(Some(true)) => wait = 0,
-                Ok(Some(false)) => {
-                    wait = 600;
-                    eprintln!(
-                        "tacit drop receive: warning: no source had a current revocation list{}",
-                        match revocations.stale_policy() {
-                            StalePolicy::Refuse => "; every sender is refused until it is current",
-                            StalePolicy::Warn => "",
-                        }
-                    );
-                }
-                Err(e) => {
-                    wait = 600;
-                    eprintln!(
-                        "tacit drop receive: warning: could not refresh the revocation list: {}",
-                        crate::util::one_line(&e)
-                    );
-                }
-            }
-        }
-    })
 }
 
 /// A transfer's progress on stderr: a bar on a terminal, else a line at each tenth
@@ -410,100 +373,45 @@ fn device_name(name: &str) -> String {
     format!("device name {:?}, unauthenticated", sanitize(name))
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn receive<G: PrimeGroup>(
-    identity: Arc<tacit_drop::ca::DropIdentity<G>>,
-    book: Arc<AddressBook>,
-    (ca, revocations): (tacit_drop::records::CaPublicKey, Revocations),
-    listen: String,
-    dir: PathBuf,
-    accept: AcceptArg,
-    mode: ModeArg,
-    legacy: bool,
-    capture: Option<PathBuf>,
-    sessions: Option<u64>,
-    name: String,
-    mdns: MdnsArg,
-    limits: Limits,
-) -> Result<()> {
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    // partial files an interrupted receiver (killed, or a crash) left behind
-    match tacit_drop::transport::sweep_partial_files(&dir) {
-        Ok(0) => {}
-        Ok(n) => eprintln!(
-            "tacit drop receive: removed {n} partial file(s) an interrupted receive left in {}",
-            dir.display()
-        ),
-        Err(e) => eprintln!(
-            "tacit drop receive: cannot look for partial files in {}: {e}",
-            dir.display()
-        ),
-    }
-    let params = identity.params;
-    // One worker thread keeps the next sessions' precomputations ready; a session
-    // never computes one itself (issue 32).
-    let t = Instant::now();
-    let supply_book = book.clone();
-    let supply = BookSupply::spawn(move || supply_book.fresh_sender::<G>(&params), 2);
-    let first = supply.clone();
-    tokio::task::spawn_blocking(move || {
-        while first.ready() == 0 && first.made() == 0 {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    })
-    .await?;
+/// The receiver's answer to an authenticated offer under `--accept`.
+fn decide(accept: AcceptArg, o: &ReceiverOutcome) -> bool {
+    let files: Vec<String> = o
+        .ask
+        .files
+        .iter()
+        .map(|f| format!("{} ({} B)", sanitize(&f.name), f.size))
+        .collect();
     eprintln!(
-        "tacit drop receive: precomputed the address book ({} entries padded to {}) in {:.0} ms",
-        book.len(),
-        params.max_contacts(),
-        t.elapsed().as_secs_f64() * 1e3
-    );
-    let capture = match capture {
-        Some(p) => Some(Arc::new(Mutex::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&p)
-                .with_context(|| format!("cannot open {}", p.display()))?,
-        ))),
-        None => None,
-    };
-    let bars: Arc<Mutex<std::collections::HashMap<String, Progress>>> = Arc::default();
-    let decide: Arc<transport::Decide> = Arc::new(move |o: &ReceiverOutcome| {
-        let files: Vec<String> = o
-            .ask
-            .files
-            .iter()
-            .map(|f| format!("{} ({} B)", sanitize(&f.name), f.size))
-            .collect();
-        eprintln!(
-            "tacit drop receive: {} ({}) offers {}",
-            device_name(&o.ask.sender_name),
-            describe(&o.sender),
-            if files.is_empty() {
-                "nothing".into()
-            } else {
-                files.join(", ")
-            }
-        );
-        match accept {
-            AcceptArg::All => true,
-            AcceptArg::None => false,
-            AcceptArg::Contacts => matches!(o.sender, Peer::Contact { .. }),
-            AcceptArg::Ask => {
-                eprint!("accept? [y/N] ");
-                let _ = std::io::stderr().flush();
-                let mut line = String::new();
-                std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
-            }
+        "tacit drop receive: {} ({}) offers {}",
+        device_name(&o.ask.sender_name),
+        describe(&o.sender),
+        if files.is_empty() {
+            "nothing".into()
+        } else {
+            files.join(", ")
         }
-    });
-    let b2 = bars.clone();
-    let events: Arc<transport::Events> = Arc::new(move |e: Event| match e {
+    );
+    match accept {
+        AcceptArg::All => true,
+        AcceptArg::None => false,
+        AcceptArg::Contacts => matches!(o.sender, Peer::Contact { .. }),
+        AcceptArg::Ask => {
+            eprint!("accept? [y/N] ");
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
+        }
+    }
+}
+
+/// The receiver's log lines and progress bars.
+fn receiver_events() -> impl Fn(Event) + Send + Sync + 'static {
+    let bars: Mutex<std::collections::HashMap<String, Progress>> = Mutex::default();
+    move |e: Event| match e {
         Event::Connected(a) => eprintln!("tacit drop receive: connection from account {a}"),
         Event::Authenticated(p) => eprintln!("tacit drop receive: sender is {}", describe(&p)),
         Event::Progress { name, done, total } => {
-            if let Ok(mut b) = b2.lock() {
+            if let Ok(mut b) = bars.lock() {
                 let pb = b
                     .entry(name.clone())
                     .or_insert_with(|| bar(total, &sanitize(&name), "tacit drop receive"));
@@ -517,138 +425,15 @@ async fn receive<G: PrimeGroup>(
         Event::Received(p) => eprintln!("tacit drop receive: received {}", p.display()),
         Event::Failed(why) => eprintln!("tacit drop receive: session failed: {why}"),
         Event::Admission(e) => eprintln!("tacit drop receive: {e}"),
-    });
-    let cfg = Arc::new(ReceiverConfig {
-        identity,
-        book,
-        ca,
-        revocations,
-        mode: match mode {
-            ModeArg::ContactsOnly => Discoverability::ContactsOnly,
-            ModeArg::Everyone => Discoverability::Everyone,
-            ModeArg::Off => Discoverability::Off,
-        },
-        name,
-        dir,
-        legacy,
-        limits,
-        supply,
-        decide,
-        events,
-        capture,
-    });
-    let listener = tokio::net::TcpListener::bind(&listen)
-        .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    let local = listener.local_addr()?;
-    eprintln!("tacit drop receive: listening on {local}");
-    // Only addresses others can connect to are announced (issue 28): a receiver on
-    // 127.0.0.1 is advertised to this machine only, and says so.
-    let _advertisement = match mdns.scope().map(|scope| tacit_net::mdns::reach(local, scope)) {
-        Some(Ok(reach)) => {
-            let mut random = [0u8; 8];
-            rand_core::RngCore::fill_bytes(&mut SecureRng::from_os(), &mut random);
-            let ad = tacit_net::mdns::advertise(
-                tacit_net::mdns::DROP_SERVICE,
-                local.port(),
-                &reach.addrs,
-                reach.scope,
-                random,
-            )?;
-            match &reach.note {
-                Some(note) => eprintln!(
-                    "tacit drop receive: advertised as {} over mDNS, but {note}",
-                    ad.fullname()
-                ),
-                None => eprintln!("tacit drop receive: advertised as {} over mDNS", ad.fullname()),
-            }
-            Some(ad)
-        }
-        Some(Err(why)) => {
-            eprintln!("tacit drop receive: {why}");
-            None
-        }
-        None => None,
-    };
-    transport::serve(listener, cfg, sessions).await?;
-    Ok(())
-}
-
-/// Where to send: addresses, or mDNS discovery; and which authenticated receivers.
-struct Target {
-    peer: Vec<String>,
-    to: Vec<String>,
-    to_device: Vec<String>,
-    all: bool,
-    wait: std::time::Duration,
-    /// Most mDNS candidates connected to.
-    max_receivers: usize,
-    mdns: MdnsArg,
-}
-
-/// Whether the receiver of `session` authenticated as the contact `name`: one of our
-/// address-book identifiers, or the name of the contact that identifier belongs to.
-/// The receiver's self-chosen device name never counts (issue 9: anyone nearby can
-/// call itself "Bob Builder").
-fn is_contact<G: PrimeGroup>(st: &Store, session: &transport::Session<G>, name: &str) -> bool {
-    let Peer::Contact { identifier } = &session.outcome.receiver else {
-        return false;
-    };
-    let want = name.trim().to_lowercase();
-    if identifier.to_lowercase() == want || identifier.trim_start_matches('+') == want.trim_start_matches('+') {
-        return true;
     }
-    st.contacts().is_ok_and(|cs| {
-        cs.iter()
-            .any(|c| c.display_name.to_lowercase() == want && c.identifiers.iter().any(|i| &i.value == identifier))
-    })
 }
 
-/// What happened with one receiver.
-struct Outcome {
-    who: String,
-    result: Result<Vec<String>>,
-}
-
-async fn deliver<G: PrimeGroup>(
-    mut session: transport::Session<G>,
-    files: Arc<Vec<(PathBuf, tacit_drop::protocol::FileOffer)>>,
-) -> Result<Vec<String>> {
-    let offers: Vec<_> = files.iter().map(|(_, o)| o.clone()).collect();
-    if !session.ask(&offers).await? {
-        if session.outcome.known_by_receiver.is_empty() {
-            // The receiver answers a contacts-only refusal like a decline (issue 32);
-            // we know from DO3 that it does not hold us.
-            bail!(
-                "declined (the receiver does not have you in its contacts; a contacts-only receiver refuses such senders)"
-            );
-        }
-        bail!("declined");
-    }
-    let mut stored = Vec::new();
-    for (i, (f, o)) in files.iter().enumerate() {
-        let name = session.upload(i, f, o).await?;
-        stored.push(format!("{} ({} B) as {}", f.display(), o.size, sanitize(&name)));
-    }
-    Ok(stored)
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn send<G: PrimeGroup>(
-    identity: Arc<tacit_drop::ca::DropIdentity<G>>,
-    book: Arc<AddressBook>,
-    (ca, revocations): (tacit_drop::records::CaPublicKey, Revocations),
-    files: Vec<PathBuf>,
-    target: Target,
-    legacy: bool,
-    name: String,
-    st: &Store,
-) -> Result<()> {
-    let current: Arc<Mutex<Option<Progress>>> = Arc::default();
-    let c2 = current.clone();
-    let events: Arc<transport::Events> = Arc::new(move |e: Event| {
+/// The sender's upload progress bars.
+fn sender_events() -> impl Fn(Event) + Send + Sync + 'static {
+    let current: Mutex<Option<Progress>> = Mutex::default();
+    move |e: Event| {
         if let Event::Progress { name, done, total } = e
-            && let Ok(mut c) = c2.lock()
+            && let Ok(mut c) = current.lock()
         {
             let pb = c.get_or_insert_with(|| bar(total, &sanitize(&name), "tacit drop send"));
             pb.set_position(done);
@@ -657,16 +442,72 @@ async fn send<G: PrimeGroup>(
                 *c = None;
             }
         }
-    });
-    let cfg = Arc::new(SenderConfig {
-        identity: identity.clone(),
-        book: book.clone(),
-        ca,
-        revocations,
-        name,
-        limits: Limits::default(),
-        events,
-    });
+    }
+}
+
+async fn receive<G: PrimeGroup>(b: ReceiverBuilder<G>, listen: &str, mdns: MdnsArg) -> Result<()> {
+    let r = b.bind(listen).await?;
+    match r.swept() {
+        Ok(0) => {}
+        Ok(n) => eprintln!(
+            "tacit drop receive: removed {n} partial file(s) an interrupted receive left in {}",
+            r.dir().display()
+        ),
+        Err(e) => eprintln!(
+            "tacit drop receive: cannot look for partial files in {}: {e}",
+            r.dir().display()
+        ),
+    }
+    eprintln!(
+        "tacit drop receive: precomputed the address book ({} entries padded to {}) in {:.0} ms",
+        r.book_len(),
+        r.max_contacts(),
+        r.precomputed_in().as_secs_f64() * 1e3
+    );
+    eprintln!("tacit drop receive: listening on {}", r.local_addr());
+    // Only addresses others can connect to are announced (issue 28): a receiver on
+    // 127.0.0.1 is advertised to this machine only, and says so.
+    let _advertisement = match mdns.scope().map(|scope| r.advertise(scope)).transpose()? {
+        Some(Advertised::Announced { advertisement, note }) => {
+            match &note {
+                Some(note) => eprintln!(
+                    "tacit drop receive: advertised as {} over mDNS, but {note}",
+                    advertisement.fullname()
+                ),
+                None => eprintln!(
+                    "tacit drop receive: advertised as {} over mDNS",
+                    advertisement.fullname()
+                ),
+            }
+            Some(advertisement)
+        }
+        Some(Advertised::Unreachable(why)) => {
+            eprintln!("tacit drop receive: {why}");
+            None
+        }
+        None => None,
+    };
+    r.serve().await?;
+    Ok(())
+}
+
+/// Where to send: addresses, or mDNS discovery; and which authenticated receivers.
+struct Target {
+    peer: Vec<String>,
+    choice: Choice,
+    wait: std::time::Duration,
+    /// Most mDNS candidates connected to.
+    max_receivers: usize,
+    mdns: MdnsArg,
+}
+
+async fn send<G: PrimeGroup>(
+    sender: Sender<G>,
+    files: Vec<PathBuf>,
+    target: Target,
+    legacy: bool,
+    st: &Store,
+) -> Result<()> {
     let candidates: Vec<String> = if !target.peer.is_empty() {
         target.peer.clone()
     } else {
@@ -677,55 +518,32 @@ async fn send<G: PrimeGroup>(
             "tacit drop send: looking for receivers over mDNS for {:.1} s…",
             target.wait.as_secs_f64()
         );
-        let instances = tacit_net::mdns::browse_txt(tacit_net::mdns::DROP_SERVICE, scope, target.wait)?;
-        // The TXT record's `v` is the PrivateDrop protocol version the receiver
-        // speaks (issue 28: it was ignored); a receiver of another version is left
-        // out with a line, not tried.
-        let (ours, other): (Vec<_>, Vec<_>) = instances.into_iter().partition(|f| {
-            f.txt
-                .iter()
-                .find(|(k, _)| k == "v")
-                .is_some_and(|(_, v)| v.as_slice() == DROP_TXT_VERSION.as_bytes())
-        });
-        if !other.is_empty() {
-            let versions: std::collections::BTreeSet<String> = other
-                .iter()
-                .map(|f| match f.txt.iter().find(|(k, _)| k == "v") {
-                    Some((_, v)) => format!("v={}", String::from_utf8_lossy(&v[..v.len().min(16)])),
-                    None => "no version".to_string(),
-                })
-                .collect();
+        let found = tacit_drop::service::sender::discover(scope, target.wait, target.max_receivers)?;
+        let (others, versions) = &found.other_versions;
+        if *others > 0 {
             eprintln!(
-                "tacit drop send: left out {} receiver(s) advertising another protocol version ({}; we speak v={DROP_TXT_VERSION})",
-                other.len(),
-                versions.into_iter().collect::<Vec<_>>().join(", ")
+                "tacit drop send: left out {others} receiver(s) advertising another protocol version ({}; we speak v={})",
+                versions.join(", "),
+                tacit_drop::service::sender::TXT_VERSION
             );
         }
-        let found: std::collections::BTreeSet<std::net::SocketAddr> =
-            ours.iter().flat_map(tacit_net::mdns::Found::socket_addrs).collect();
-        if found.is_empty() {
+        if found.addrs.is_empty() {
             bail!("no receiver found over mDNS (is one running `tacit drop receive`? or give --peer)");
         }
-        let mut found: Vec<String> = found.iter().map(|a| a.to_string()).collect();
-        if found.len() > target.max_receivers {
-            // At random, so that advertisements with chosen names cannot push the
-            // real receivers out.
-            tacit_crypto::rng::shuffle(&mut tacit_crypto::rng::SecureRng::from_os(), &mut found);
+        if found.answered > found.addrs.len() {
             eprintln!(
                 "tacit drop send: {} addresses answered over mDNS; connecting to {} chosen at random (--max-receivers)",
-                found.len(),
-                target.max_receivers
+                found.answered, target.max_receivers
             );
-            found.truncate(target.max_receivers);
         }
-        found
+        found.addrs
     };
     if legacy {
         let peer = match candidates.as_slice() {
             [one] => one.clone(),
             _ => bail!("{} receivers found; the legacy flow needs one --peer", candidates.len()),
         };
-        let (receiver, rname, t) = transport::legacy_discover(&peer, cfg).await?;
+        let (receiver, rname, t) = sender.legacy_discover(&peer).await?;
         println!(
             "legacy Discover with {}: receiver is {}",
             device_name(&rname),
@@ -738,31 +556,15 @@ async fn send<G: PrimeGroup>(
     for f in &files {
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
         let pb = Progress::new(size, "hashing", "tacit drop send", Unit::Bytes, 64 << 20);
-        offers.push((
-            f.clone(),
-            transport::offer_with_progress(f, &|done, _| pb.set_position(done)).await?,
-        ));
+        offers.extend(sender::offers(std::slice::from_ref(f), &|_, done, _| pb.set_position(done)).await?);
         pb.finish();
     }
     let offers = Arc::new(offers);
-    // Authenticate to every candidate at once.
-    let t = Instant::now();
-    let mut auth = tokio::task::JoinSet::new();
-    for addr in candidates.iter().cloned() {
-        // The precomputation is made only after TLS succeeded with a certificate of
-        // our CA (review of issue 32: not one per address mDNS offered).
-        let (book, params) = (book.clone(), identity.params);
-        let cfg = cfg.clone();
-        auth.spawn(async move {
-            let r = transport::authenticate_with(&addr, cfg, move || book.fresh_sender::<G>(&params)).await;
-            (addr, r)
-        });
-    }
-    let precompute_and_auth = t.elapsed();
+    // Authenticate to every candidate at once (the precomputation is made only after
+    // TLS succeeded with a certificate of our CA).
     let mut sessions = Vec::new();
     let mut failed: Vec<String> = Vec::new();
-    while let Some(joined) = auth.join_next().await {
-        let (addr, r) = joined.map_err(|e| anyhow::anyhow!("authentication task: {e}"))?;
+    for (addr, r) in sender.authenticate_all(&candidates).await {
         match r {
             Ok(s) => {
                 eprintln!(
@@ -779,54 +581,19 @@ async fn send<G: PrimeGroup>(
             Err(e) => failed.push(format!("{addr}: {}", sanitize(&e.to_string()))),
         }
     }
-    let _ = precompute_and_auth;
     // Choose the receivers.
-    let mut chosen: Vec<(String, transport::Session<G>)> = Vec::new();
-    let mut take = |pred: &dyn Fn(&transport::Session<G>) -> bool, what: String, chosen: &mut Vec<_>| match sessions
-        .iter()
-        .position(|(_, s)| pred(s))
-    {
-        Some(i) => chosen.push(sessions.swap_remove(i)),
-        None if chosen.iter().any(|(_, s): &(String, transport::Session<G>)| pred(s)) => {}
-        None => failed.push(format!("{what}: no receiver found that matches")),
-    };
-    for n in &target.to {
-        take(&|s| is_contact(st, s, n), format!("--to {n:?}"), &mut chosen);
-    }
-    for n in &target.to_device {
+    for n in &target.choice.to_device {
         eprintln!("tacit drop send: --to-device {n:?} matches a name any device can claim; it is not authenticated");
-        take(
-            &|s| s.outcome.receiver_name.trim().eq_ignore_ascii_case(n.trim()),
-            format!("--to-device {n:?}"),
-            &mut chosen,
+    }
+    let contacts = st.contacts().unwrap_or_default();
+    let (chosen, unmatched) = sender::choose(sessions, &target.choice, &contacts)?;
+    failed.extend(unmatched);
+    if target.choice.is_empty() && chosen.is_empty() && failed.is_empty() {
+        bail!(
+            "none of the {} receivers found over mDNS authenticated (reasons above)",
+            candidates.len()
         );
     }
-    if target.all {
-        let mut rest = Vec::new();
-        for (addr, s) in sessions.drain(..) {
-            if matches!(s.outcome.receiver, Peer::Contact { .. }) && !s.outcome.known_by_receiver.is_empty() {
-                chosen.push((addr, s));
-            } else {
-                rest.push((addr, s));
-            }
-        }
-        sessions = rest;
-        if chosen.is_empty() {
-            failed.push("--all: no receiver is a mutual contact".into());
-        }
-    }
-    if target.to.is_empty() && target.to_device.is_empty() && !target.all {
-        match sessions.len() {
-            0 if failed.is_empty() => bail!(
-                "none of the {} receivers found over mDNS authenticated (reasons above)",
-                candidates.len()
-            ),
-            0 => {}
-            1 => chosen.push(sessions.pop().expect("one session")),
-            n => bail!("{n} receivers answered; choose with --to CONTACT (or --all, or --to-device NAME)"),
-        }
-    }
-    drop(sessions);
     for (addr, s) in &chosen {
         let known = if s.outcome.known_by_receiver.is_empty() {
             "does not have you in its contacts".to_string()
@@ -847,22 +614,23 @@ async fn send<G: PrimeGroup>(
             Peer::Unknown => format!("{} ({addr})", device_name(&s.outcome.receiver_name)),
         };
         let files = offers.clone();
-        deliveries.spawn(async move {
-            Outcome {
-                who,
-                result: deliver(s, files).await,
-            }
-        });
+        deliveries.spawn(async move { (who, sender::deliver(s, &files).await) });
     }
     while let Some(joined) = deliveries.join_next().await {
-        let o = joined.map_err(|e| anyhow::anyhow!("delivery task: {e}"))?;
-        match o.result {
-            Ok(stored) if stored.is_empty() => println!("{}: authenticated (nothing to send)", o.who),
-            Ok(stored) => println!("{}: sent {}", o.who, stored.join(", ")),
+        let (who, result) = joined.map_err(|e| anyhow::anyhow!("delivery task: {e}"))?;
+        match result {
+            Ok(stored) if stored.is_empty() => println!("{who}: authenticated (nothing to send)"),
+            Ok(stored) => {
+                let stored: Vec<String> = stored
+                    .iter()
+                    .map(|d| format!("{} ({} B) as {}", d.path.display(), d.size, sanitize(&d.stored_as)))
+                    .collect();
+                println!("{who}: sent {}", stored.join(", "))
+            }
             Err(e) => {
-                let why = crate::util::one_line(&e);
-                println!("{}: failed: {why}", o.who);
-                failed.push(format!("{}: {why}", o.who));
+                let why = crate::util::one_line(&e.into());
+                println!("{who}: failed: {why}");
+                failed.push(format!("{who}: {why}"));
             }
         }
     }

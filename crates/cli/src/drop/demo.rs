@@ -1,16 +1,18 @@
 //! The PrivateDrop scene of `tacit demo`: mutual contacts authenticate and a file
 //! arrives over HTTPS with mutual TLS; a non-contact learns nothing new.
 
-use crate::demo::{DemoArgs, phone};
 use crate::util::now_unix as unix_now;
 use anyhow::Result;
+use rand_core::RngCore;
 use std::sync::{Arc, Mutex};
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::SecureRng;
 use tacit_drop::DropParams;
 use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, MemoryRegistry};
-use tacit_drop::protocol::{AddressBook, Discoverability, Peer};
-use tacit_drop::transport::{self, Event, Limits, ReceiverConfig, SenderConfig};
+use tacit_drop::protocol::{AddressBook, Peer};
+use tacit_drop::service::receiver::Receiver;
+use tacit_drop::service::sender::Sender;
+use tacit_drop::transport::{self, Event};
 
 /// A demo device: enrolled with the CA, with an address book.
 struct Device<G: PrimeGroup> {
@@ -33,23 +35,29 @@ fn demo_device<G: PrimeGroup>(
     })
 }
 
+/// A random US-style phone number for the generated address books (as `tacit demo`'s
+/// other scenes make them).
+fn phone(rng: &mut SecureRng) -> String {
+    format!("1555{:07}", rng.next_u32() % 10_000_000)
+}
+
 fn ms_of(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
 /// PrivateDrop between local devices over loopback HTTPS with mutual TLS: mutual
 /// contacts authenticate and a file arrives; a non-contact learns nothing new.
-pub async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
+pub async fn drop_demo<G: PrimeGroup>(contacts: u32, seed: u64) -> Result<()> {
     let params = DropParams::default().with_group(G::ID);
     let mut rng = SecureRng::from_os();
-    let mut data_rng = SecureRng::from_seed([(a.seed % 251) as u8; 32]);
+    let mut data_rng = SecureRng::from_seed([(seed % 251) as u8; 32]);
     let ca = CertificateAuthority::generate(&mut rng)?;
     let filler = |rng: &mut SecureRng, n: u32| -> Vec<String> { (0..n).map(|_| phone(rng)).collect() };
-    let mut alice_book = filler(&mut data_rng, a.contacts.saturating_sub(1));
+    let mut alice_book = filler(&mut data_rng, contacts.saturating_sub(1));
     alice_book.push("bob@example.org".into());
-    let mut bob_book = filler(&mut data_rng, a.contacts.saturating_sub(1));
+    let mut bob_book = filler(&mut data_rng, contacts.saturating_sub(1));
     bob_book.push("14155550142".into());
-    let mut mallory_book = filler(&mut data_rng, a.contacts.saturating_sub(1));
+    let mut mallory_book = filler(&mut data_rng, contacts.saturating_sub(1));
     mallory_book.push("bob@example.org".into());
     let alice = demo_device::<G>(
         &ca,
@@ -71,20 +79,12 @@ pub async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     std::fs::create_dir_all(&inbox)?;
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
     let log2 = log.clone();
-    let supply_book = bob.book.clone();
-    let cfg = Arc::new(ReceiverConfig {
-        identity: bob.identity.clone(),
-        book: bob.book.clone(),
-        ca: ca.public_key(),
-        revocations: tacit_drop::revocation::Revocations::new(),
-        mode: Discoverability::ContactsOnly,
-        name: "Bob's phone".into(),
-        dir: inbox.clone(),
-        legacy: false,
-        limits: Limits::default(),
-        supply: tacit_drop::supply::BookSupply::spawn(move || supply_book.fresh_sender::<G>(&params), 1),
-        decide: Arc::new(|o| matches!(o.sender, Peer::Contact { .. })),
-        events: Arc::new(move |e: Event| {
+    let receiver = Receiver::builder(bob.identity.clone(), bob.book.clone(), ca.public_key())
+        .name("Bob's phone")
+        .dir(&inbox)
+        .accept_contacts()
+        .sessions(Some(2))
+        .events(move |e: Event| {
             let line = match e {
                 Event::Authenticated(Peer::Contact { identifier }) => {
                     format!("Bob learned: the sender is his contact {identifier}")
@@ -101,35 +101,23 @@ pub async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
             if let Ok(mut l) = log2.lock() {
                 l.push(line);
             }
-        }),
-        capture: None,
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?.to_string();
-    let server = tokio::spawn(transport::serve(listener, cfg, Some(2)));
+        })
+        .bind("127.0.0.1:0")
+        .await?;
+    let addr = receiver.local_addr().to_string();
+    let server = tokio::spawn(receiver.serve());
 
     let outbox = inbox.join("outgoing");
     std::fs::create_dir_all(&outbox)?;
     let file = outbox.join("note.txt");
     std::fs::write(&file, "Lunch at noon? — Alice")?;
-    let sender_cfg = |d: &Device<G>, name: &str| {
-        Arc::new(SenderConfig {
-            identity: d.identity.clone(),
-            book: d.book.clone(),
-            ca: ca.public_key(),
-            revocations: tacit_drop::revocation::Revocations::new(),
-            name: name.into(),
-            limits: Limits::default(),
-            events: Arc::new(|_| {}),
-        })
+    let sender = |d: &Device<G>, name: &str| {
+        Sender::builder(d.identity.clone(), d.book.clone(), ca.public_key())
+            .name(name)
+            .build()
     };
     let offer = transport::offer_for(&file).await?;
-    let mut s = transport::authenticate(
-        &addr,
-        sender_cfg(&alice, "Alice's laptop"),
-        alice.book.fresh_sender::<G>(&params)?,
-    )
-    .await?;
+    let mut s = sender(&alice, "Alice's laptop").authenticate(&addr).await?;
     let t = s.timings;
     println!();
     println!(
@@ -157,12 +145,7 @@ pub async fn drop_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     };
     flush(&log)?;
 
-    let mut m = transport::authenticate(
-        &addr,
-        sender_cfg(&mallory, "Mallory's phone"),
-        mallory.book.fresh_sender::<G>(&params)?,
-    )
-    .await?;
+    let mut m = sender(&mallory, "Mallory's phone").authenticate(&addr).await?;
     println!("  Mallory → Bob:");
     match &m.outcome.receiver {
         Peer::Contact { identifier } => println!(
