@@ -25,6 +25,9 @@ pub fn tmp(name: &str) -> PathBuf {
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
     ));
+    // a folder of an earlier run whose process had the same id is left-over, not ours
+    // (a CA folder left there made `ca init` refuse: "already holds a CA")
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
@@ -36,7 +39,6 @@ pub fn write(name: &str, text: &str) -> PathBuf {
     p
 }
 
-/// A run's standard output.
 /// A new CA (`tacit ca init`) in a fresh folder named after `name`, and its key as
 /// `tacit ca show` prints it.
 pub fn new_ca(name: &str) -> (PathBuf, String) {
