@@ -47,9 +47,14 @@ mod error;
 pub mod gmw;
 pub mod messages;
 pub mod prg;
+pub mod service;
+pub mod session;
+pub mod token;
 pub mod triples;
 
 pub use error::Error;
+pub use service::{Channel, Event, Triples};
+pub use session::{Session, SessionBuilder, SessionOutput};
 
 use sha2::{Digest, Sha256};
 

@@ -47,6 +47,9 @@ use crate::{Error, Party, bits};
 use rand_core::RngCore;
 use sha2::{Digest, Sha256};
 
+mod service;
+pub use service::{BoundServer, NEEDS_SEMI_HONEST, Query, Server, ServerBuilder, ServerEvent};
+
 /// The longest element representation (bits).
 pub const MAX_SIGMA: usize = 256;
 /// The most elements per party.
