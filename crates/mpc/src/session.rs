@@ -260,7 +260,10 @@ impl SessionBuilder {
 
     fn check(&self) -> Result<(), Error> {
         if self.instances == 0 || self.instances > u32::MAX as usize {
-            return Err(Error::Params(format!("{} instances is not a valid count", self.instances)));
+            return Err(Error::Params(format!(
+                "{} instances is not a valid count",
+                self.instances
+            )));
         }
         Ok(())
     }
@@ -313,7 +316,9 @@ pub struct Listening {
 
 impl std::fmt::Debug for Listening {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Listening").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("Listening")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 

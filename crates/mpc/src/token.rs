@@ -144,7 +144,9 @@ pub struct BoundToken<E: Eeprom> {
 
 impl<E: Eeprom> std::fmt::Debug for BoundToken<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BoundToken").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("BoundToken")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 

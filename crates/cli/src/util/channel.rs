@@ -252,15 +252,6 @@ impl Channel {
         Ok(Some(id.server_config_checking_clients(check)?))
     }
 
-    /// The server side of this channel (shareable between tasks).
-    pub fn acceptor(&self) -> Result<Acceptor> {
-        Ok(Acceptor {
-            server: self.server_config()?,
-            pinned: !self.pins.is_empty(),
-            protocol: self.protocol,
-        })
-    }
-
     /// Connects to `addr`: TLS with this party's key, the server's key pinned or
     /// recorded on first use under `<prefix>/<addr>`; plain TCP with `--plain-tcp`.
     pub async fn connect(&mut self, addr: &str, cfg: &tacit_net::NetConfig) -> Result<(FramedConn, PeerKey)> {
@@ -324,48 +315,6 @@ impl Channel {
         } else {
             "recorded on first use"
         };
-        Ok((
-            conn,
-            PeerKey {
-                fingerprint: Some(fp),
-                how,
-            },
-        ))
-    }
-}
-
-/// The server side of a [`Channel`]: runs the handshake on accepted connections.
-#[derive(Clone)]
-pub struct Acceptor {
-    server: Option<Arc<tacit_net::tls::ServerConfig>>,
-    pinned: bool,
-    protocol: Protocol,
-}
-
-impl Acceptor {
-    /// Runs the server side of the handshake on an accepted connection and checks
-    /// the peer's greeting (only the greeting on plain TCP).
-    pub async fn accept(&self, conn: FramedConn) -> Result<(FramedConn, PeerKey)> {
-        let mut conn = conn.speaking(self.protocol);
-        let Some(cfg) = &self.server else {
-            conn.greet().await?;
-            return Ok((
-                conn,
-                PeerKey {
-                    fingerprint: None,
-                    how: "plain",
-                },
-            ));
-        };
-        let conn = conn
-            .accept_tls(cfg.clone())
-            .await
-            .context("TLS handshake with the peer (a peer that runs with --plain-tcp is refused)")?;
-        let fp = match conn.peer_certificate() {
-            Some(c) => tacit_net::tls::spki_fingerprint(c)?,
-            None => anyhow::bail!("the peer presented no key"),
-        };
-        let how = if self.pinned { "pinned" } else { "any key admitted" };
         Ok((
             conn,
             PeerKey {

@@ -215,7 +215,9 @@ pub struct BoundServer {
 
 impl std::fmt::Debug for BoundServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BoundServer").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("BoundServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 

@@ -170,7 +170,9 @@ pub struct BoundServer {
 
 impl std::fmt::Debug for BoundServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BoundServer").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("BoundServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -229,7 +231,9 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("channel", &self.channel).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("channel", &self.channel)
+            .finish_non_exhaustive()
     }
 }
 
