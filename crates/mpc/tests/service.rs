@@ -288,7 +288,9 @@ async fn psi_server_answers_an_honest_query_and_refuses_an_oversized_one() {
         .semi_honest_peers()
         .on_event(move |e| {
             if let psi::ServerEvent::Session { result, .. } = e {
-                s.lock().unwrap().push(result.map(|r| r.params.n_b).map_err(|e| e.to_string()));
+                s.lock()
+                    .unwrap()
+                    .push(result.map(|r| r.params.n_b).map_err(|e| e.to_string()));
             }
         })
         .bind()
@@ -307,7 +309,10 @@ async fn psi_server_answers_an_honest_query_and_refuses_an_oversized_one() {
         .connect(&addr)
         .await
         .unwrap_err();
-    assert!(matches!(e, Error::Refused(_)) && e.to_string().contains("at most 4"), "{e}");
+    assert!(
+        matches!(e, Error::Refused(_)) && e.to_string().contains("at most 4"),
+        "{e}"
+    );
     serving.await.unwrap().unwrap();
     let sessions = sessions.lock().unwrap();
     assert_eq!(sessions.len(), 2);

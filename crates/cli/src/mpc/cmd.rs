@@ -613,7 +613,7 @@ pub fn token_access(store: Option<&Path>, addr: &str, pin: Option<&str>) -> Resu
     let trust = Arc::new(Mutex::new(trust));
     Ok(access.after_handshake(Arc::new(move |cert: Option<&[u8]>| {
         let mut trust = trust.lock().unwrap_or_else(|e| e.into_inner());
-        let fail = |e: anyhow::Error| crate::util::one_line(&e);
+        let fail = |e: tacit_net::channel::Error| e.to_string();
         if let (Some(known), Some(cert)) = (trust.recorded().map_err(fail)?, cert) {
             let got = tacit_net::tls::spki_fingerprint(cert).map_err(|e| e.to_string())?;
             if got != known {
