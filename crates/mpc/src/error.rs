@@ -51,6 +51,22 @@ pub enum Error {
     /// Invalid parameters.
     #[error("invalid parameters: {0}")]
     Params(String),
+    /// Reaching the peer or the token failed: what was being done, and why.
+    #[error("{what}: {err}")]
+    Connect {
+        /// What was being done (`connecting to the token at …`).
+        what: String,
+        /// The transport's error.
+        err: tacit_net::Error,
+    },
+    /// A builder was not given what it needs (a channel, a triple source that fits
+    /// the party, …).
+    #[error("{0}")]
+    Config(String),
+    /// A check of the caller's refused (the hook given to a builder, such as the
+    /// recording of a key on first use).
+    #[error("{0}")]
+    Caller(String),
 }
 
 impl Error {

@@ -3,6 +3,46 @@
 //! Computation on Mobile Devices using Hardware Tokens" (Demmler, Schneider, Zohner,
 //! USENIX Security 2014).
 //!
+//! **Embedding it.** A product runs a session with [`Session::builder`]: the circuit,
+//! this party's inputs, where the triples come from ([`Triples`]: OT extension, or the
+//! token that party a reaches at an address with its key pinned), the channel
+//! ([`Channel`]: TLS 1.3 with pinned keys; plain TCP only by name), then
+//! [`SessionBuilder::listen`] (party a) or [`SessionBuilder::connect`] (party b); both
+//! get the outputs. [`token::Token`] serves a token, [`apps::psi::Server`] and
+//! [`apps::psi::Query`] run set intersection, [`apps::schedule::Server`] and
+//! [`apps::schedule::Client`] scheduling. Errors are one [`Error`] enum; progress
+//! comes as [`Event`]s. `docs/mpc.md` ("Embedding tacit-mpc") has more.
+//!
+//! ```
+//! use tacit_mpc::bits::{bits_from_u64, u64_from_bits};
+//! use tacit_mpc::circuit::{LayeredCircuit, bristol};
+//! use tacit_mpc::{Channel, Session, Triples, shipped};
+//! use tacit_net::tls::{SelfSigned, pinned};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+//! // A 64-bit adder: party a adds its number to party b's; both learn only the sum.
+//! let adder = std::sync::Arc::new(LayeredCircuit::new(bristol::parse(shipped::ADDER64)?));
+//! let (ka, kb) = (SelfSigned::generate("a.invalid")?, SelfSigned::generate("b.invalid")?);
+//! let a = Session::builder(std::sync::Arc::clone(&adder))
+//!     .inputs(vec![bits_from_u64(40, 64)])
+//!     .triples(Triples::Ot)
+//!     .channel(Channel::tls(&ka, pinned(kb.fingerprint()?))?)
+//!     .bind("127.0.0.1:0")
+//!     .await?;
+//! let addr = a.local_addr().to_string();
+//! let b = Session::builder(adder)
+//!     .inputs(vec![bits_from_u64(2, 64)])
+//!     .channel(Channel::tls(&kb, pinned(ka.fingerprint()?))?)
+//!     .connect(&addr);
+//! let (out_a, out_b) = tokio::join!(a.run(), b);
+//! assert_eq!(u64_from_bits(&out_a?.outputs()[0]), 42);
+//! assert_eq!(u64_from_bits(&out_b?.outputs()[0]), 42);
+//! # Ok::<(), Box<dyn std::error::Error>>(()) })
+//! # }
+//! ```
+//!
+//! The parts underneath:
+//!
 //! * [`circuit`]: circuits, the Bristol Fashion format, a plaintext evaluator, a
 //!   builder with gadgets, and the AND layers GMW evaluates.
 //! * [`gmw`]: the online phase, sans-I/O: one message per AND layer, bit-sliced.
@@ -10,10 +50,12 @@
 //!   ([`triples::token`]: ISO 7816-4 APDUs, seeds `s_A`, `s_B`, sequences of `2^i`
 //!   triples, one-time release of `s_B` to a certified token key) and IKNP OT
 //!   extension ([`triples::ot`]).
-//! * [`driver`]: the parties over framed TCP (`tacit-net`), each in its own process.
+//! * [`driver`]: one party over a framed connection (`tacit-net`).
+//! * [`service`], [`session`], [`token`]: the builders above.
 //!
 //! The model is semi-honest, as in the paper (§3.1); `docs/mpc.md` says what each
-//! party and the token learn and what a deviating one can do.
+//! party and the token learn and what a deviating one can do. The same computation
+//! in memory, sans-I/O:
 //!
 //! ```
 //! use tacit_mpc::circuit::{bristol, LayeredCircuit};
@@ -47,9 +89,14 @@ mod error;
 pub mod gmw;
 pub mod messages;
 pub mod prg;
+pub mod service;
+pub mod session;
+pub mod token;
 pub mod triples;
 
 pub use error::Error;
+pub use service::{Channel, Event, Triples};
+pub use session::{Session, SessionBuilder, SessionOutput};
 
 use sha2::{Digest, Sha256};
 

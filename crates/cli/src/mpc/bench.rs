@@ -289,8 +289,8 @@ impl BenchToken {
     pub async fn holder(
         &self,
     ) -> Result<tacit_mpc::triples::token::holder::TokenHolder<tacit_mpc::triples::token::holder::TcpTokenLink>> {
-        let mut trust = crate::util::channel::Trust::Pinned(self.link);
-        super::cmd::connect_token(&self.addr, None, &mut trust, &self.host).await
+        let access = tacit_mpc::token::TokenAccess::pinned(self.addr.as_str(), &self.host, self.link)?;
+        Ok(tacit_mpc::token::connect(&access).await?)
     }
 }
 

@@ -7,20 +7,19 @@ use clap::{Args, Subcommand, ValueEnum};
 use rand_core::RngCore;
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::SigningKey;
 use tacit_mpc::bits::{parse_bit_string, to_bit_string};
 use tacit_mpc::circuit::{Circuit, LayeredCircuit, bristol};
-use tacit_mpc::driver::{RunReport, SessionConfig, run};
+use tacit_mpc::driver::RunReport;
 use tacit_mpc::gmw::PartyInputs;
-use tacit_mpc::triples::ot::OtSource;
-use tacit_mpc::triples::token::card::{Card, FileEeprom, LINK_NAME, SealKey, TokenSpec, TokenState};
-use tacit_mpc::triples::token::holder::{Pool, TcpTokenLink, TokenHolder, TokenPeer, TokenServer};
-use tacit_mpc::triples::token::{SOFTWARE_POLICY, TokenKind};
-use tacit_mpc::{Party, gmw};
-use tacit_net::tls::SelfSigned;
-use tacit_net::{FramedConn, FramedListener, NetConfig, Protocol};
+use tacit_mpc::service::{Event, TokenAccess};
+use tacit_mpc::token::card::{FileEeprom, SealKey, TokenSpec, TokenState};
+use tacit_mpc::token::{SOFTWARE_POLICY, TcpTokenLink, Token, TokenHolder, TokenKind};
+use tacit_mpc::{Party, Session, gmw};
+use tacit_net::Protocol;
 
 /// `tacit mpc …`
 #[derive(Debug, Subcommand)]
@@ -310,73 +309,71 @@ pub fn peer_channel(args: &ChannelArgs, store: Option<&Path>, protocol: Protocol
     Channel::new(args, store, PEER_PURPOSE, "mpc", PEER_TLS_NAME, protocol)
 }
 
-/// Party a's side: listens on `addr`, prints the address (and its key), accepts one
-/// connection and runs the handshake. The handshakes of the connections that arrive
-/// run side by side (at most [`HANDSHAKES_AT_ONCE`], each within
-/// [`HANDSHAKE_TIMEOUT`]), and the first to complete with an admitted key is the
-/// peer: a connection that says nothing, or fails the handshake (a port scan, a key
-/// that is not pinned), does not make the peer wait behind it.
-pub async fn listen_once(ch: &Channel, addr: &str, cfg: &NetConfig, who: &str) -> Result<(FramedConn, PeerKey)> {
-    let l = FramedListener::bind(addr, cfg)
-        .await
-        .with_context(|| format!("listening on {addr}"))?;
-    announce(ch, who)?;
-    eprintln!("{who} listening on {}", l.local_addr()?);
-    let acceptor = ch.acceptor()?;
-    let mut pending = tokio::task::JoinSet::new();
-    loop {
-        tokio::select! {
-            conn = l.accept() => {
-                let conn = match conn {
-                    Ok(c) => c,
-                    Err(e) => {
-                        eprintln!("{who}: accept failed: {}", sanitize(&e.to_string()));
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let from = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                if pending.len() >= HANDSHAKES_AT_ONCE {
-                    eprintln!("{who}: refused {from}: {HANDSHAKES_AT_ONCE} handshakes in progress");
-                    continue;
-                }
-                let acceptor = acceptor.clone();
-                pending.spawn(async move {
-                    let r = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(conn)).await;
-                    (from, r)
-                });
-            }
-            Some(done) = pending.join_next(), if !pending.is_empty() => {
-                // (Dropping `pending` on return aborts the other handshakes.)
-                let Ok((from, r)) = done else { continue };
-                match r {
-                    Ok(Ok((conn, peer))) => {
-                        eprintln!("{who}: {}", peer.describe());
-                        return Ok((conn, peer));
-                    }
-                    // A failed handshake or greeting (a port scan, a key that is not
-                    // pinned, a client of another protocol) does not end the wait.
-                    Ok(Err(e)) => {
-                        eprintln!("{who}: refused {from}: {}", sanitize(&crate::util::one_line(&e)));
-                    }
-                    Err(_) => eprintln!(
-                        "{who}: refused {from}: no handshake within {} s",
-                        HANDSHAKE_TIMEOUT.as_secs()
-                    ),
-                }
-            }
+/// The library channel of a listening party: TLS with the store's key, admitting
+/// the pinned keys (or any key); plain TCP with `--plain-tcp`.
+pub fn listening_channel(ch: &Channel) -> Result<tacit_mpc::Channel> {
+    Ok(match ch.server_config()? {
+        Some(cfg) => tacit_mpc::Channel::tls_server(cfg),
+        None => tacit_mpc::Channel::plain_tcp_unauthenticated(),
+    })
+}
+
+/// The lines a listening party prints for the library's events (`who` names it):
+/// how it can be reached, refused connections, its peer, progress on `bar`.
+pub fn listener_events(
+    ch: &Channel,
+    who: &'static str,
+    bar: Option<indicatif::ProgressBar>,
+) -> Result<impl Fn(Event) + Send + Sync + 'static> {
+    let fp = ch.fingerprint()?;
+    let pinned = !ch.pins.is_empty();
+    Ok(move |e: Event| match e {
+        Event::Listening { addr } => {
+            announce_key(fp, who);
+            eprintln!("{who} listening on {addr}");
         }
+        Event::AcceptFailed { why } => eprintln!("{who}: accept failed: {}", sanitize(&why)),
+        Event::Refused { from, why } => eprintln!("{who}: refused {from}: {}", sanitize(&why)),
+        Event::Connected { peer_key } => {
+            let how = match (peer_key, pinned) {
+                (None, _) => "plain",
+                (Some(_), true) => "pinned",
+                (Some(_), false) => "any key admitted",
+            };
+            eprintln!(
+                "{who}: {}",
+                PeerKey {
+                    fingerprint: peer_key,
+                    how
+                }
+                .describe()
+            );
+        }
+        e => progress(bar.as_ref(), &e),
+    })
+}
+
+/// Moves `bar` for a progress event (OT extension: triples; the token: bytes of
+/// c_A, 8 triples each).
+pub fn progress(bar: Option<&indicatif::ProgressBar>, e: &Event) {
+    match (bar, e) {
+        (Some(b), Event::OtTriples { done, .. }) => b.set_position(*done),
+        (Some(b), Event::TokenFill { done, total }) => {
+            b.set_length(8 * total);
+            b.set_position(8 * done);
+        }
+        _ => {}
     }
 }
 
-/// Handshakes [`listen_once`] runs at once; further connections are closed.
-pub const HANDSHAKES_AT_ONCE: usize = 16;
-/// How long [`listen_once`] waits for one connection's handshake.
-pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// Prints how a listening party can be reached: its key, or that it runs plain TCP.
 pub fn announce(ch: &Channel, who: &str) -> Result<()> {
-    match ch.fingerprint()? {
+    announce_key(ch.fingerprint()?, who);
+    Ok(())
+}
+
+fn announce_key(fp: Option<[u8; 32]>, who: &str) {
+    match fp {
         Some(fp) => eprintln!(
             "{who}: TLS 1.3; this party's key {} (the peer pins it with --pin {})",
             hex::encode(fp),
@@ -384,7 +381,6 @@ pub fn announce(ch: &Channel, who: &str) -> Result<()> {
         ),
         None => eprintln!("{who}: plain TCP (--plain-tcp): the messages are neither encrypted nor authenticated"),
     }
-    Ok(())
 }
 
 /// Reads a Bristol Fashion file, refusing one whose text, or whose gates and wires
@@ -527,52 +523,54 @@ async fn run_party(a: RunArgs, store: Option<&Path>) -> Result<()> {
             crate::util::mib(b)
         );
     }
-    let lc = LayeredCircuit::new(c.clone());
-    let cfg = NetConfig::default();
+    let lc = Arc::new(LayeredCircuit::new(c.clone()));
     let mut channel = peer_channel(&a.channel, store, Protocol::MpcRun)?;
-    let (mut conn, peer) = match party {
+    let triples = a.triples.triples(party, store)?;
+    let need = lc.and_gates() * n;
+    let bar = match (a.triples.triples, party) {
+        (TriplesArg::Ot, _) => triples_bar(need, "OT extension"),
+        (TriplesArg::Token, Party::A) => triples_bar(need, "token: c_A"),
+        (TriplesArg::Token, Party::B) => indicatif::ProgressBar::hidden(),
+    };
+    let session = Session::builder(lc.clone())
+        .owners(owners)
+        .instances(n)
+        .party_inputs(inputs)
+        .triples(triples)
+        .spin(Duration::from_micros(a.spin_us));
+    let out = match party {
         Party::A => {
             let addr = a
                 .listen
                 .as_deref()
                 .ok_or_else(|| anyhow!("party a needs --listen ADDR"))?;
-            listen_once(&channel, addr, &cfg, "party a").await?
+            session
+                .channel(listening_channel(&channel)?)
+                .on_event(listener_events(&channel, "party a", Some(bar.clone()))?)
+                .listen(addr)
+                .await
         }
         Party::B => {
             let addr = a
                 .connect
                 .as_deref()
                 .ok_or_else(|| anyhow!("party b needs --connect ADDR"))?;
-            let (conn, peer) = channel.connect(addr, &cfg).await?;
+            let (mut conn, peer) = channel.connect(addr, &tacit_net::NetConfig::default()).await?;
             eprintln!("party b: {}", peer.describe());
-            (conn, peer)
-        }
-    };
-    let session = SessionConfig::new(n, owners).with_spin(std::time::Duration::from_micros(a.spin_us));
-    let report = match (a.triples.triples, party) {
-        (TriplesArg::Ot, _) => {
-            let bar = triples_bar(lc.and_gates() * n, "OT extension");
             let b = bar.clone();
-            let mut src = OtSource::new(SecureRng::from_os()).with_progress(move |done, _| b.set_position(done));
-            let r = run(&mut conn, &lc, party, &session, &inputs, &mut src, &mut rng).await;
-            bar.finish_and_clear();
-            r?
-        }
-        (TriplesArg::Token, Party::A) => {
-            let mut holder = a.triples.holder(store).await?;
-            let need = lc.and_gates() * n;
-            fill_with_progress(&mut holder, need).await?;
-            run(&mut conn, &lc, party, &session, &inputs, &mut holder, &mut rng).await?
-        }
-        (TriplesArg::Token, Party::B) => {
-            let mut src = TokenPeer::new(a.triples.trust()?, SecureRng::from_os());
-            run(&mut conn, &lc, party, &session, &inputs, &mut src, &mut rng).await?
+            session
+                .on_event(move |e| progress(Some(&b), &e))
+                .run(&mut conn, Party::B, peer.fingerprint)
+                .await
         }
     };
+    bar.finish_and_clear();
+    let out = out?;
+    let report = out.report;
     if a.json {
         let mut v = report_json(&c, &report, party, a.triples.triples);
-        v["channel"] = json!(if peer.fingerprint.is_some() { "tls" } else { "plain" });
-        v["peer_key"] = json!(peer.fingerprint.map(hex::encode));
+        v["channel"] = json!(if out.peer_key.is_some() { "tls" } else { "plain" });
+        v["peer_key"] = json!(out.peer_key.map(hex::encode));
         println!("{v}");
     } else {
         for o in &report.outputs.values[0] {
@@ -591,34 +589,10 @@ async fn run_party(a: RunArgs, store: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-/// Party a's link to its token at `addr`: TLS with `identity` (the key the token is
-/// paired with), the token's link key pinned or recorded on first use.
-pub async fn connect_token(
-    addr: &str,
-    pool: Option<&Path>,
-    trust: &mut Trust,
-    identity: &SelfSigned,
-) -> Result<TokenHolder<TcpTokenLink>> {
-    let client = client_config(trust, Some(identity))?.ok_or_else(|| anyhow!("the token link runs over TLS"))?;
-    let net = NetConfig::default().speaking(Protocol::MpcToken);
-    let conn = FramedConn::connect_tls(addr, &net, client, LINK_NAME)
-        .await
-        .with_context(|| {
-            format!("connecting to the token at {addr} (is this store's key the one the token was paired with? `tacit mpc token host-key`)")
-        })?;
-    if let Some(fp) = trust.record(conn.peer_certificate())? {
-        eprintln!("token link key {} recorded on first use", hex::encode(fp));
-    }
-    let pool = match pool {
-        Some(p) => Pool::open(p)?,
-        None => Pool::in_memory(),
-    };
-    Ok(TokenHolder::new(TcpTokenLink::new(conn), pool).await?)
-}
-
-/// The store's token link key and the trust in the token at `addr` (`pin`, or the key
-/// recorded on first use under `mpc-token/ADDR`).
-pub fn token_link(store: Option<&Path>, addr: &str, pin: Option<&str>) -> Result<(Trust, SelfSigned)> {
+/// Party a's access to its token at `addr`: TLS with the store's token link key (the
+/// key the token is paired with), the token's link key pinned (`pin`) or recorded on
+/// first use under `mpc-token/ADDR` (and required from then on).
+pub fn token_access(store: Option<&Path>, addr: &str, pin: Option<&str>) -> Result<TokenAccess> {
     let path = store_path(store)?;
     let mut st = crate::util::open_store(&path)?;
     let id = tls_identity(&mut st, HOST_PURPOSE, "tacit-host.invalid")?;
@@ -629,7 +603,32 @@ pub fn token_link(store: Option<&Path>, addr: &str, pin: Option<&str>) -> Result
             name: format!("mpc-token/{addr}"),
         },
     };
-    Ok((trust, id))
+    let client = client_config(&trust, Some(&id))?.ok_or_else(|| anyhow!("the token link runs over TLS"))?;
+    let access = TokenAccess::with_client_config(addr, client);
+    if !matches!(trust, Trust::FirstUse { .. }) {
+        return Ok(access);
+    }
+    // Trust on first use: the key is recorded after the first handshake; a later
+    // link (the sessions of a server) must present the same key.
+    let trust = Arc::new(Mutex::new(trust));
+    Ok(access.after_handshake(Arc::new(move |cert: Option<&[u8]>| {
+        let mut trust = trust.lock().unwrap_or_else(|e| e.into_inner());
+        let fail = |e: tacit_net::channel::Error| e.to_string();
+        if let (Some(known), Some(cert)) = (trust.recorded().map_err(fail)?, cert) {
+            let got = tacit_net::tls::spki_fingerprint(cert).map_err(|e| e.to_string())?;
+            if got != known {
+                return Err(format!(
+                    "the token's link key {} is not the one recorded on first use ({})",
+                    hex::encode(got),
+                    hex::encode(known)
+                ));
+            }
+        }
+        if let Some(fp) = trust.record(cert).map_err(fail)? {
+            eprintln!("token link key {} recorded on first use", hex::encode(fp));
+        }
+        Ok(())
+    })))
 }
 
 /// A progress bar over `need` triples, shown from 2^20 triples on (a second or more
@@ -646,12 +645,10 @@ pub async fn fill_with_progress(holder: &mut TokenHolder<TcpTokenLink>, need: us
     let bar = triples_bar(need, "token: c_A");
     // `fill` counts bytes of c_A (8 triples each); the token makes whole sequences,
     // so the total can exceed `need`.
-    holder
-        .fill(need, &mut |done, total| {
-            bar.set_length(8 * total);
-            bar.set_position(8 * done);
-        })
-        .await?;
+    tacit_mpc::token::fill(holder, need, |done, total| {
+        progress(Some(&bar), &Event::TokenFill { done, total })
+    })
+    .await?;
     bar.finish_and_clear();
     Ok(())
 }
@@ -779,32 +776,27 @@ async fn token(t: TokenCommand, store: Option<&Path>) -> Result<()> {
         }
         TokenCommand::Serve(a) => {
             let guard = guard_path(&a.seal_key, a.guard.as_deref());
-            let mut eeprom = FileEeprom::new(&a.state, read_seal_key(&a.seal_key)?, &guard);
-            let st = eeprom.load()?;
-            let card = Card::new(st, eeprom)?;
+            let card = tacit_mpc::token::open_card(&a.state, read_seal_key(&a.seal_key)?, &guard)?;
             // Connections at once (a host needs one or two), each within the session
             // timeout; when full, a newcomer from a less busy address takes the busiest
             // address's oldest connection, so that a flood from elsewhere cannot keep
-            // the host out (tacit_net::guard).
-            let limits =
-                tacit_net::guard::ServeLimits::new(a.max_connections as usize, Duration::from_secs(a.session_timeout));
-            let server = TokenServer::new(card, limits)?;
-            // A connection that has not finished its handshake in 5 s is closed.
-            let cfg = NetConfig {
-                connect_timeout: Duration::from_secs(5),
-                ..NetConfig::default()
-            };
-            let l = FramedListener::bind(&a.listen, &cfg)
-                .await
-                .with_context(|| format!("listening on {}", a.listen))?;
+            // the host out (tacit_net::guard). A connection that has not finished its
+            // handshake in 5 s is closed.
+            let mut token = Token::builder(card)
+                .listen(a.listen.as_str())
+                .max_connections(a.max_connections as usize)
+                .session_timeout(Duration::from_secs(a.session_timeout))
+                .on_event(|line| eprintln!("token: {}", sanitize(&line)));
+            if let Some(n) = a.connections {
+                token = token.connections(n);
+            }
+            let token = token.bind().await?;
             eprintln!(
                 "token link key {} (the paired host pins it with --token-pin)",
-                hex::encode(server.link_fingerprint())
+                hex::encode(token.link_fingerprint())
             );
-            eprintln!("token listening on {}", l.local_addr()?);
-            server
-                .serve(l, a.connections, |line| eprintln!("token: {}", sanitize(&line)))
-                .await?;
+            eprintln!("token listening on {}", token.local_addr());
+            token.serve().await?;
             Ok(())
         }
         TokenCommand::Fill(a) => {
@@ -813,8 +805,8 @@ async fn token(t: TokenCommand, store: Option<&Path>) -> Result<()> {
                 .token
                 .as_deref()
                 .ok_or_else(|| anyhow!("--token ADDR is required"))?;
-            let (mut trust, id) = token_link(store, addr, a.link.token_pin.as_deref())?;
-            let mut holder = connect_token(addr, Some(&a.pool), &mut trust, &id).await?;
+            let access = token_access(store, addr, a.link.token_pin.as_deref())?.pool(&a.pool);
+            let mut holder = tacit_mpc::token::connect(&access).await?;
             fill_with_progress(&mut holder, a.triples).await?;
             println!(
                 "pool holds {} triples of token {}",

@@ -11,15 +11,14 @@
 use super::triples::TripleOpts;
 use crate::util::channel::ChannelArgs;
 use crate::util::{read_set, sanitize};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use tacit_crypto::rng::SecureRng;
 use tacit_mpc::Party;
-use tacit_mpc::apps::psi::{self, MAX_SET, PreparedSet, PsiReport};
-use tacit_net::{FramedListener, NetConfig};
+use tacit_mpc::apps::psi::{self, MAX_SET, PreparedSet, PsiReport, ServerEvent};
+use tacit_net::NetConfig;
 
 /// `tacit mpc psi …`
 #[derive(Debug, Subcommand)]
@@ -182,9 +181,10 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
                 let mut ch = super::cmd::peer_channel(&a.channel, store, tacit_net::Protocol::MpcPsi)?;
                 let (mut c, peer) = ch.connect(&a.connect, &NetConfig::default()).await?;
                 eprintln!("tacit mpc psi: {}", peer.describe());
-                let mut src = a.set.triples.source(Party::B, store).await?;
-                let mut rng = SecureRng::from_os();
-                Ok::<_, anyhow::Error>(psi::query(&mut c, &set, a.set.max_peer, &mut src, &mut rng).await?)
+                let query = psi::Query::builder(Arc::new(set))
+                    .max_peer(a.set.max_peer)
+                    .triples(a.set.triples.triples(Party::B, store)?);
+                Ok::<_, anyhow::Error>(query.run(&mut c).await?)
             })?;
             if a.set.json {
                 let mut v = stats_json(&r.report);
@@ -203,16 +203,6 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
 
 async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> Result<()> {
     let ch = super::cmd::peer_channel(&a.channel, store.as_deref(), tacit_net::Protocol::MpcPsi)?;
-    let acceptor = ch.acceptor()?;
-    // A connection that has not finished its handshake in 5 s is closed; it holds
-    // one of the --max-sessions slots meanwhile.
-    let cfg = NetConfig {
-        connect_timeout: Duration::from_secs(5),
-        ..NetConfig::default()
-    };
-    let l = FramedListener::bind(&a.listen, &cfg)
-        .await
-        .with_context(|| format!("cannot listen on {}", a.listen))?;
     // The querier chooses its set size, up to --max-peer, and with it the circuit
     // this server builds: the largest must fit the memory this process may use.
     let worst = psi::PsiParams {
@@ -221,7 +211,8 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
         n_b: a.set.max_peer,
     };
     let worst_bytes = psi::footprint(&worst)?;
-    if let Some(b) = crate::util::memory_budget()
+    let budget = crate::util::memory_budget();
+    if let Some(b) = budget
         && worst_bytes > b
     {
         bail!(
@@ -231,6 +222,39 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
             crate::util::mib(b)
         );
     }
+    let json = a.set.json;
+    let mut server = psi::Server::builder(set.clone())
+        .listen(a.listen.as_str())
+        .max_peer(a.set.max_peer)
+        .max_sessions(a.max_sessions as usize)
+        .session_timeout(Duration::from_secs(a.session_timeout))
+        .channel(super::cmd::listening_channel(&ch)?)
+        .triples(a.set.triples.triples(Party::A, store.as_deref())?)
+        .semi_honest_peers()
+        .on_event(move |e| match e {
+            ServerEvent::Session { result: Ok(r), .. } if json => println!("{}", stats_json(&r)),
+            ServerEvent::Session { n, result: Ok(r) } => {
+                eprintln!("tacit mpc psi serve: session {n}: {}", stats_line(&r))
+            }
+            ServerEvent::Session { n, result: Err(e) } => {
+                eprintln!(
+                    "tacit mpc psi serve: session {n}: {}",
+                    sanitize(&crate::util::one_line(&e.into()))
+                )
+            }
+            ServerEvent::Admission(line) => eprintln!("tacit mpc psi serve: {}", sanitize(&line)),
+            _ => {}
+        });
+    // One budget for all sessions (what this process may use now, as checked above):
+    // each query reserves its circuit from it before anything is built, so queriers
+    // arriving at once cannot each pass against the same free memory.
+    if let Some(b) = budget {
+        server = server.memory_budget(b);
+    }
+    if let Some(n) = a.sessions {
+        server = server.sessions(n);
+    }
+    let server = server.bind().await?;
     super::cmd::announce(&ch, "tacit mpc psi serve")?;
     eprintln!(
         "tacit mpc psi serve: {} distinct elements of {} bits; queries of up to {} elements (a circuit of up to {} MiB each); at most {} sessions at once; listening on {}",
@@ -239,43 +263,7 @@ async fn serve(a: ServeArgs, set: Arc<PreparedSet>, store: Option<PathBuf>) -> R
         a.set.max_peer,
         worst_bytes.div_ceil(1 << 20),
         a.max_sessions,
-        l.local_addr()?
+        server.local_addr()
     );
-    // The project's admission control (tacit_net::guard): the cap, a deadline per
-    // session, and fairness between addresses (a newcomer from a less busy address
-    // takes the busiest one's oldest connection when the server is full).
-    let limits = tacit_net::guard::ServeLimits::new(a.max_sessions as usize, Duration::from_secs(a.session_timeout));
-    let guard = tacit_net::guard::Guard::new(limits).on_event(Arc::new(|e| {
-        eprintln!("tacit mpc psi serve: {}", sanitize(&e.to_string()))
-    }));
-    // One budget for all sessions (what this process may use now, as checked above):
-    // each query reserves its circuit from it before anything is built, so queriers
-    // arriving at once cannot each pass against the same free memory.
-    let budget = crate::util::memory_budget().map(psi::MemoryBudget::new);
-    let a = Arc::new(a);
-    let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let sessions = a.sessions;
-    l.serve(&guard, sessions, move |c| {
-        let (a, set, acceptor, store, budget) =
-            (a.clone(), set.clone(), acceptor.clone(), store.clone(), budget.clone());
-        let n = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        async move {
-            let r = async {
-                let (mut c, _) = acceptor.accept(c).await?;
-                let mut src = a.set.triples.source(Party::A, store.as_deref()).await?;
-                let mut rng = SecureRng::from_os();
-                Ok::<_, anyhow::Error>(
-                    psi::serve_reserving(&mut c, &set, a.set.max_peer, budget.as_ref(), &mut src, &mut rng).await?,
-                )
-            }
-            .await;
-            match r {
-                Ok(r) if a.set.json => println!("{}", stats_json(&r)),
-                Ok(r) => eprintln!("tacit mpc psi serve: session {n}: {}", stats_line(&r)),
-                Err(e) => eprintln!("tacit mpc psi serve: session {n}: {}", sanitize(&format!("{e:#}"))),
-            }
-        }
-    })
-    .await;
-    Ok(())
+    Ok(server.serve().await?)
 }

@@ -16,18 +16,17 @@ use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use tacit_calendar::{
     Calendar, Preferences, Slot, SlotSpec, free_slots, parse_hours, parse_span, parse_time, parse_zone, rank_slots,
 };
-use tacit_crypto::rng::SecureRng;
 use tacit_mpc::Party;
 use tacit_mpc::apps::location::{Choice, LocationParams};
 use tacit_mpc::apps::schedule::{
-    Event, Geo, Kind, MAX_SLOTS, Outcome, ScheduleHello, ScheduleInput, Window, free_bits, run_session, slot_inputs,
+    Client, Event, Geo, Kind, MAX_SLOTS, Outcome, ScheduleHello, ScheduleInput, ServerEvent, Window, free_bits,
+    slot_inputs,
 };
 use tacit_mpc::driver::RunReport;
-use tacit_net::{FramedListener, Protocol};
+use tacit_net::Protocol;
 
 /// A calendar ready for a session.
 struct Prepared {
@@ -302,60 +301,47 @@ pub fn serve(
     let who = "tacit schedule serve (gmw)";
     let cfg = service_config(store, ch, 1 << 16, Protocol::MpcSchedule, who)?;
     let deadline = crate::pros::channel::secs("--deadline", ch.deadline)?;
+    let channel = match cfg.tls.clone() {
+        Some(tls) => tacit_mpc::Channel::tls_server(tls),
+        None => tacit_mpc::Channel::plain_tcp_unauthenticated(),
+    };
+    let o = Arc::new(o.clone());
+    let pe = p.clone();
+    let mut server = tacit_mpc::apps::schedule::Server::builder(p.hello.clone(), p.input.clone())
+        .listen(listen)
+        .net_config(cfg.net)
+        .deadline(deadline)
+        .max_sessions(cfg.max_clients)
+        .channel(channel)
+        .triples(g.triples.triples(Party::A, store)?)
+        .on_event(move |e| match e {
+            ServerEvent::PeerKey { n, key } => eprintln!("{who}: session {n}: the peer's key {}", hex::encode(key)),
+            ServerEvent::Session { n, result } => {
+                let r = result
+                    .map_err(anyhow::Error::from)
+                    .and_then(|(out, rep)| report(&out, &rep, Party::A, &pe, &o));
+                if let Err(e) = r {
+                    eprintln!("{who}: session {n}: {}", sanitize(&crate::util::one_line(&e)));
+                }
+            }
+            ServerEvent::Admission(line) => eprintln!("{who}: {}", sanitize(&line)),
+            _ => {}
+        });
+    if let Some(n) = sessions {
+        server = server.sessions(n);
+    }
     // Sessions run side by side on all cores (a GMW session is CPU work).
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(crate::util::shutdown::serving(async {
-        let l = FramedListener::bind(listen, &cfg.net)
-            .await
-            .with_context(|| format!("cannot listen on {listen}"))?;
+        let server = server.bind().await?;
         eprintln!(
             "{who}: {} of {} window slots free; at most {} sessions at once; listening on {}",
             p.free,
             p.slots.len(),
             cfg.max_clients,
-            l.local_addr()?
+            server.local_addr()
         );
-        let limits = tacit_net::guard::ServeLimits::new(cfg.max_clients, deadline);
-        let guard = tacit_net::guard::Guard::new(limits)
-            .on_event(Arc::new(move |e| eprintln!("{who}: {}", sanitize(&e.to_string()))));
-        let (o, g) = (Arc::new(o.clone()), Arc::new(g.clone()));
-        let store = store.map(Path::to_path_buf);
-        let tls = cfg.tls.clone();
-        let n = Arc::new(AtomicU64::new(0));
-        l.serve(&guard, sessions, move |c| {
-            let (p, o, g, store, tls) = (p.clone(), o.clone(), g.clone(), store.clone(), tls.clone());
-            let n = n.fetch_add(1, Ordering::Relaxed) + 1;
-            async move {
-                let r = async {
-                    let mut c = match tls {
-                        Some(tls) => {
-                            let c = c.accept_tls(tls).await?;
-                            if let Some(fp) = c
-                                .peer_certificate()
-                                .and_then(|d| tacit_net::tls::spki_fingerprint(d).ok())
-                            {
-                                eprintln!("{who}: session {n}: the peer's key {}", hex::encode(fp));
-                            }
-                            c
-                        }
-                        None => c,
-                    };
-                    // Greet before the triple source is set up (which may take a
-                    // while): the client is told at once what it reached.
-                    c.greet().await?;
-                    let mut src = g.triples.source(Party::A, store.as_deref()).await?;
-                    let mut rng = SecureRng::from_os();
-                    Ok::<_, anyhow::Error>(run_session(&mut c, Party::A, &p.hello, &p.input, &mut src, &mut rng).await?)
-                }
-                .await;
-                let r = r.and_then(|(out, rep)| report(&out, &rep, Party::A, &p, &o));
-                if let Err(e) = r {
-                    eprintln!("{who}: session {n}: {}", sanitize(&format!("{e:#}")));
-                }
-            }
-        })
-        .await;
-        Ok(())
+        Ok(server.serve().await?)
     }))
 }
 
@@ -369,12 +355,11 @@ pub fn connect(
     ch: &ConnectChannel,
 ) -> Result<()> {
     let p = prepare(o, g)?;
+    let client = Client::builder(p.hello.clone(), p.input.clone()).triples(g.triples.triples(Party::B, store)?);
     let (out, rep) = runtime()?.block_on(async {
         let (mut c, _) =
             crate::pros::channel::connect(store, ch, addr, Protocol::MpcSchedule, "tacit schedule connect").await?;
-        let mut src = g.triples.source(Party::B, store).await?;
-        let mut rng = SecureRng::from_os();
-        Ok::<_, anyhow::Error>(run_session(&mut c, Party::B, &p.hello, &p.input, &mut src, &mut rng).await?)
+        Ok::<_, anyhow::Error>(client.run(&mut c).await?)
     })?;
     report(&out, &rep, Party::B, &p, o)
 }

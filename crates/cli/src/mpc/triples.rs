@@ -1,21 +1,16 @@
 //! The triple-source options the GMW commands share (`tacit mpc run`, `tacit schedule
-//! --engine gmw`, `tacit mpc psi`), and one source type over the three kinds a CLI
-//! party uses.
+//! --engine gmw`, `tacit mpc psi`), turned into the library's [`Triples`].
 
-use super::cmd::{TokenLinkArgs, TriplesArg, connect_token, token_link};
+use super::cmd::{TokenLinkArgs, TriplesArg, token_access};
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use std::path::{Path, PathBuf};
-use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::VerifyingKey;
-use tacit_mpc::driver::TripleSource;
-use tacit_mpc::messages::TripleKind;
-use tacit_mpc::triples::TripleShares;
-use tacit_mpc::triples::ot::OtSource;
+use tacit_mpc::Party;
+use tacit_mpc::service::Triples;
 use tacit_mpc::triples::token::TokenTrust;
-use tacit_mpc::triples::token::holder::{TcpTokenLink, TokenHolder, TokenPeer};
-use tacit_mpc::{Error, Party};
-use tacit_net::FramedConn;
+
+pub use tacit_mpc::service::Source;
 
 /// Where the GMW triples come from (both parties must choose the same).
 #[derive(Debug, Clone, Args)]
@@ -46,49 +41,20 @@ pub struct TripleOpts {
     pub accept_software_token: bool,
 }
 
-/// A triple source of any kind.
-pub enum Source {
-    /// OT extension.
-    Ot(OtSource<SecureRng>),
-    /// Party a's token link.
-    Holder(Box<TokenHolder<TcpTokenLink>>),
-    /// Party b's side of the token.
-    Peer(TokenPeer<SecureRng>),
-}
-
-impl TripleSource for Source {
-    fn kind(&self) -> TripleKind {
-        match self {
-            Source::Ot(s) => s.kind(),
-            Source::Holder(s) => s.kind(),
-            Source::Peer(s) => s.kind(),
-        }
-    }
-
-    async fn triples(&mut self, conn: &mut FramedConn, party: Party, count: usize) -> Result<TripleShares, Error> {
-        match self {
-            Source::Ot(s) => s.triples(conn, party, count).await,
-            Source::Holder(s) => s.triples(conn, party, count).await,
-            Source::Peer(s) => s.triples(conn, party, count).await,
-        }
-    }
-}
-
 impl TripleOpts {
-    /// Party a's token link and pool (`--token`, `--token-pin`, `--pool`; the link key
+    /// Party a's token access (`--token`, `--token-pin`, `--pool`; the link key
     /// from the store).
-    pub async fn holder(&self, store: Option<&Path>) -> Result<TokenHolder<TcpTokenLink>> {
+    pub fn access(&self, store: Option<&Path>) -> Result<tacit_mpc::service::TokenAccess> {
         let addr = self
             .link
             .token
             .as_deref()
             .ok_or_else(|| anyhow!("the listening party with --triples token needs --token ADDR"))?;
-        let (mut trust, id) = token_link(store, addr, self.link.token_pin.as_deref())?;
-        let mut h = connect_token(addr, self.pool.as_deref(), &mut trust, &id).await?;
-        // One holder per session: its token connection ends with the setup, so the
-        // online phase holds none of the token's --max-connections.
-        h.close_after_setup = true;
-        Ok(h)
+        let access = token_access(store, addr, self.link.token_pin.as_deref())?;
+        Ok(match &self.pool {
+            Some(p) => access.pool(p),
+            None => access,
+        })
     }
 
     /// Party b's trust in tokens (`--trust-ca`, `--accept-software-token`), now.
@@ -107,12 +73,18 @@ impl TripleOpts {
         })
     }
 
-    /// The source for `party` (a: the listening side).
-    pub async fn source(&self, party: Party, store: Option<&Path>) -> Result<Source> {
+    /// The library's triple source of `party` (a: the listening side).
+    pub fn triples(&self, party: Party, store: Option<&Path>) -> Result<Triples> {
         Ok(match (self.triples, party) {
-            (TriplesArg::Ot, _) => Source::Ot(OtSource::new(SecureRng::from_os())),
-            (TriplesArg::Token, Party::A) => Source::Holder(Box::new(self.holder(store).await?)),
-            (TriplesArg::Token, Party::B) => Source::Peer(TokenPeer::new(self.trust()?, SecureRng::from_os())),
+            (TriplesArg::Ot, _) => Triples::Ot,
+            (TriplesArg::Token, Party::A) => Triples::Token(self.access(store)?),
+            (TriplesArg::Token, Party::B) => Triples::TokenPeer(self.trust()?),
         })
+    }
+
+    /// The source for `party` (a: the listening side), its token link connected.
+    pub async fn source(&self, party: Party, store: Option<&Path>) -> Result<Source> {
+        let none: tacit_mpc::service::Events = std::sync::Arc::new(|_| {});
+        Ok(self.triples(party, store)?.source(party, &none).await?)
     }
 }

@@ -116,25 +116,8 @@ impl Channel {
         Ok(self.0.connect(addr, cfg).await?)
     }
 
-    /// The server side of this channel (shareable between tasks).
-    pub fn acceptor(&self) -> Result<Acceptor> {
-        Ok(Acceptor(self.0.acceptor()?))
-    }
-
     /// This party's key fingerprint (TLS).
     pub fn fingerprint(&self) -> Result<Option<[u8; 32]>> {
         Ok(self.0.fingerprint()?)
-    }
-}
-
-/// The server side of a [`Channel`] ([`tacit_net::channel::Acceptor`]).
-#[derive(Clone)]
-pub struct Acceptor(tacit_net::channel::Acceptor);
-
-impl Acceptor {
-    /// Runs the server side of the handshake on an accepted connection and checks
-    /// the peer's greeting (only the greeting on plain TCP).
-    pub async fn accept(&self, conn: tacit_net::FramedConn) -> Result<(tacit_net::FramedConn, PeerKey)> {
-        Ok(self.0.accept(conn).await?)
     }
 }

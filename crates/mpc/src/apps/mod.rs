@@ -1,7 +1,7 @@
 //! The applications of paper §6 as circuits built with [`crate::circuit::Builder`]:
 //! availability scheduling ([`availability`], §6.1), location-aware scheduling
 //! ([`location`], §6.2, Fig. 9) and set intersection by sort–compare–shuffle with a
-//! Waksman network ([`psi`], §6.3, the SCS-WN circuit of [HEK12]).
+//! Waksman network ([`psi`], §6.3, the SCS-WN circuit of \[HEK12\]).
 //!
 //! Each module builds the circuit, encodes each party's inputs in the circuit's
 //! wire order, decodes the outputs, and has a plaintext reference function the

@@ -13,7 +13,7 @@
 //!    times (each list has distinct values), so `eq_{2i}` and `eq_{2i+1}` are never both
 //!    set and both involve `m_{2i+1}`: the pair becomes one result
 //!    `(f_i, f_i ∧ m_{2i+1})` with `f_i = eq_{2i} ⊕ eq_{2i+1}` — `σ` ANDs for two
-//!    comparisons, and half as many results to shuffle as [HEK12]'s one per comparison;
+//!    comparisons, and half as many results to shuffle as \[HEK12\]'s one per comparison;
 //! 3. **shuffles** the `⌈(N − 1)/2⌉` results (`N = n_A + n_B`) through a Waksman
 //!    network programmed by a uniformly random permutation that A (the serving party)
 //!    chooses and inputs as the network's control bits: `σ + 1` ANDs per switch.
@@ -46,6 +46,9 @@ use crate::gmw::PartyInputs;
 use crate::{Error, Party, bits};
 use rand_core::RngCore;
 use sha2::{Digest, Sha256};
+
+mod service;
+pub use service::{BoundServer, NEEDS_SEMI_HONEST, Query, Server, ServerBuilder, ServerEvent};
 
 /// The longest element representation (bits).
 pub const MAX_SIGMA: usize = 256;

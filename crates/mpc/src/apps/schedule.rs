@@ -32,6 +32,9 @@ use sha2::{Digest, Sha256};
 use tacit_net::FramedConn;
 use tacit_wire::{Decode, Encode, ErrorMessage, Reader, Writer};
 
+mod service;
+pub use service::{BoundServer, Client, Server, ServerBuilder, ServerEvent};
+
 /// Earth radius of the projection (metres).
 pub const EARTH_RADIUS_M: f64 = 6_371_000.0;
 /// The most slots a window may have.

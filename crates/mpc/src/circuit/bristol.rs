@@ -14,7 +14,7 @@
 //! inputs and `k` outputs is `k` AND gates, output `i` = input `i` ∧ input `k + i`.
 //!
 //! The parser is bounded ([`ParseLimits`]) and says on which line anything is wrong.
-//! Writing is the inverse: [`write`] renumbers wires so that the outputs are last.
+//! Writing is the inverse: [`write()`] renumbers wires so that the outputs are last.
 
 use super::{Circuit, Gate, Wire};
 use crate::Error;

@@ -1,5 +1,5 @@
 //! A circuit builder: wires, gates, constant folding, dead-gate elimination, and the
-//! gadgets the applications of paper §6 are made of ([`super::gadgets`]).
+//! gadgets the applications of paper §6 are made of (`circuit::gadgets`, private to the crate).
 //!
 //! A [`Bit`] is either a constant known when the circuit is built or a wire. Gates on
 //! constants are folded away (`x ⊕ 0 = x`, `x ∧ 0 = 0`, `x ∧ 1 = x`, `x ⊕ x = 0`,

@@ -1,6 +1,6 @@
 //! Waksman permutation networks of any size (the arbitrary-size variant of Beauquier
 //! and Darrot, "AS-Waksman"), with the looping algorithm that programs one for a
-//! given permutation. The SCS-WN set-intersection circuit of [HEK12] (paper §6.3)
+//! given permutation. The SCS-WN set-intersection circuit of \[HEK12\] (paper §6.3)
 //! shuffles its results through one, programmed by one party's random permutation.
 //!
 //! `W(n)` for `n ≥ 3`: a column of `⌊n/2⌋` input switches (inputs `2i`, `2i+1`; the

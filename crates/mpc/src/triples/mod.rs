@@ -124,7 +124,7 @@ impl TripleShares {
 }
 
 /// A trusted dealer: both parties' shares of `n` triples from `rng` (the model of
-/// [Hua12]; used by tests and by the benchmarks of the online phase, never by two
+/// \[Hua12\]; used by tests and by the benchmarks of the online phase, never by two
 /// parties that do not trust a third).
 pub fn deal(n: usize, rng: &mut impl rand_core::RngCore) -> (TripleShares, TripleShares) {
     let w = bits::words_for(n);

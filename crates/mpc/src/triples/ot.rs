@@ -1,5 +1,5 @@
-//! Multiplication triples from OT extension (paper §2.4, after [ALSZ13]): two random
-//! OTs per triple, one in each direction, from semi-honest IKNP [IKNP03] on 128 base
+//! Multiplication triples from OT extension (paper §2.4, after \[ALSZ13\]): two random
+//! OTs per triple, one in each direction, from semi-honest IKNP \[IKNP03\] on 128 base
 //! OTs (Chou–Orlandi "simplest OT" over ristretto255), all over the parties' own
 //! framed TCP connection.
 //!
