@@ -1,0 +1,142 @@
+"""Review 29b (adversarial): red tests against the Python bindings.
+
+Each test states the claim it checks (docs/python.md) and fails on main at the time of
+the review.
+"""
+import copy
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from tacit import TacitError, paillier
+
+BITS = 512
+
+# pyo3's PanicException derives from BaseException: a test that expects a Python
+# error must not let one through as "some exception".
+try:
+    from pyo3_runtime import PanicException  # type: ignore
+except Exception:  # pragma: no cover - the module exists once a panic was raised
+    PanicException = None
+
+
+@pytest.fixture(scope="module")
+def keys():
+    return paillier.generate_paillier_keypair(n_length=BITS)
+
+
+@pytest.fixture(scope="module")
+def other_keys():
+    return paillier.generate_paillier_keypair(n_length=BITS + 64)
+
+
+def _python_error(f):
+    """Runs f; returns the exception if it is an ordinary Python error (Exception),
+    fails the test if it is a Rust panic (PanicException, a BaseException) or if f
+    returns normally."""
+    try:
+        r = f()
+    except Exception as e:  # ValueError, OverflowError, TacitError ...
+        return e
+    except BaseException as e:  # PanicException crosses into Python
+        pytest.fail(f"a Rust panic crossed into Python: {type(e).__name__}: {e}")
+    pytest.fail(f"expected a Python error, got {r!r}")
+
+
+def test_exponent_extremes_raise_python_errors_not_panics(keys):
+    """docs/python.md: "Errors are tacit.TacitError ... where python-paillier raises
+    ... ValueError, tacit.paillier raises the same"; the brief: no panic crosses into
+    Python. `exponent` is a settable attribute (as in phe); i64 arithmetic on it
+    (check_exponent_gap's `a - b`, mul_any's `self.exponent + ek`,
+    EncodedNumber.decrease_exponent_to's `self.exponent - new_exp`) overflows: a
+    PanicException in the dev build scripts/test installs, and a silently wrapped
+    exponent in a release build."""
+    pub, priv = keys
+    hi, lo = pub.encrypt(1), pub.encrypt(2)
+    hi.exponent = 2**63 - 1
+    lo.exponent = -(2**63)
+    _python_error(lambda: hi + lo)
+    _python_error(lambda: hi.decrease_exponent_to(-1))
+    # the product's exponent is exponent + the scalar's: it must not wrap around
+    _python_error(lambda: hi * paillier.EncodedNumber(pub, 1, 1))
+    _python_error(lambda: lo * 0.5)
+    enc = paillier.EncodedNumber(pub, 1, 2**63 - 1)
+    _python_error(lambda: enc.decrease_exponent_to(-1))
+
+
+def test_batch_functions_refuse_an_encoding_of_another_key(keys, other_keys):
+    """`x * enc` and `x + enc` refuse an EncodedNumber made for another key ("the
+    encoding was made for another public key"); `mul_many` and `add_many` (docs:
+    "Batch operations ... elementwise, b encrypted or plain") take it without the
+    check and return a number that decrypts to garbage."""
+    pub, priv = keys
+    pub2, _ = other_keys
+    x = pub.encrypt(5)
+    enc2 = paillier.EncodedNumber.encode(pub2, -3)
+    with pytest.raises(ValueError):
+        x * enc2
+    with pytest.raises(ValueError):
+        x + enc2
+    with pytest.raises(ValueError):
+        r = paillier.mul_many([x], [enc2])
+        pytest.fail(f"mul_many took another key's encoding: 5 * -3 decrypted to {priv.decrypt(r[0])}")
+    with pytest.raises(ValueError):
+        r = paillier.add_many([x], [enc2])
+        pytest.fail(f"add_many took another key's encoding: 5 + -3 decrypted to {priv.decrypt(r[0])}")
+
+
+def test_every_encrypted_number_is_a_unit_even_with_r_value(keys):
+    """docs/python.md, CRT decryption: "without a per-call unit check: every
+    EncryptedNumber was checked when it was made". `encrypt(value, r_value=r)` with
+    an r that is not a unit mod n (0, a prime factor) makes an EncryptedNumber whose
+    ciphertext is not in Z*_{n²}, unchecked; decryption then returns a wrong value
+    instead of raising."""
+    pub, priv = keys
+    for r in [0, priv.p, pub.n]:
+        e = _python_error(lambda: priv.decrypt(pub.encrypt(5, r_value=r)))
+        assert isinstance(e, ValueError), e
+
+
+def test_keys_and_numbers_pickle_and_copy_as_phes_do(keys):
+    """docs/python.md: "`from tacit import paillier as phe` runs most phe code
+    unchanged". phe's keys and EncryptedNumber pickle (multiprocessing, joblib and
+    federated-learning code ship them that way) and copy; tacit's raise TypeError
+    "cannot pickle"."""
+    pub, priv = keys
+    x = pub.encrypt(7)
+    pub2 = pickle.loads(pickle.dumps(pub))
+    assert pub2 == pub
+    priv2 = pickle.loads(pickle.dumps(priv))
+    assert priv2.decrypt(x) == 7
+    y = pickle.loads(pickle.dumps(x))
+    assert priv.decrypt(y) == 7 and y.public_key == pub
+    assert priv.decrypt(copy.deepcopy(x)) == 7
+    assert priv.decrypt(copy.copy(x)) == 7
+
+
+HUGE_CONST = r"""
+import sys
+from tacit import mpc, TacitError
+b = mpc.Builder()
+for width in [2**62, 2**63 + 5, 2**64 - 1]:
+    try:
+        b.const(0, width)
+    except (TacitError, ValueError, MemoryError, OverflowError) as e:
+        print("refused", width, e)
+    else:
+        print("accepted", width)
+print("alive")
+"""
+
+
+def test_builder_const_of_a_huge_width_is_refused_not_an_abort():
+    """docs/python.md: errors are one-line Python exceptions (and the brief: no
+    panic, no process abort). `Builder.input` bounds its width (1 to 2^24 bits);
+    `Builder.const(value, width)` does not: value_bits collects `width` bools, so a
+    huge width aborts the process on the failed allocation (or panics with
+    'capacity overflow')."""
+    out = subprocess.run([sys.executable, "-c", HUGE_CONST], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "alive" in out.stdout, (out.returncode, out.stdout, out.stderr[-2000:])
+    assert "accepted" not in out.stdout, out.stdout
