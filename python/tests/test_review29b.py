@@ -140,3 +140,30 @@ def test_builder_const_of_a_huge_width_is_refused_not_an_abort():
     out = subprocess.run([sys.executable, "-c", HUGE_CONST], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "alive" in out.stdout, (out.returncode, out.stdout, out.stderr[-2000:])
     assert "accepted" not in out.stdout, out.stdout
+
+
+def test_pir_decode_with_another_clients_state_is_an_error_not_a_panic():
+    """docs/python.md (tacit.pir): "decode(answer, state=None)" -- errors are
+    TacitError with one line. A QueryState made by another Client (another, larger
+    table) passes decode's table-id check when the answer carries that table's id
+    (a server's bytes, or the user passing the wrong state), and its slot indexes past
+    this client's hint: LweClient::decode slices `hint[r·n..(r+1)·n]` out of bounds, a
+    Rust panic (PanicException) instead of a refusal."""
+    import os
+
+    from tacit import pir
+
+    small = pir.Server([os.urandom(32) for _ in range(4)])
+    big = pir.Server([os.urandom(32) for _ in range(4096)])
+    ca, cb = pir.Client(small.hint()), pir.Client(big.hint())
+    slots_a, slots_b = small.params()["slots"], big.params()["slots"]
+    assert slots_b > slots_a, (slots_a, slots_b)
+    # a row of the big table in a slot the small table does not have
+    _, state_b = cb.query(slots_b - 1)
+    q_a, _ = ca.query(0)
+    ans_a = small.answer(q_a)  # the small table's length, with the small table's id ...
+    id_a, id_b = bytes.fromhex(ca.table_id), bytes.fromhex(cb.table_id)
+    assert ans_a.count(id_a) == 1
+    forged = ans_a.replace(id_a, id_b)  # ... relabelled with the big table's id
+    e = _python_error(lambda: ca.decode(forged, state_b))
+    assert isinstance(e, TacitError), e
