@@ -167,3 +167,56 @@ def test_pir_decode_with_another_clients_state_is_an_error_not_a_panic():
     forged = ans_a.replace(id_a, id_b)  # ... relabelled with the big table's id
     e = _python_error(lambda: ca.decode(forged, state_b))
     assert isinstance(e, TacitError), e
+
+
+def test_a_hostile_serialised_exponent_does_not_panic_later(keys):
+    """A file in the format of phe's documentation (numbers_from_json) is what another
+    party sends. EncryptedNumber.from_json bounds the exponent (|e| <= 4096, '"e" is
+    not a small integer'); numbers_from_json does not, so an exponent of 2**63 - 1
+    (or -2**63) is taken, and the receiver's next ordinary operation (adding 0.5,
+    multiplying by 0.5) overflows i64 inside the binding: a PanicException in the dev
+    build, a silently wrapped exponent in release."""
+    import json
+
+    pub, priv = keys
+    c = pub.encrypt(1).ciphertext()
+    for e, op in [(2**63 - 1, lambda x: x + pub.encrypt(0.5)), (-(2**63), lambda x: x * 0.5)]:
+        s = json.dumps({"public_key": {"g": pub.g, "n": pub.n}, "values": [[str(c), e]]})
+        try:
+            _, [x] = paillier.numbers_from_json(s, public_key=pub)
+        except TacitError:
+            continue  # refused at the door, as EncryptedNumber.from_json does
+        _python_error(lambda: op(x))
+
+
+def test_building_a_public_key_from_n_releases_the_gil():
+    """docs/python.md: "Every long operation ... releases the GIL". Checking a
+    peer's modulus (PaillierPublicKey(n), PaillierPublicKey.from_json,
+    numbers_from_json, from_phe) trial-divides it by every prime below 2^24: about
+    0.45 s for a 3072-bit n here, a hundred decryptions, with the GIL held (py_new
+    calls PublicKey::from_modulus without py.detach), so every other Python thread
+    of a server stops while it reads a key."""
+    import threading
+    import time
+
+    pub, _ = paillier.generate_paillier_keypair(n_length=3072)
+    n = pub.n
+    ticks, stop = [], threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    t = threading.Thread(target=count)
+    t.start()
+    time.sleep(0.05)
+    t0 = time.perf_counter()
+    paillier.PaillierPublicKey(n)
+    t1 = time.perf_counter()
+    time.sleep(0.05)
+    stop.set()
+    t.join()
+    during = [x for x in ticks if t0 - 0.01 <= x <= t1 + 0.01]
+    gaps = [b - a for a, b in zip(during, during[1:])]
+    longest = max(gaps, default=t1 - t0)
+    assert longest < 0.2, f"another thread stood still for {longest:.3f} s of a {t1 - t0:.3f} s PaillierPublicKey(n)"
