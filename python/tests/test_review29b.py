@@ -220,3 +220,24 @@ def test_building_a_public_key_from_n_releases_the_gil():
     gaps = [b - a for a, b in zip(during, during[1:])]
     longest = max(gaps, default=t1 - t0)
     assert longest < 0.2, f"another thread stood still for {longest:.3f} s of a {t1 - t0:.3f} s PaillierPublicKey(n)"
+
+
+def test_a_huge_timeout_is_refused_not_a_panic(tmp_path):
+    """docs/python.md: `query(..., timeout=30.0)`, `authenticate(..., timeout=120.0)`,
+    `run(..., timeout=None)`; errors are one-line TacitError/ValueError. The bindings
+    check `timeout > 0 and finite`, then call Duration::from_secs_f64, which panics
+    ("cannot convert float seconds to Duration: value is either too big or NaN") for
+    a finite value beyond u64 seconds, e.g. 1e20: a PanicException in every build."""
+    from tacit import mpc, pir, psi
+
+    e = _python_error(lambda: psi.query("127.0.0.1:9", ["a"], plain_tcp=True, timeout=1e20))
+    assert isinstance(e, ValueError), e
+    ident = tmp_path / "id.json"
+    ident.write_text("{}")
+    e = _python_error(lambda: pir.authenticate(str(ident), timeout=1e20))
+    assert isinstance(e, ValueError), e
+    b = mpc.Builder()
+    x, y = b.input(1), b.input(1)
+    c = b.finish([b.and_(x, y)])
+    e = _python_error(lambda: mpc.run(c, "b", [1], connect="127.0.0.1:9", store=str(tmp_path / "store"), timeout=1e20))
+    assert isinstance(e, ValueError), e
