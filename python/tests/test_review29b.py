@@ -241,3 +241,49 @@ def test_a_huge_timeout_is_refused_not_a_panic(tmp_path):
     c = b.finish([b.and_(x, y)])
     e = _python_error(lambda: mpc.run(c, "b", [1], connect="127.0.0.1:9", store=str(tmp_path / "store"), timeout=1e20))
     assert isinstance(e, ValueError), e
+
+
+PSI_QUERY_WAITS = r"""
+import sys
+from tacit import psi
+try:
+    psi.query("127.0.0.1:%d" % int(sys.argv[1]), ["a"], plain_tcp=True, timeout=25.0)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(3)
+except Exception as e:
+    print("error", e, flush=True)
+    sys.exit(4)
+"""
+
+
+def test_ctrl_c_interrupts_a_psi_query_that_waits():
+    """The bindings' own rule (crates/py/src/blocking.rs: network waits run with
+    Python's signal handlers polled, "Ctrl-C interrupts a party that waits for its
+    peer instead of leaving it stuck until the peer comes"; docs/python.md for
+    mpc.run, pir.authenticate's docstring): psi.query runs its own tokio runtime
+    inside py.detach without block_on, so against a server that accepts and says
+    nothing, Ctrl-C is ignored until the read timeout (25 s here) expires."""
+    import signal
+    import socket
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    port = srv.getsockname()[1]
+    p = subprocess.Popen([sys.executable, "-c", PSI_QUERY_WAITS, str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        conn, _ = srv.accept()  # the query connected; say nothing
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        try:
+            out, _ = p.communicate(timeout=8)
+        except subprocess.TimeoutExpired:
+            pytest.fail("psi.query ignored Ctrl-C for 8 s while waiting for a silent server")
+        assert p.returncode == 3 and "interrupted" in out, (p.returncode, out, time.monotonic() - t0)
+        conn.close()
+    finally:
+        p.kill()
+        srv.close()
