@@ -40,19 +40,27 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod client;
 mod error;
 mod messages;
 mod params;
 mod receiver;
 mod sender;
+pub mod server;
 pub mod service;
 pub mod two_way;
 
-pub use error::Error;
+pub use client::{Client, ClientBuilder, QueryResult, known_peer_name, query};
+pub use error::{Error, ServiceError};
 pub use messages::{EncodingMemo, Request, Response};
 pub use params::{MAX_RECEIVER_BOUND, MAX_SENDER_BOUND, PsiParams, Security};
 pub use receiver::{CertifiedSlot, Intersection, Receiver, ReceiverAwaitingResponse, ReceiverPrecomputation};
 pub use sender::{Reuse, Sender, SenderKey, SenderPrecomputation};
+pub use server::{Server, ServerBuilder, ServerEvent};
+
+/// The TLS server name of a PSI server (its certificate is self-signed and pinned,
+/// not checked by name).
+pub const TLS_NAME: &str = "tacit-psi.invalid";
 
 /// Result alias of this crate.
 pub type Result<T> = core::result::Result<T, Error>;

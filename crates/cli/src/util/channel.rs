@@ -16,8 +16,6 @@ use tacit_store::Store;
 
 /// How a client decides whether to trust the peer's key.
 pub enum Trust {
-    /// Plain TCP: nothing authenticated (only under an explicit flag).
-    Plain,
     /// TLS, exactly this key (SHA-256 of its SubjectPublicKeyInfo).
     Pinned([u8; 32]),
     /// TLS, the key recorded the first time under `name` in this store; a later
@@ -44,7 +42,6 @@ impl Trust {
     /// other end) and [`Trust::record`] keeps it.
     pub fn check(&self) -> Result<Option<CertificateCheck>> {
         Ok(match self {
-            Trust::Plain => None,
             Trust::Pinned(fp) => Some(tacit_net::tls::pinned(*fp)),
             Trust::FirstUse { .. } => Some(match self.recorded()? {
                 Some(fp) => tacit_net::tls::pinned(fp),
