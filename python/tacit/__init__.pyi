@@ -1,4 +1,5 @@
 from . import paillier as paillier, psi as psi
+from . import mpc as mpc, pir as pir
 
 __version__: str
 

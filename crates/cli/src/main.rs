@@ -34,6 +34,7 @@ mod pir;
 mod pros;
 mod psi;
 mod reproduce;
+mod schedule_args;
 mod util;
 
 use clap::{Parser, Subcommand};

@@ -37,7 +37,7 @@ pub struct ReproduceArgs {
     #[arg(long)]
     quick: bool,
     /// Where each experiment's JSON and log go [default:
-    /// bench/results/reproduce-<UTC date>, with -quick for --quick].
+    /// bench/results/reproduce-YYYY-MM-DD (the UTC date), with -quick for --quick].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Run only these experiments (comma-separated ids of the numbers file); the page

@@ -1,7 +1,7 @@
 //! The three handshakes, sans-I/O: bytes in, bytes out; time and randomness are
 //! passed in by the caller.
 //!
-//! * **SIGMA-I** ([`sigma`]), the baseline the paper extends (§4, Krawczyk's
+//! * **SIGMA-I** ([`Mode::Sigma`]), the baseline the paper extends (§4, Krawczyk's
 //!   SIGMA-I with an AEAD instead of separate encryption and MAC keys):
 //!
 //!   ```text
@@ -13,7 +13,7 @@
 //!   Private against passive observers only: the server shows its identity to anyone
 //!   who connects.
 //!
-//! * **Private mutual authentication** ([`private`], paper §4 and Fig. 1): the server
+//! * **Private mutual authentication** ([`Mode::Private`], paper §4 and Fig. 1): the server
 //!   sends `CT_S = PE.Enc(π_S, ID_S ‖ k_σ)` instead of `ID_S`, and signs
 //!   `(sid, CT_S, gˣ, gʸ)`. A client learns `ID_S` only if its own name satisfies
 //!   `π_S`, and reveals `ID_C` only after `ID_S` satisfied *its* policy `π_C` and the
@@ -167,6 +167,19 @@ pub struct Credentials {
     pub policy: Policy,
 }
 
+impl Credentials {
+    /// `principal` presenting `blessing`, accepting chains to `roots` whose names
+    /// `policy` matches.
+    pub fn new(principal: Arc<Principal>, blessing: Blessing, roots: TrustedRoots, policy: Policy) -> Self {
+        Credentials {
+            principal,
+            blessing,
+            roots,
+            policy,
+        }
+    }
+}
+
 impl core::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
@@ -186,6 +199,16 @@ pub struct PrefixCredentials {
     pub mpk: Arc<MasterPublicKey>,
     /// Our prefix key (`SK_C`), extracted for our name.
     pub key: Option<Arc<PrefixKey>>,
+}
+
+impl PrefixCredentials {
+    /// The IBE root's public key and our prefix key (`None`: we only encrypt).
+    pub fn new(mpk: Arc<MasterPublicKey>, key: Option<PrefixKey>) -> Self {
+        PrefixCredentials {
+            mpk,
+            key: key.map(Arc::new),
+        }
+    }
 }
 
 impl core::fmt::Debug for PrefixCredentials {

@@ -3,7 +3,9 @@
 //! connection until their cap and then stop accepting, so the flood kept everyone
 //! else out until its connections timed out.
 
-use std::net::SocketAddr;
+mod common;
+
+use common::flood;
 use std::sync::Arc;
 use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
@@ -13,17 +15,6 @@ use tacit_discovery::key_request::KeyAuthority;
 use tacit_discovery::prefix::PrefixAuthority;
 use tacit_discovery::root_service::{self, RootState};
 use tacit_net::{FramedListener, NetConfig};
-
-async fn flood(addr: SocketAddr, n: usize) -> Vec<tokio::net::TcpStream> {
-    let mut idle = Vec::new();
-    for _ in 0..n {
-        if let Ok(c) = tacit_net::guard::connect_from("127.0.0.2".parse().unwrap(), addr).await {
-            idle.push(c);
-        }
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    idle
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ibe_root_serves_during_an_idle_flood() {

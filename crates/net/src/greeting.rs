@@ -31,7 +31,7 @@
 //! sides, with no further message). A greeting of another format (byte 4 ≠ 1) is
 //! refused ("speaks greeting format N; upgrade tacit").
 //!
-//! The sans-I/O parts (encoding, [`Greeting::decode`], [`classify`] and
+//! The sans-I/O parts (encoding, [`classify`] into a [`Received`] and
 //! [`Greeting::negotiate`]) are here; [`crate::FramedConn`] sends and checks them.
 
 use std::fmt;

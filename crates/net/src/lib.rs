@@ -6,18 +6,34 @@
 //! connect timeout, a per-read timeout and a maximum frame size that is enforced from
 //! the frame header, before the payload is buffered.
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), tacit_net::Error> {
-//! use tacit_net::{FramedConn, NetConfig};
+//! A listener and a client on loopback, one frame each way (this example runs as a
+//! doctest):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), tacit_net::Error> {
+//! use tacit_net::{FramedConn, FramedListener, NetConfig};
 //! let cfg = NetConfig::default();
-//! let mut conn = FramedConn::connect("127.0.0.1:7878", &cfg).await?;
+//! let listener = FramedListener::bind("127.0.0.1:0", &cfg).await?;
+//! let addr = listener.local_addr()?;
+//! let server = tokio::spawn(async move {
+//!     let mut conn = listener.accept().await?;
+//!     let hello = conn.recv().await?;
+//!     conn.send(&[b"echo: ", &hello[..]].concat()).await
+//! });
+//! let mut conn = FramedConn::connect(addr, &cfg).await?;
 //! conn.send(b"hello").await?;
-//! let reply = conn.recv().await?;
+//! assert_eq!(conn.recv().await?, b"echo: hello");
+//! server.await.expect("server task")?;
 //! # Ok(()) }
 //! ```
+//!
+//! Every tacit protocol runs over [`FramedConn`] after a [`greeting`] (which protocol,
+//! which versions) and, by default, TLS 1.3 with pinned keys ([`tls`]).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod channel;
 pub mod greeting;
 pub mod guard;
 pub mod mdns;

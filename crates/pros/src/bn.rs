@@ -240,7 +240,7 @@ pub(crate) fn small_primes() -> &'static [u32] {
 }
 
 /// Every prime factor of a peer's modulus is at least this (log₂): below 2¹⁴ by
-/// trial division ([`small_primes`]), below 2²⁴ by one gcd ([`has_factor_below_2_24`]).
+/// trial division (`small_primes`), below 2²⁴ by one gcd (`has_factor_below_2_24`).
 pub const MIN_FACTOR_BITS: u32 = 24;
 
 /// The primes from 2¹⁴ to 2²⁴ (about 1.07 million) multiplied into products of 128

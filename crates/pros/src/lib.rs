@@ -16,7 +16,53 @@
 //! * [`phe`] — python-paillier's JSON keys and ciphertexts;
 //! * [`net`] — drivers over tacit's framed connections (TLS by default in `tacit`);
 //! * [`service`] — the serving shell: concurrent sessions with a cap, deadlines and
-//!   frame limits from the protocol's bounds.
+//!   frame limits from the protocol's bounds;
+//! * [`endpoint`], [`reconcile`], [`psi`], [`schedule::Server`] — the servers and
+//!   clients that `tacit pros` and `tacit schedule` run, as builders over the
+//!   project's channel (TLS 1.3 with pinned or first-use keys, both ways).
+//!
+//! # Embedding: a server and a client
+//!
+//! B serves its ordered set, A (the key holder) reconciles its own against it over
+//! loopback TLS, pinning B's key; both learn the agreed element(s). A product keeps
+//! the [`tacit_store::Store`]s on disk ([`tacit_store::Store::open`]): they hold each
+//! side's TLS key, B's ring-Pedersen parameters and the server keys A recorded on
+//! first use. (1024-bit keys and ring-Pedersen parameters keep this example fast;
+//! the defaults are 3072 bits, and servers accept peer keys from 2048 bits.)
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tacit_pros::{facproof::RingPedersen, reconcile, threepr::ReconcileParams};
+//! use tacit_store::Store;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let params = ReconcileParams::default(); // sum of ranks, FNP-implicit
+//! let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(1);
+//! let rp = Arc::new(RingPedersen::generate(1024, &mut rng).unwrap());
+//! let server = reconcile::serve(Store::open_in_memory().unwrap(), params, &["wed", "mon", "fri"])
+//!     .ring_pedersen(rp) // default: made once and kept in the store
+//!     .min_key_bits(1024) // default 2048
+//!     .sessions(1)
+//!     .bind("127.0.0.1:0")
+//!     .await
+//!     .unwrap();
+//! let (addr, pin) = (server.local_addr().unwrap().to_string(), server.fingerprint().unwrap());
+//! let serving = tokio::spawn(server.serve(|event| println!("B: {event:?}")));
+//!
+//! let out = reconcile::connect(Store::open_in_memory().unwrap(), params, &["mon", "tue", "wed"])
+//!     .pin(pin) // default: trust on first use, recorded in the store
+//!     .key_bits(1024) // default 3072
+//!     .run(&addr)
+//!     .await
+//!     .unwrap();
+//! serving.await.unwrap().unwrap();
+//! // mon: ranks 2 + 3, wed: 3 + 1 → mon
+//! assert_eq!(out.result.elements, vec![b"mon".to_vec()]);
+//! assert_eq!(out.server_key, Some(pin));
+//! # });
+//! ```
+//!
+//! # The engines, in process
 //!
 //! The protocol engines are sans-I/O state machines: bytes in, bytes out, randomness
 //! passed in.
@@ -71,6 +117,7 @@
 pub mod backends;
 pub mod bn;
 pub mod element;
+pub mod endpoint;
 mod error;
 pub mod facproof;
 pub mod fnp;
@@ -80,6 +127,8 @@ pub mod net;
 pub mod paillier;
 pub mod phe;
 pub mod poly;
+pub mod psi;
+pub mod reconcile;
 pub mod schedule;
 pub mod service;
 #[cfg(feature = "testing")]

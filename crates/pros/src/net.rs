@@ -6,8 +6,8 @@
 //! **Frame limits come from the protocol.** Before each receive the driver sets the
 //! connection's limit to the largest message the protocol allows at that step (the
 //! engines say how large: [`Responder::max_hello_len`],
-//! [`ResponderAwaiting::max_next_message_len`],
-//! [`InitiatorAwaitingAnswer::expected_answer_len`], [`PsiParams::answer_len`]), and
+//! [`crate::threepr::ResponderAwaiting::max_next_message_len`],
+//! [`crate::threepr::InitiatorAwaitingAnswer::expected_answer_len`], [`PsiParams::answer_len`]), and
 //! before each send to the message's own size; a refusal always fits. Over TLS the
 //! engines mix the channel binding into their session identifier.
 //!

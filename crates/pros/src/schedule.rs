@@ -398,6 +398,194 @@ fn finish(rec: Reconciled, map: &HashMap<Vec<u8>, Slot>) -> Result<Agreed> {
     Ok(Agreed { slots, reconciled: rec })
 }
 
+/// A scheduling server: [`Server::builder`] (B's side of `tacit schedule serve`).
+pub type Server = crate::endpoint::Server<Service>;
+
+impl crate::endpoint::Server<Service> {
+    /// A scheduling server offering `slots` (best first) in `window`, keeping its
+    /// keys in `store` (see [`crate::endpoint::ServerBuilder`] for the channel and
+    /// the limits).
+    pub fn builder(
+        store: tacit_store::Store,
+        window: Window,
+        scheme: Scheme,
+        variant: Variant,
+        slots: Vec<Slot>,
+    ) -> crate::endpoint::ServerBuilder<Service> {
+        crate::endpoint::ServerBuilder::new(
+            store,
+            Service {
+                window,
+                scheme,
+                variant,
+                slots,
+                // the defaults of `tacit schedule serve`
+                limits: Limits {
+                    max_peer_set: DEFAULT_MAX_PEER_SLOTS,
+                    max_comparisons: 16_384,
+                },
+                policy: None,
+            },
+        )
+    }
+}
+
+/// B's side of a scheduling server.
+#[derive(Debug)]
+pub struct Service {
+    window: Window,
+    scheme: Scheme,
+    variant: Variant,
+    slots: Vec<Slot>,
+    limits: Limits,
+    policy: Option<Policy>,
+}
+
+impl Service {
+    /// The window it schedules in.
+    pub fn window(&self) -> &Window {
+        &self.window
+    }
+    /// The slots it offers, best first.
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+}
+
+impl crate::endpoint::ServerBuilder<Service> {
+    /// Bounds what one session may cost: the peer's slot count and the comparisons
+    /// (default 128 slots, 16 384 comparisons).
+    pub fn limits(self, limits: Limits) -> Self {
+        self.map_service(|s| s.limits = limits)
+    }
+}
+
+impl crate::endpoint::Service for Service {
+    type Output = Agreed;
+    const PROTOCOL: tacit_net::Protocol = tacit_net::Protocol::ProsSchedule;
+
+    fn prepare(&mut self, policy: &crate::endpoint::KeyPolicy) -> crate::endpoint::Result<usize> {
+        if self.slots.is_empty() || self.slots.len() > MAX_SLOTS {
+            return Err(Error::Invalid(format!("a party offers 1 to {MAX_SLOTS} slots")).into());
+        }
+        elements(&self.window, &self.slots)?;
+        self.policy = Some(Policy {
+            min_key_bits: policy.min_key_bits,
+            max_key_bits: policy.max_key_bits,
+            limits: self.limits,
+            ring_pedersen: policy.ring_pedersen.clone(),
+            insecure_small_keys: policy.insecure_small_keys,
+        });
+        Ok(WINDOW_LEN)
+    }
+
+    fn session(self: Arc<Self>, mut conn: FramedConn) -> crate::endpoint::SessionFuture<Agreed> {
+        Box::pin(async move {
+            let policy = self
+                .policy
+                .clone()
+                .ok_or_else(|| Error::Invalid("the service was not prepared".into()))?;
+            let mut rng = crate::endpoint::session_rng()?;
+            serve(
+                &mut conn,
+                &self.window,
+                self.scheme,
+                self.variant,
+                &self.slots,
+                &policy,
+                &mut rng,
+            )
+            .await
+        })
+    }
+}
+
+/// A scheduling client offering `slots` (best first) in `window` (A's side of
+/// `tacit schedule connect`, the key holder), keeping its keys in `store`; run it
+/// with [`crate::endpoint::ClientBuilder::run`].
+pub fn connect_to(
+    store: tacit_store::Store,
+    window: Window,
+    scheme: Scheme,
+    variant: Variant,
+    slots: Vec<Slot>,
+) -> crate::endpoint::ClientBuilder<Schedule> {
+    crate::endpoint::ClientBuilder::new(
+        store,
+        Schedule {
+            window,
+            scheme,
+            variant,
+            slots,
+            max_peer_slots: DEFAULT_MAX_PEER_SLOTS,
+        },
+    )
+}
+
+/// A's side of a scheduling session.
+#[derive(Debug)]
+pub struct Schedule {
+    window: Window,
+    scheme: Scheme,
+    variant: Variant,
+    slots: Vec<Slot>,
+    max_peer_slots: u32,
+}
+
+impl crate::endpoint::ClientBuilder<Schedule> {
+    /// The most slots the server may bring (refused above max(ours, this); default
+    /// [`DEFAULT_MAX_PEER_SLOTS`]): a hostile server gets n guesses against each of
+    /// our offered slots.
+    pub fn max_peer_slots(self, n: u32) -> Self {
+        self.map_session(|s| s.max_peer_slots = n)
+    }
+}
+
+impl crate::endpoint::Session for Schedule {
+    type Output = Agreed;
+    const PROTOCOL: tacit_net::Protocol = tacit_net::Protocol::ProsSchedule;
+
+    fn pool_size(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn check(&self) -> crate::endpoint::Result<()> {
+        if self.max_peer_slots == 0 || self.max_peer_slots > MAX_SLOTS as u32 {
+            return Err(crate::endpoint::Error::Config(format!(
+                "--max-peer-slots must be from 1 to {MAX_SLOTS}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn describe(&self, addr: &str) -> String {
+        format!("scheduling with {addr}")
+    }
+
+    fn run(
+        self,
+        mut conn: FramedConn,
+        key: PrivateKey,
+        pool: Arc<RnPool>,
+        mut rng: rand_chacha::ChaCha20Rng,
+    ) -> crate::endpoint::SessionFuture<Agreed> {
+        Box::pin(async move {
+            connect_limited(
+                &mut conn,
+                &self.window,
+                self.scheme,
+                self.variant,
+                key,
+                &self.slots,
+                pool,
+                self.max_peer_slots,
+                &mut rng,
+            )
+            .await
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,11 @@
 //!   (`tacit-pros`): CRT decryption, CRT encryption when the private key is known,
 //!   batch operations on all cores with the GIL released;
 //! * [`psi`] — the malicious-secure DH-PSI of `tacit-psi` as sans-I/O objects, and a
-//!   client of `tacit psi serve`.
+//!   client of `tacit psi serve`;
+//! * [`pir`] — the `lwe` PIR client and server of `tacit-pir` as sans-I/O objects,
+//!   and the TracEdge subscriber against `tacit pir server serve`;
+//! * [`mpc`] — Bristol circuits, a circuit builder, clear evaluation, and GMW between
+//!   two processes (`tacit-mpc`) over the CLI's TLS channel.
 //!
 //! Errors become Python exceptions carrying the library's one-line messages:
 //! [`TacitError`] (a `ValueError`) for bad input and deviating peers, and Python's
@@ -15,7 +19,10 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+mod blocking;
+pub mod mpc;
 pub mod paillier;
+pub mod pir;
 pub mod psi;
 
 create_exception!(
@@ -40,5 +47,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let s = PyModule::new(py, "psi")?;
     psi::register(&s)?;
     m.add_submodule(&s)?;
+    let r = PyModule::new(py, "pir")?;
+    pir::register(&r)?;
+    m.add_submodule(&r)?;
+    let g = PyModule::new(py, "mpc")?;
+    mpc::register(&g)?;
+    m.add_submodule(&g)?;
     Ok(())
 }

@@ -15,19 +15,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::sign::VerifyingKey;
+use tacit_discovery::authority::{self, AuthorityEvent};
 use tacit_discovery::blessing::{
     Applied, Blessing, CertificateId, Policy, Principal, SignedRevocationList, TrustedRoot, TrustedRoots,
 };
-use tacit_discovery::carrier::{self, AuxStore, Budget};
-use tacit_discovery::handshake::server::ServerConfig;
-use tacit_discovery::handshake::zero_rtt::{Service, open_advert};
 use tacit_discovery::handshake::{Credentials, Mode, PrefixCredentials};
 use tacit_discovery::ibe::{MasterPublicKey, MasterSecretKey};
-use tacit_discovery::key_request::KeyAuthority;
 use tacit_discovery::prefix::{Prefix, PrefixAuthority, PrefixKey};
-use tacit_discovery::root_service::{self, RootEvent, RootState};
-use tacit_discovery::service::{self, ServerEvent, ServerState};
-use tacit_net::{FramedListener, NetConfig};
+use tacit_discovery::root_service::{self, RootEvent};
+use tacit_discovery::service::{self, ServerEvent};
+use tacit_discovery::stored::{adopt, keep, next_revocation_list};
+use tacit_discovery::{Advertiser, AdvertiserEvent, Authority, BrowseEvent, Browser};
+use tacit_net::NetConfig;
 use tacit_store::Store;
 use tacit_wire::{Decode, Encode};
 use zeroize::Zeroizing;
@@ -445,7 +444,7 @@ impl Home {
             Some(b) => TrustedRoots::from_file_bytes(&b)?,
             None => TrustedRoots::new(),
         };
-        apply_stored_lists(&self.st, &roots, false);
+        warn_stored_lists(&self.st, &roots);
         Ok(roots)
     }
     fn save_roots(&mut self, r: &TrustedRoots) -> Result<()> {
@@ -482,39 +481,12 @@ impl Home {
     }
 }
 
-/// The store's issuer name of a naming root's revocation list.
-fn issuer(root: &TrustedRoot) -> String {
-    format!(
-        "discovery-root/{}/{}",
-        root.name(),
-        hex::encode(root.public_key().to_bytes())
-    )
-}
-
 /// Applies the revocation lists kept in `st` to `roots` (those of roots `roots`
-/// trusts); a list that does not verify is reported unless `quiet`.
-fn apply_stored_lists(st: &Store, roots: &TrustedRoots, quiet: bool) {
-    let Ok(lists) = st.revocation_lists("discovery-root/") else {
-        return;
-    };
-    for (who, l) in lists {
-        let r = SignedRevocationList::from_file_bytes(&l.list).and_then(|l| roots.apply_revocations(&l).map(|_| ()));
-        match r {
-            Ok(()) => {}
-            // Lists of roots this principal does not trust are simply not in force.
-            Err(tacit_discovery::blessing::Error::UntrustedRoot { .. }) => {}
-            Err(e) if !quiet => eprintln!("tacit: warning: stored revocation list {who}: {e}"),
-            Err(_) => {}
-        }
+/// trusts), warning about each that does not verify.
+fn warn_stored_lists(st: &Store, roots: &TrustedRoots) {
+    for (who, e) in tacit_discovery::stored::apply_stored_lists(st, roots) {
+        eprintln!("tacit: warning: stored revocation list {who}: {e}");
     }
-}
-
-/// Applies `list` to `roots` and, if it is now in force, keeps it in `st`.
-fn adopt(st: &mut Store, roots: &TrustedRoots, list: &SignedRevocationList) -> Result<Applied> {
-    let applied = roots.apply_revocations(list)?;
-    let l = list.unverified();
-    st.put_revocation_list(&issuer(l.root()), l.sequence(), l.next_update(), &list.to_file_bytes())?;
-    Ok(applied)
 }
 
 fn describe_list(list: &SignedRevocationList, applied: Applied) -> String {
@@ -646,7 +618,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                 }
             };
             let wanted = blessing.unverified_name();
-            let key = runtime()?.block_on(root_service::fetch_prefix_key(
+            let key = runtime()?.block_on(authority::fetch_prefix_key(
                 &root,
                 Arc::new(principal),
                 blessing,
@@ -659,7 +631,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
         }
         IdCommand::Refresh { root } => {
             let roots = h.roots()?;
-            let lists = runtime()?.block_on(root_service::fetch_revocations(
+            let lists = runtime()?.block_on(authority::fetch_revocations(
                 &root,
                 &NetConfig::default().with_deadline(Duration::from_secs(30)),
             ))?;
@@ -672,7 +644,7 @@ fn run_id(c: IdCommand, store: Option<&Path>) -> Result<()> {
                     Err(e) => println!(
                         "ignored the revocation list of root {}: {}",
                         crate::util::sanitize(l.unverified().root().name()),
-                        crate::util::one_line(&e)
+                        crate::util::one_line(&e.into())
                     ),
                 }
             }
@@ -808,52 +780,50 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
         } => {
             let limits = serve_limits.apply(root_service::default_limits())?;
             let msk = MasterSecretKey::from_bytes(&read(&dir.join("ibe.msk"), "IBE master secret key")?)?;
-            let authority = Arc::new(PrefixAuthority::from_master_secret_key(msk));
             let mut roots = TrustedRoots::new();
             for t in &trust {
                 let (name, key) = parse_trust(t)?;
                 roots.add(&name, key).with_context(|| format!("--trust {name}"))?;
             }
-            let root_store = dir.join("root.sqlite3");
-            apply_stored_lists(&open_root_store(&dir)?, &roots, false);
-            let reload_roots = roots.clone();
-            let mut key_authority = KeyAuthority::new(authority, roots);
-            for name in &rollover {
-                key_authority = key_authority.with_rollover(name);
-            }
-            // Issue 32: one root name, one root (unless marked as a rollover).
-            if let Some((name, n)) = key_authority.ambiguous_root_names().into_iter().next() {
-                bail!(
-                    "--trust gives the root name {name} {n} keys; prefix keys name only names, so members under one \
-                     would read what is encrypted for the others. Trust one key per name, or pass --rollover {name} \
-                     if the keys are one root's old and new keys"
-                );
-            }
-            let state = Arc::new(RootState {
-                authority: key_authority,
-                reload: Some(Arc::new(move || {
-                    if let Ok(st) = Store::open(&root_store) {
-                        apply_stored_lists(&st, &reload_roots, true);
+            let mut builder = Authority::builder(msk, roots)
+                .limits(limits)
+                .sessions(sessions)
+                .revocations_from_store(dir.join("root.sqlite3"))
+                .on_event(|e| match e {
+                    AuthorityEvent::StoredListIgnored { issuer, why } => {
+                        eprintln!("tacit: warning: stored revocation list {issuer}: {why}")
                     }
-                })),
-                events: Arc::new(|e| match e {
-                    RootEvent::Granted { name, blessing_id } => {
+                    AuthorityEvent::Connection(RootEvent::Granted { name, blessing_id }) => {
                         eprintln!(
                             "tacit discover root serve: granted the prefix key of {name} (blessing {blessing_id})"
                         )
                     }
-                    RootEvent::ListsServed(n) => eprintln!("tacit discover root serve: sent {n} revocation lists"),
-                    RootEvent::Refused(why) => {
+                    AuthorityEvent::Connection(RootEvent::ListsServed(n)) => {
+                        eprintln!("tacit discover root serve: sent {n} revocation lists")
+                    }
+                    AuthorityEvent::Connection(RootEvent::Refused(why)) => {
                         eprintln!("tacit discover root serve: refused: {}", crate::util::sanitize(&why))
                     }
-                }),
-            });
+                });
+            for name in &rollover {
+                builder = builder.rollover(name);
+            }
             runtime()?.block_on(crate::util::shutdown::serving(async {
-                let l = FramedListener::bind(&listen, &NetConfig::default())
-                    .await
-                    .with_context(|| format!("cannot listen on {listen}"))?;
-                eprintln!("tacit discover root serve: listening on {}", l.local_addr()?);
-                root_service::serve_with(l, state, sessions, limits).await?;
+                let authority = match builder.bind(&listen).await {
+                    Ok(a) => a,
+                    // Issue 32: one root name, one root (unless marked as a rollover).
+                    Err(tacit_discovery::Error::AmbiguousRootName { name, keys: n }) => bail!(
+                        "--trust gives the root name {name} {n} keys; prefix keys name only names, so members under one \
+                         would read what is encrypted for the others. Trust one key per name, or pass --rollover {name} \
+                         if the keys are one root's old and new keys"
+                    ),
+                    Err(e @ (tacit_discovery::Error::StoreOpen { .. } | tacit_discovery::Error::Store(_))) => {
+                        return Err(e.into());
+                    }
+                    Err(e) => return Err(anyhow::Error::from(e).context(format!("cannot listen on {listen}"))),
+                };
+                eprintln!("tacit discover root serve: listening on {}", authority.local_addr());
+                authority.serve().await?;
                 anyhow::Ok(())
             }))?;
         }
@@ -897,28 +867,12 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
                     b.id()
                 }
             };
-            let issuer_name = issuer(&me);
-            let current = match h.st.revocation_list(&issuer_name)? {
-                Some(s) => Some(SignedRevocationList::from_file_bytes(&s.list)?),
-                None => None,
-            };
-            let (sequence, mut ids): (u64, Vec<CertificateId>) = match &current {
-                Some(c) => (
-                    c.unverified().sequence() + 1,
-                    c.unverified().revoked().copied().collect(),
-                ),
-                None => (1, vec![]),
-            };
-            let already = ids.contains(&id);
-            ids.push(id);
             let t = now();
-            let list = p.sign_revocations(&root_b, sequence, t, t + days * DAY, ids)?;
+            let (list, already) = next_revocation_list(&h.st, &p, &root_b, id, t, t + days * DAY)?;
             let roots = h.roots()?;
             adopt(&mut h.st, &roots, &list)?;
             if let Some(d) = &dir {
-                let mut rs = open_root_store(d)?;
-                let l = list.unverified();
-                rs.put_revocation_list(&issuer_name, l.sequence(), l.next_update(), &list.to_file_bytes())?;
+                keep(&mut open_root_store(d)?, &list)?;
             }
             if let Some(o) = &out {
                 write_file(o, &list.to_file_bytes(), false)?;
@@ -944,9 +898,7 @@ fn run_root(c: RootCommand, store: Option<&Path>) -> Result<()> {
         RootCommand::ImportRevocations { file, dir } => {
             let l = SignedRevocationList::from_file_bytes(&read(&file, "revocation list")?)?;
             let u = l.unverified();
-            let mut rs = open_root_store(&dir)?;
-            let stored =
-                rs.put_revocation_list(&issuer(u.root()), u.sequence(), u.next_update(), &l.to_file_bytes())?;
+            let stored = keep(&mut open_root_store(&dir)?, &l)?;
             println!(
                 "{} revocation list {} of root {} in {} (checked against the --trust roots when served)",
                 if stored { "stored" } else { "kept the newer" },
@@ -993,116 +945,54 @@ async fn advertise(a: AdvertiseArgs, h: Home) -> Result<()> {
         .prefix()?
         .ok_or_else(|| anyhow!("no IBE public key (run `tacit discover id use-prefix-key`)"))?;
     ensure!(a.refresh >= 10, "--refresh must be at least 10 seconds");
-    let net = NetConfig::default();
-    let listener = FramedListener::bind(&a.listen, &net)
+    let limits = a.serve_limits.apply(service::default_limits())?;
+    let (name, policy) = (creds.blessing.unverified_name(), creds.policy.clone());
+    let reply = a.reply.clone();
+    let mut builder = Advertiser::builder(creds, prefix)
+        .respond(move |_who: &str, _req: &[u8]| reply.clone().into_bytes())
+        .allow_sigma(a.allow_sigma)
+        .limits(limits)
+        .refresh(Duration::from_secs(a.refresh))
+        .service_type(a.service.clone())
+        .pointer(a.pointer)
+        // Revocation lists imported into the store while the service runs
+        // (`discover id refresh`, `id import-revocations`) take effect within seconds.
+        .revocations_from_store(&h.path)
+        .on_event(|e| match e {
+            AdvertiserEvent::Connection(ServerEvent::Authenticated { handshake, client }) => {
+                println!("{handshake}: {client}")
+            }
+            AdvertiserEvent::Connection(ServerEvent::Refused(why)) => println!("refused a connection: {why}"),
+            AdvertiserEvent::Connection(ServerEvent::Admission(e)) => eprintln!("tacit discover advertise: {e}"),
+            AdvertiserEvent::Advertised {
+                fullname,
+                bytes,
+                via_pointer,
+                valid_secs,
+            } => println!(
+                "advertised {fullname} ({bytes} bytes, {}), valid {valid_secs} s",
+                if via_pointer { "via pointer" } else { "inline in TXT" },
+            ),
+            AdvertiserEvent::ReachNote(note) | AdvertiserEvent::NotAdvertised(note) => {
+                eprintln!("tacit discover advertise: {note}")
+            }
+            AdvertiserEvent::AdvertMade { bytes } => println!("advertisement made ({bytes} bytes); mDNS is off"),
+        });
+    if let Some(scope) = a.mdns.scope() {
+        builder = builder.mdns(scope);
+    }
+    let advertiser = builder
+        .bind(&a.listen)
         .await
         .with_context(|| format!("listening on {}", a.listen))?;
-    let local = listener.local_addr()?;
-    let reply = a.reply.clone();
-    let state = Arc::new(ServerState {
-        config: if a.allow_sigma {
-            ServerConfig::new(creds.clone(), Some(prefix.clone()), true).with_modes(&[Mode::Private, Mode::Sigma])
-        } else {
-            ServerConfig::new(creds.clone(), Some(prefix.clone()), true)
-        },
-        service: Service::new(creds.clone()),
-        respond: Arc::new(move |_who: &str, _req: &[u8]| reply.clone().into_bytes()),
-        events: Arc::new(|e| match e {
-            ServerEvent::Authenticated { handshake, client } => println!("{handshake}: {client}"),
-            ServerEvent::Refused(why) => println!("refused a connection: {why}"),
-            ServerEvent::Admission(e) => eprintln!("tacit discover advertise: {e}"),
-        }),
-    });
     println!(
-        "serving private handshakes on {local} as {} for {}",
-        creds.blessing.unverified_name(),
-        creds.policy
+        "serving private handshakes on {} as {name} for {policy}",
+        advertiser.local_addr()
     );
-    let limits = a.serve_limits.apply(service::default_limits())?;
-    let server = tokio::spawn(service::serve_with(listener, state.clone(), limits));
-    // Revocation lists imported into the store while the service runs
-    // (`discover id refresh`, `id import-revocations`) take effect within seconds: the
-    // credentials share the trusted roots' revocation state.
-    let (reload_roots, reload_path) = (creds.roots.clone(), h.path.clone());
-    let reloader = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            if let Ok(st) = Store::open(&reload_path) {
-                apply_stored_lists(&st, &reload_roots, true);
-            }
-        }
-    });
-    let aux = AuxStore::new();
-    let aux_net = NetConfig {
-        max_frame: carrier::AUX_MAX_FRAME,
-        ..NetConfig::default()
-    };
-    let aux_listener = FramedListener::bind(std::net::SocketAddr::new(local.ip(), 0), &aux_net).await?;
-    let aux_port = aux_listener.local_addr()?.port();
-    let aux_task = tokio::spawn(carrier::serve_aux(aux_listener, aux.clone()));
-    let deadline = a.for_secs.map(|s| std::time::Instant::now() + Duration::from_secs(s));
-    let mut rng = SecureRng::from_os();
-    loop {
-        let t = now();
-        let ad = state.service.refresh(&prefix.mpk, t, t + a.refresh, &mut rng)?;
-        // Only addresses others can connect to are announced (issue 28).
-        let _publication = match a.mdns.scope().map(|scope| tacit_net::mdns::reach(local, scope)) {
-            Some(Ok(reach)) => {
-                let budget = if a.pointer { Budget::Ble } else { Budget::Mdns };
-                let p = carrier::publish_at(
-                    ad.advert(),
-                    budget,
-                    reach.scope,
-                    &a.service,
-                    &reach.addrs,
-                    local.port(),
-                    Some((&aux, aux_port)),
-                )
-                .await?;
-                println!(
-                    "advertised {} ({} bytes, {}), valid {} s",
-                    p.fullname(),
-                    ad.advert().len(),
-                    if p.pointer().is_some() {
-                        "via pointer"
-                    } else {
-                        "inline in TXT"
-                    },
-                    a.refresh
-                );
-                if let Some(note) = &reach.note {
-                    eprintln!("tacit discover advertise: {note}");
-                }
-                Some(p)
-            }
-            Some(Err(why)) => {
-                eprintln!("tacit discover advertise: {why}");
-                None
-            }
-            None => {
-                println!("advertisement made ({} bytes); mDNS is off", ad.advert().len());
-                None
-            }
-        };
-        let wait = Duration::from_secs(a.refresh.saturating_sub(5).max(5));
-        let sleep = match deadline {
-            Some(d) => {
-                let left = d.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                wait.min(left)
-            }
-            None => wait,
-        };
-        tokio::time::sleep(sleep).await;
-        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-            break;
-        }
+    match a.for_secs {
+        Some(s) => advertiser.serve_for(Duration::from_secs(s)).await?,
+        None => advertiser.serve().await?,
     }
-    server.abort();
-    aux_task.abort();
-    reloader.abort();
     Ok(())
 }
 
@@ -1115,55 +1005,46 @@ async fn browse(a: BrowseArgs, h: Home) -> Result<()> {
         .mdns
         .scope()
         .ok_or_else(|| anyhow!("browse needs mDNS (--mdns all or loopback)"))?;
-    let net = NetConfig::default();
-    let discovery = carrier::discover_all(&a.service, scope, Duration::from_secs(a.wait), &net).await?;
-    // What was left out is counted and said (issue 28), never dropped silently.
-    let (malformed, unfetched) = (discovery.malformed.len(), discovery.unfetched.len());
-    if let Some((instance, why)) = discovery.malformed.first() {
-        eprintln!("tacit discover browse: left out {malformed} malformed advert(s) (first: {instance}: {why})");
-    }
-    if let Some((instance, why)) = discovery.unfetched.first() {
-        eprintln!(
-            "tacit discover browse: left out {unfetched} advert(s) that could not be fetched (first: {instance}: {why})"
-        );
-    }
-    if discovery.over_limit > 0 {
-        eprintln!(
-            "tacit discover browse: left out {} advert(s) past the first {}",
-            discovery.over_limit,
-            carrier::MAX_DISCOVERED
-        );
-    }
-    let mut out = Vec::new();
-    let mut hidden = 0usize;
-    for d in discovery.adverts {
-        match open_advert(&d.advert, &creds, &prefix, now()) {
-            Ok(svc) => {
-                let addr = d
-                    .addrs
-                    .first()
-                    .map(|ip| std::net::SocketAddr::new(*ip, d.handshake_port).to_string())
-                    .unwrap_or_default();
-                let mut entry = serde_json::json!({
-                    "service": svc.server.name().to_string(),
-                    "address": addr,
-                    "expires_at": svc.expiry,
-                    "advert_bytes": d.advert.len(),
-                    "via_pointer": d.pointer.is_some(),
-                });
-                if let Some(m) = &a.message {
-                    match service::connect_zero_rtt(&addr, svc, &creds, m.as_bytes(), &net).await {
-                        Ok(o) => {
-                            entry["reply"] = serde_json::json!(String::from_utf8_lossy(&o.response));
-                            entry["zero_rtt_ms"] = serde_json::json!(o.timings.total.as_secs_f64() * 1e3);
-                        }
-                        Err(e) => entry["error"] = serde_json::json!(e.to_string()),
-                    }
-                }
-                out.push(entry);
+    let browser = Browser::builder(creds)
+        .prefix(prefix)
+        .service_type(a.service.clone())
+        .scope(scope)
+        .wait(Duration::from_secs(a.wait))
+        // What was left out is counted and said (issue 28), never dropped silently.
+        .on_event(|e| match e {
+            BrowseEvent::Malformed { count, first, why } => {
+                eprintln!("tacit discover browse: left out {count} malformed advert(s) (first: {first}: {why})")
             }
-            Err(_) => hidden += 1,
+            BrowseEvent::Unfetched { count, first, why } => eprintln!(
+                "tacit discover browse: left out {count} advert(s) that could not be fetched (first: {first}: {why})"
+            ),
+            BrowseEvent::OverLimit { count, limit } => {
+                eprintln!("tacit discover browse: left out {count} advert(s) past the first {limit}")
+            }
+        })
+        .build();
+    let found = browser.browse().await?;
+    let hidden = found.unreadable;
+    let mut out = Vec::new();
+    for svc in &found.services {
+        let addr = svc.address.map(|a| a.to_string()).unwrap_or_default();
+        let mut entry = serde_json::json!({
+            "service": svc.name(),
+            "address": addr,
+            "expires_at": svc.expires_at(),
+            "advert_bytes": svc.advert_bytes,
+            "via_pointer": svc.via_pointer,
+        });
+        if let Some(m) = &a.message {
+            match browser.zero_rtt(svc, m.as_bytes()).await {
+                Ok(o) => {
+                    entry["reply"] = serde_json::json!(String::from_utf8_lossy(&o.response));
+                    entry["zero_rtt_ms"] = serde_json::json!(o.timings.total.as_secs_f64() * 1e3);
+                }
+                Err(e) => entry["error"] = serde_json::json!(e.to_string()),
+            }
         }
+        out.push(entry);
     }
     if a.json {
         println!(
@@ -1171,13 +1052,14 @@ async fn browse(a: BrowseArgs, h: Home) -> Result<()> {
             serde_json::to_string_pretty(&serde_json::json!({
                 "services": out,
                 "unreadable_adverts": hidden,
-                "malformed_adverts": malformed,
-                "unfetched_adverts": unfetched,
-                "adverts_over_limit": discovery.over_limit,
+                "malformed_adverts": found.malformed,
+                "unfetched_adverts": found.unfetched,
+                "adverts_over_limit": found.over_limit,
             }))?
         );
         return Ok(());
     }
+
     if out.is_empty() {
         println!("no service visible to this identity ({hidden} advertisement(s) it cannot read)");
     }
@@ -1218,16 +1100,11 @@ async fn connect(a: ConnectArgs, h: Home) -> Result<()> {
             "private mutual authentication needs a prefix key (`tacit discover id use-prefix-key`), or use --sigma"
         );
     }
-    let o = service::connect(
-        &a.addr,
-        mode,
-        &creds,
-        prefix.as_ref(),
-        None,
-        a.message.as_bytes(),
-        &NetConfig::default(),
-    )
-    .await?;
+    let mut browser = Browser::builder(creds);
+    if let Some(p) = prefix {
+        browser = browser.prefix(p);
+    }
+    let o = browser.build().connect(&a.addr, mode, a.message.as_bytes()).await?;
     println!(
         "authenticated {} ({}) in {:.2} ms",
         o.session.peer.name(),

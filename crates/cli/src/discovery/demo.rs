@@ -5,11 +5,9 @@ use crate::discovery::world::{World, home_world, now};
 use anyhow::{Result, bail};
 use std::sync::{Arc, Mutex};
 use tacit_crypto::rng::SecureRng;
-use tacit_discovery::handshake::server::ServerConfig;
-use tacit_discovery::handshake::zero_rtt::{Service, open_advert};
 use tacit_discovery::handshake::{Error as HsError, Mode};
-use tacit_discovery::service::{self, Error as SvcError, ServerEvent, ServerState};
-use tacit_net::{FramedListener, NetConfig};
+use tacit_discovery::service::{Error as SvcError, ServerEvent};
+use tacit_discovery::{Advertiser, AdvertiserEvent, Browser, Error};
 
 pub async fn discovery_demo() -> Result<()> {
     let mut rng = SecureRng::from_os();
@@ -20,38 +18,38 @@ pub async fn discovery_demo() -> Result<()> {
     println!("  (policy Home/Devices/*); a visitor's phone is Street/Visitor/Phone. Each holds a three-link");
     println!("  chain and a prefix key from the same IBE root.");
 
-    let svc = Service::new(camera.creds.clone());
-    let t = now();
-    let ad = svc.refresh(&camera.prefix.mpk, t, t + 3600, &mut rng)?;
-    let advert = ad.advert().to_vec();
     let log = Arc::new(Mutex::new(Vec::<String>::new()));
     let log2 = log.clone();
-    let net = NetConfig::default();
-    let state = Arc::new(ServerState {
-        config: ServerConfig::new(camera.creds.clone(), Some(camera.prefix.clone()), false),
-        service: svc,
-        respond: Arc::new(|who: &str, req: &[u8]| {
+    let advertiser = Advertiser::builder(camera.creds.clone(), camera.prefix.clone())
+        .respond(|who: &str, req: &[u8]| {
             format!(
                 "camera to {who}: you said {:?}; door unlocked",
                 String::from_utf8_lossy(req)
             )
             .into_bytes()
-        }),
-        events: Arc::new(move |e| {
+        })
+        .on_event(move |e| {
+            let line = match e {
+                AdvertiserEvent::Connection(ServerEvent::Authenticated { handshake, client }) => {
+                    format!("camera: {handshake} with {client}")
+                }
+                AdvertiserEvent::Connection(ServerEvent::Refused(why)) => {
+                    format!("camera: refused a connection ({why}); the client was told nothing")
+                }
+                AdvertiserEvent::Connection(ServerEvent::Admission(e)) => format!("camera: {e}"),
+                _ => return,
+            };
             if let Ok(mut l) = log2.lock() {
-                l.push(match e {
-                    ServerEvent::Authenticated { handshake, client } => format!("camera: {handshake} with {client}"),
-                    ServerEvent::Refused(why) => {
-                        format!("camera: refused a connection ({why}); the client was told nothing")
-                    }
-                    ServerEvent::Admission(e) => format!("camera: {e}"),
-                });
+                l.push(line);
             }
-        }),
-    });
-    let listener = FramedListener::bind("127.0.0.1:0", &net).await?;
-    let addr = listener.local_addr()?.to_string();
-    let server = tokio::spawn(service::serve(listener, state));
+        })
+        .bind("127.0.0.1:0")
+        .await?;
+    let addr = advertiser.local_addr();
+    let advert = advertiser.advert();
+    let server = tokio::spawn(advertiser.serve());
+    let phone = |p: &crate::discovery::world::Party| Browser::builder(p.creds.clone()).prefix(p.prefix.clone()).build();
+    let (owner_phone, visitor_phone) = (phone(&owner), phone(&visitor));
     let flush = |log: &Arc<Mutex<Vec<String>>>| {
         if let Ok(mut l) = log.lock() {
             for line in l.drain(..) {
@@ -65,13 +63,13 @@ pub async fn discovery_demo() -> Result<()> {
         advert.len()
     );
     // The owner's phone: opens the advert, 0-RTT with early data.
-    let found = open_advert(&advert, &owner.creds, &owner.prefix, now())?;
+    let found = owner_phone.open(&advert, Some(addr))?;
     println!(
         "  Owner's phone opened it: the service is {} (signed, expires in {} s).",
-        found.server.name(),
-        found.expiry.saturating_sub(now())
+        found.name(),
+        found.expires_at().saturating_sub(now())
     );
-    let o = service::connect_zero_rtt(&addr, found, &owner.creds, b"open the door", &net).await?;
+    let o = owner_phone.zero_rtt(&found, b"open the door").await?;
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     println!(
         "  Owner → camera, 0-RTT (request in the first flight): {:?} in {:.2} ms",
@@ -81,8 +79,8 @@ pub async fn discovery_demo() -> Result<()> {
     flush(&log);
 
     // The visitor's phone cannot read it.
-    match open_advert(&advert, &visitor.creds, &visitor.prefix, now()) {
-        Err(HsError::NotAuthorizedByPeer(policy)) => println!(
+    match visitor_phone.open(&advert, Some(addr)) {
+        Err(Error::Handshake(HsError::NotAuthorizedByPeer(policy))) => println!(
             "  Visitor's phone sees an advertisement for policy {policy} that it cannot decrypt: no name, no key, no service."
         ),
         Err(e) => bail!("the visitor failed for an unexpected reason: {e}"),
@@ -90,16 +88,8 @@ pub async fn discovery_demo() -> Result<()> {
     }
 
     // Private mutual authentication without discovery.
-    let p = service::connect(
-        &addr,
-        Mode::Private,
-        &owner.creds,
-        Some(&owner.prefix),
-        None,
-        b"status?",
-        &net,
-    )
-    .await?;
+    let target = addr.to_string();
+    let p = owner_phone.connect(&target, Mode::Private, b"status?").await?;
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     println!(
         "  Owner, private mutual authentication: talking to {} in {:.2} ms",
@@ -107,18 +97,8 @@ pub async fn discovery_demo() -> Result<()> {
         p.timings.total.as_secs_f64() * 1e3
     );
     flush(&log);
-    match service::connect(
-        &addr,
-        Mode::Private,
-        &visitor.creds,
-        Some(&visitor.prefix),
-        None,
-        b"hi",
-        &net,
-    )
-    .await
-    {
-        Err(SvcError::Handshake(HsError::NotAuthorizedByPeer(policy))) => println!(
+    match visitor_phone.connect(&target, Mode::Private, b"hi").await {
+        Err(Error::Service(SvcError::Handshake(HsError::NotAuthorizedByPeer(policy)))) => println!(
             "  Visitor, private mutual authentication: the camera's identity is encrypted to {policy}; the visitor\n    cannot read it and stops before revealing its own identity."
         ),
         Err(e) => bail!("the visitor failed for an unexpected reason: {e}"),
@@ -128,8 +108,8 @@ pub async fn discovery_demo() -> Result<()> {
     flush(&log);
     // SIGMA-I would hand the camera's blessing to anyone who asks; a private server
     // does not offer it.
-    match service::connect(&addr, Mode::Sigma, &visitor.creds, None, None, b"hi", &net).await {
-        Err(SvcError::NoAnswer(_)) => println!(
+    match visitor_phone.connect(&target, Mode::Sigma, b"hi").await {
+        Err(Error::Service(SvcError::NoAnswer(_))) => println!(
             "  Visitor, SIGMA-I hello (the non-private baseline): the camera answers only private handshakes,\n    so it closes the connection and the visitor learns nothing."
         ),
         Err(e) => bail!("the visitor's SIGMA-I hello failed for an unexpected reason: {e}"),

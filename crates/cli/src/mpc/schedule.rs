@@ -1,6 +1,6 @@
 //! `tacit schedule serve|connect --engine gmw`: availability scheduling (paper §6.1)
 //! and, with `--locations`, location-aware scheduling (§6.2) under GMW, on the same
-//! calendar options and .ics reading as the PROS scheduler (`crate::pros::schedule`).
+//! calendar options (`crate::schedule_args`) and .ics reading as the PROS scheduler.
 //!
 //! The window is common: the grid of `--from`, `--to`, `--step`, `--duration`, cut to
 //! `--hours` and `--days` in `--tz`; all of these must match the peer's (the circuit
@@ -8,14 +8,12 @@
 //! party's calendar becomes one free/busy bit per slot (and, with `--locations`, its
 //! origins and reaches per slot) in the clear, through `tacit_calendar`.
 
-use super::triples::TripleOpts;
 use crate::pros::channel::{ConnectChannel, ServeChannel, service_config};
-use crate::pros::schedule::{ScheduleArgs, weekday};
+use crate::schedule_args::{GmwScheduleArgs, ScheduleArgs, weekday};
 use crate::util::sanitize;
 use anyhow::{Context, Result, anyhow, bail};
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
-use clap::Args;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,32 +28,6 @@ use tacit_mpc::apps::schedule::{
 };
 use tacit_mpc::driver::RunReport;
 use tacit_net::{FramedListener, Protocol};
-
-/// Options of the GMW engine (ignored by `--engine pros`).
-#[derive(Debug, Clone, Args)]
-pub struct GmwScheduleArgs {
-    /// GMW: location-aware scheduling (§6.2): the slot where both can get to a common
-    /// place with the least travel, from the GEO (or a "LAT,LON" LOCATION) of the
-    /// events before and after it.
-    #[arg(long)]
-    pub locations: bool,
-    /// GMW --locations: where you are on a day before your first and after your last
-    /// event, LAT,LON in degrees.
-    #[arg(long, value_name = "LAT,LON")]
-    pub home: Option<String>,
-    /// GMW --locations: your travel speed bound in km/h (reaches are speed × free time).
-    #[arg(long, default_value_t = 30.0)]
-    pub speed: f64,
-    /// GMW --locations: the public reference point of the shared grid, LAT,LON (must
-    /// match the peer's; the grid is 2^10 × 2^10 units around it).
-    #[arg(long, value_name = "LAT,LON")]
-    pub center: Option<String>,
-    /// GMW --locations: metres per grid unit (must match the peer's).
-    #[arg(long, default_value_t = 250.0)]
-    pub unit: f64,
-    #[command(flatten)]
-    pub triples: TripleOpts,
-}
 
 /// A calendar ready for a session.
 struct Prepared {

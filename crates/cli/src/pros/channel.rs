@@ -12,25 +12,19 @@
 //!   See `docs/pros.md`, "The channel".
 //! * `--plain-tcp` on both sides runs without TLS, for measurements only.
 
-use crate::util::channel::{Trust, parse_fingerprint, tls_identity};
+use crate::util::channel::parse_fingerprint;
 use crate::util::store_path;
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use tacit_net::channel::hex as hex_fp;
 use tacit_net::{FramedConn, NetConfig, Protocol};
+use tacit_pros::endpoint::{ClientBuilder, Server, ServerBuilder, ServerTrust, Service, Session};
 use tacit_pros::service::ServiceConfig;
 
-/// The store purpose of the pros TLS key (server and client).
-pub const TLS_PURPOSE: &str = "pros-tls-identity";
-/// The TLS server name of a pros service (certificates are pinned, not named).
-pub const TLS_NAME: &str = "tacit-pros.invalid";
-
-/// The store's name for the key recorded on first use for the server at `addr`.
-pub fn known_name(addr: &str) -> String {
-    format!("pros/{addr}")
-}
+pub use tacit_pros::endpoint::{TLS_NAME, known_name};
 
 /// Channel options of a connecting command.
 #[derive(Debug, Clone, Args)]
@@ -92,26 +86,22 @@ pub(crate) fn secs(what: &str, s: f64) -> Result<Duration> {
 }
 
 fn hex(fp: &[u8; 32]) -> String {
-    hex::encode(fp)
+    hex_fp(fp)
 }
-
-/// Store purpose of the serving side's ring-Pedersen parameters (Π^fac's verifier
-/// parameters: `N̂` of two safe primes, `s`, `t`, `λ`, Π^prm).
-pub const RING_PEDERSEN_PURPOSE: &str = "pros-ring-pedersen";
 
 /// This store's ring-Pedersen parameters, made on first use: two 1536-bit safe
 /// primes (seconds to a minute, with a spinner on stderr), then kept in the store
 /// like the TLS key, so every later session and restart reuses them. Peers prove
 /// their Paillier key's factors large against them (`docs/pros.md`, "The modulus
 /// proof").
-pub fn ring_pedersen(store: Option<&Path>, who: &str, bits: u32) -> Result<Arc<tacit_pros::facproof::RingPedersen>> {
-    use tacit_pros::facproof::RingPedersen;
-    let path = store_path(store)?;
-    let mut st = crate::util::open_store(&path)?;
-    if let Some(k) = st.current_key(RING_PEDERSEN_PURPOSE)? {
-        let rp = RingPedersen::from_secret_bytes(&k.secret)
-            .with_context(|| format!("the stored {RING_PEDERSEN_PURPOSE} parameters are corrupt"))?;
-        return Ok(Arc::new(rp));
+pub fn ring_pedersen(
+    st: &mut tacit_store::Store,
+    path: &Path,
+    who: &str,
+    bits: u32,
+) -> Result<Arc<tacit_pros::facproof::RingPedersen>> {
+    if let Some(rp) = tacit_pros::endpoint::stored_ring_pedersen(st)? {
+        return Ok(rp);
     }
     let pb = indicatif::ProgressBar::new_spinner();
     pb.set_message(format!(
@@ -119,7 +109,7 @@ pub fn ring_pedersen(store: Option<&Path>, who: &str, bits: u32) -> Result<Arc<t
     ));
     pb.enable_steady_tick(Duration::from_millis(120));
     let start = std::time::Instant::now();
-    let rp = RingPedersen::generate(bits, &mut tacit_crypto::rng::SecureRng::from_os());
+    let rp = tacit_pros::endpoint::make_ring_pedersen(st, bits);
     pb.finish_and_clear();
     let rp = rp?;
     eprintln!(
@@ -127,28 +117,133 @@ pub fn ring_pedersen(store: Option<&Path>, who: &str, bits: u32) -> Result<Arc<t
         start.elapsed().as_secs_f64(),
         path.display()
     );
-    st.put_key(
-        RING_PEDERSEN_PURPOSE,
-        1,
-        &zeroize::Zeroizing::new(rp.to_secret_bytes()),
-        crate::util::now_unix(),
-    )?;
-    Ok(Arc::new(rp))
+    Ok(rp)
 }
 
 /// This store's pros TLS key (made on first use) and its fingerprint.
 pub fn identity(store: Option<&Path>) -> Result<(tacit_net::tls::SelfSigned, String)> {
     let path = store_path(store)?;
     let mut st = crate::util::open_store(&path)?;
-    let id = tls_identity(&mut st, TLS_PURPOSE, TLS_NAME)?;
+    let id = tacit_pros::endpoint::identity(&mut st)?;
     let fp = hex(&id.fingerprint()?);
     Ok((id, fp))
+}
+
+/// The checked `--allow` keys of a serving command.
+fn allowed(ch: &ServeChannel) -> Result<Vec<[u8; 32]>> {
+    anyhow::ensure!(
+        (1..=1024).contains(&ch.max_clients),
+        "--max-clients must be from 1 to 1024"
+    );
+    secs("--timeout", ch.timeout)?;
+    secs("--deadline", ch.deadline)?;
+    if ch.plain_tcp && !ch.allow.is_empty() {
+        bail!("--allow needs TLS; it cannot go with --plain-tcp");
+    }
+    ch.allow.iter().map(|a| parse_fingerprint(a)).collect()
+}
+
+/// A library server configured as a serving command's flags say: the store (opened
+/// here; its ring-Pedersen parameters made with a spinner on first use), the channel
+/// and load options, the key floor and `--sessions`.
+pub fn server<S: Service>(
+    store: Option<&Path>,
+    ch: &ServeChannel,
+    who: &str,
+    make: impl FnOnce(tacit_store::Store) -> ServerBuilder<S>,
+    min_key_bits: u32,
+    insecure_small_keys: bool,
+    sessions: Option<u64>,
+) -> Result<ServerBuilder<S>> {
+    let allow = allowed(ch)?;
+    let path = store_path(store)?;
+    let mut st = crate::util::open_store(&path)?;
+    let rp = ring_pedersen(&mut st, &path, who, ch.ring_bits)?;
+    let mut b = make(st)
+        .ring_pedersen(rp)
+        .max_clients(ch.max_clients)
+        .deadline(secs("--deadline", ch.deadline)?)
+        .timeout(secs("--timeout", ch.timeout)?)
+        .min_key_bits(min_key_bits);
+    for a in allow {
+        b = b.allow(a);
+    }
+    if ch.plain_tcp {
+        b = b.insecure_plain_tcp();
+    }
+    if insecure_small_keys {
+        b = b.insecure_small_keys();
+    }
+    if let Some(n) = sessions {
+        b = b.sessions(n);
+    }
+    Ok(b)
+}
+
+/// Prints how a bound server serves, as the serving commands always have.
+pub fn announce<S: Service>(server: &Server<S>, who: &str) {
+    match server.fingerprint() {
+        None => eprintln!("{who}: plain TCP (--plain-tcp): nothing is authenticated or encrypted"),
+        Some(fp) => {
+            let fp = hex(&fp);
+            eprintln!(
+                "{who}: TLS 1.3; server key fingerprint {fp} (clients: --pin {fp}, or trust on first use); {}",
+                match server.allowed_keys() {
+                    0 => "any client key accepted and printed".to_string(),
+                    n => format!("clients: {n} allowed key(s)"),
+                }
+            );
+        }
+    }
+}
+
+/// A library client configured as a connecting command's flags say (the store, the
+/// server's key pinned or recorded on first use, plain TCP, timeouts); the key
+/// recorded on first use is printed under `who`.
+pub fn client<C: Session>(
+    store: Option<&Path>,
+    ch: &ConnectChannel,
+    addr: &str,
+    who: &str,
+    make: impl FnOnce(tacit_store::Store) -> ClientBuilder<C>,
+) -> Result<ClientBuilder<C>> {
+    let timeout = secs("--timeout", ch.timeout)?;
+    let deadline = secs("--deadline", ch.deadline)?;
+    let trust = trust_of(ch)?;
+    let st = if ch.plain_tcp {
+        tacit_store::Store::open_in_memory()?
+    } else {
+        crate::util::open_store(&store_path(store)?)?
+    };
+    let mut b = make(st).timeout(timeout).deadline(deadline);
+    b = match trust {
+        ServerTrust::Pinned(p) => b.pin(p),
+        ServerTrust::InsecurePlainTcp => b.insecure_plain_tcp(),
+        ServerTrust::FirstUse => b,
+    };
+    let (who, addr) = (who.to_string(), addr.to_string());
+    Ok(b.on_connected(move |c| {
+        if let Some(fp) = c.recorded {
+            eprintln!("{who}: recorded the key of {addr} on first use: {}", hex(&fp));
+        }
+    }))
+}
+
+fn trust_of(ch: &ConnectChannel) -> Result<ServerTrust> {
+    Ok(if ch.plain_tcp {
+        ServerTrust::InsecurePlainTcp
+    } else {
+        match &ch.pin {
+            Some(p) => ServerTrust::Pinned(parse_fingerprint(p)?),
+            None => ServerTrust::FirstUse,
+        }
+    })
 }
 
 /// The service configuration of a serving command: TLS (requiring a client key, from
 /// `--allow` or any) unless `--plain-tcp`, the client cap, deadlines, and the first
 /// message's frame limit, and the greeting of `protocol`. Prints how it serves to
-/// stderr under `who`.
+/// stderr under `who`. (For servers that are not PROS builders: `--engine gmw`.)
 pub fn service_config(
     store: Option<&Path>,
     ch: &ServeChannel,
@@ -156,10 +251,7 @@ pub fn service_config(
     protocol: Protocol,
     who: &str,
 ) -> Result<ServiceConfig> {
-    anyhow::ensure!(
-        (1..=1024).contains(&ch.max_clients),
-        "--max-clients must be from 1 to 1024"
-    );
+    let allow = allowed(ch)?;
     let net = NetConfig {
         max_frame: first_frame,
         read_timeout: secs("--timeout", ch.timeout)?,
@@ -167,29 +259,13 @@ pub fn service_config(
         ..NetConfig::default().speaking(protocol)
     };
     let tls = if ch.plain_tcp {
-        if !ch.allow.is_empty() {
-            bail!("--allow needs TLS; it cannot go with --plain-tcp");
-        }
         eprintln!("{who}: plain TCP (--plain-tcp): nothing is authenticated or encrypted");
         None
     } else {
-        let (id, fp) = identity(store)?;
-        let allowed: Vec<[u8; 32]> = ch.allow.iter().map(|a| parse_fingerprint(a)).collect::<Result<_>>()?;
-        let check: tacit_net::tls::CertificateCheck = if allowed.is_empty() {
-            tacit_net::tls::any_key()
-        } else {
-            Arc::new(move |cert: &[u8]| {
-                let got = tacit_net::tls::spki_fingerprint(cert).map_err(|e| e.to_string())?;
-                if allowed.contains(&got) {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "the client key {} is not one of the --allow keys",
-                        hex::encode(got)
-                    ))
-                }
-            })
-        };
+        let path = store_path(store)?;
+        let mut st = crate::util::open_store(&path)?;
+        let (cfg, fp) = tacit_pros::endpoint::server_tls(&mut st, &allow)?;
+        let fp = hex(&fp);
         eprintln!(
             "{who}: TLS 1.3; server key fingerprint {fp} (clients: --pin {fp}, or trust on first use); {}",
             if ch.allow.is_empty() {
@@ -198,7 +274,7 @@ pub fn service_config(
                 format!("clients: {} allowed key(s)", ch.allow.len())
             }
         );
-        Some(id.server_config_checking_clients(check)?)
+        Some(cfg)
     };
     Ok(ServiceConfig {
         max_clients: ch.max_clients,
@@ -210,8 +286,8 @@ pub fn service_config(
 /// A connection to `addr` as `ch` says: TLS with this store's key, the server's key
 /// pinned or recorded on first use, or plain TCP. Returns the connection and the
 /// server key's fingerprint (TLS only). The greetings of `protocol` are exchanged
-/// and checked before this returns, so a wrong server is named at once, before any
-/// long computation.
+/// and checked before this returns. (For sessions that are not PROS builders:
+/// `--engine gmw`.)
 pub async fn connect(
     store: Option<&Path>,
     ch: &ConnectChannel,
@@ -222,54 +298,19 @@ pub async fn connect(
     let net = NetConfig {
         read_timeout: secs("--timeout", ch.timeout)?,
         deadline: Some(secs("--deadline", ch.deadline)?),
-        ..NetConfig::default().speaking(protocol)
+        ..NetConfig::default()
     };
-    if ch.plain_tcp {
-        let c = FramedConn::connect(addr, &net)
-            .await
-            .with_context(|| format!("cannot connect to {addr}"))?;
-        return Ok((c, None));
-    }
-    let path = store_path(store)?;
-    let mut st = crate::util::open_store(&path)?;
-    let id = tls_identity(&mut st, TLS_PURPOSE, TLS_NAME)?;
-    let mut trust = match &ch.pin {
-        Some(p) => Trust::Pinned(parse_fingerprint(p)?),
-        None => Trust::FirstUse {
-            store: st,
-            name: known_name(addr),
-        },
+    let trust = trust_of(ch)?;
+    let st = if ch.plain_tcp {
+        tacit_store::Store::open_in_memory()?
+    } else {
+        crate::util::open_store(&store_path(store)?)?
     };
-    let recorded = trust.recorded()?;
-    let Some(check) = trust.check()? else {
-        bail!("internal: no certificate check for TLS");
-    };
-    let client = id.client_config_checking_server(check)?;
-    let conn = match FramedConn::connect_tls(addr, &net, client, TLS_NAME).await {
-        Ok(c) => c,
-        Err(e @ tacit_net::Error::Tls(_)) => {
-            if recorded.is_some() && ch.pin.is_none() {
-                bail!(
-                    "cannot connect to {addr}: {e} — if the server's key differs from the one recorded on first use \
-                     and it changed its key on purpose, run `tacit pros forget --connect {addr}`"
-                );
-            }
-            if ch.pin.is_some() {
-                bail!("cannot connect to {addr}: {e}");
-            }
-            bail!("cannot connect to {addr}: {e} (does the server run --plain-tcp, or refuse our key?)");
-        }
-        Err(e) => return Err(anyhow::Error::from(e).context(format!("cannot connect to {addr}"))),
-    };
-    let server_fp = conn
-        .peer_certificate()
-        .map(tacit_net::tls::spki_fingerprint)
-        .transpose()?
-        .map(|fp| hex(&fp));
-    if let Some(fp) = trust.record(conn.peer_certificate())? {
+    let c = tacit_pros::endpoint::connect_channel(st, trust, addr, &net, protocol).await?;
+    if let Some(fp) = c.recorded {
         eprintln!("{who}: recorded the key of {addr} on first use: {}", hex(&fp));
     }
-    Ok((conn, server_fp))
+    Ok((c.conn, c.server_key.map(|fp| hex(&fp))))
 }
 
 /// The fingerprint of a client's key as a service event reports it.

@@ -2,7 +2,7 @@
 //! and 3PR reconciliation between two processes, over the project's channel (TLS 1.3
 //! with pinned keys by default; see [`crate::pros::channel`]).
 
-use crate::pros::channel::{ConnectChannel, ServeChannel, client_label, connect, known_name, service_config};
+use crate::pros::channel::{ConnectChannel, ServeChannel, announce, client, client_label, known_name, server};
 use crate::util::{read_set, sanitize};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
@@ -10,13 +10,13 @@ use rand_core::SeedableRng;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
-use tacit_net::{FramedListener, NetConfig, Protocol};
+use tacit_net::NetConfig;
 use tacit_pros::element::ElementEncoding;
 use tacit_pros::facproof::MIN_PEER_KEY_BITS;
-use tacit_pros::fnp::{PsiParams, Sender};
+use tacit_pros::fnp::PsiParams;
 use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS, PrivateKey, RnPool};
-use tacit_pros::service::{self, Event};
-use tacit_pros::threepr::{Hello, Limits, MAX_ORDERED_SET, ReconcileParams, Reconciled, Responder, Scheme, Variant};
+use tacit_pros::service::Event;
+use tacit_pros::threepr::{Limits, MAX_ORDERED_SET, ReconcileParams, Reconciled, Scheme, Variant};
 use tacit_pros::{net, phe};
 
 /// `tacit pros` subcommands.
@@ -362,10 +362,10 @@ fn public_of(v: &serde_json::Value) -> &serde_json::Value {
 }
 
 /// "WHO: session from PEER", the prefix of a serving session's progress lines.
-pub(crate) fn session_label(who: &str, c: &tacit_net::FramedConn) -> String {
-    match c.peer_addr() {
-        Ok(a) => format!("{who}: session from {a}"),
-        Err(_) => format!("{who}: session"),
+pub(crate) fn session_label(who: &str, peer: Option<std::net::SocketAddr>) -> String {
+    match peer {
+        Some(a) => format!("{who}: session from {a}"),
+        None => format!("{who}: session"),
     }
 }
 
@@ -447,6 +447,18 @@ impl SmallKeysArg {
         check_key_bits(bits)
     }
 
+    /// The builder with `--insecure-small-keys` passed on.
+    pub(crate) fn apply<C: tacit_pros::endpoint::Session>(
+        self,
+        b: tacit_pros::endpoint::ClientBuilder<C>,
+    ) -> tacit_pros::endpoint::ClientBuilder<C> {
+        if self.insecure_small_keys {
+            b.insecure_small_keys()
+        } else {
+            b
+        }
+    }
+
     /// A serving command's `--min-key-bits`: below [`MIN_PEER_KEY_BITS`] only with
     /// `--insecure-small-keys` (then with a warning); whether the engines may take
     /// peer keys below the floor.
@@ -472,23 +484,7 @@ impl SmallKeysArg {
 /// Generates a key, its modulus proof and a pool of `pool` precomputed rⁿ (on all
 /// cores).
 pub(crate) fn key_and_pool(bits: u32, pool: usize) -> Result<(PrivateKey, Arc<RnPool>)> {
-    let key = PrivateKey::generate(bits)?;
-    let p = Arc::new(RnPool::new(key.public())?);
-    let (proof, filled) = rayon::join(
-        || key.modulus_proof(),
-        || p.fill(key.public(), pool, &mut SecureRng::from_os()),
-    );
-    proof?;
-    filled?;
-    Ok((key, p))
-}
-
-/// [`key_and_pool`] off the runtime's threads (it runs beside the connection's
-/// opening).
-pub(crate) async fn blocking_key_and_pool(bits: u32, pool: usize) -> Result<(PrivateKey, Arc<RnPool>)> {
-    tokio::task::spawn_blocking(move || key_and_pool(bits, pool))
-        .await
-        .map_err(|_| anyhow::anyhow!("the key generation task failed"))?
+    Ok(tacit_pros::endpoint::key_and_pool(bits, pool)?)
 }
 
 /// Prints a session's end as a serving command does.
@@ -591,41 +587,15 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             let insecure = small_keys.check_serve(min_key_bits, who)?;
             let params = fnp.params();
             let elements = read_set(&set, params.sender_bound as usize, "--max-sender")?;
-            let rp = super::channel::ring_pedersen(store, who, channel.ring_bits)?;
-            let sender = Sender::new(&params, &elements, min_key_bits, MAX_KEY_BITS, rp)?;
-            let sender = Arc::new(if insecure {
-                sender.accept_insecure_small_keys()
-            } else {
-                sender
-            });
-            // both directions' limits from the bounds, before any work (issue 26, item 4)
-            let (q_max, a_max) = (params.query_len(MAX_KEY_BITS), params.answer_len(MAX_KEY_BITS));
-            if q_max.max(a_max) > net::MAX_FRAME {
-                bail!(
-                    "these bounds need messages of up to {} bytes (query) and {} bytes (answer) at {MAX_KEY_BITS} bits; \
-                     the limit is {} bytes: lower --max-chooser or --max-sender",
-                    q_max,
-                    a_max,
-                    net::MAX_FRAME
-                );
+            let make = |st| tacit_pros::psi::serve(st, params, &elements);
+            let mut b = server(store, &channel, who, make, min_key_bits, insecure, sessions)?;
+            if let Some(t) = max_tests {
+                b = b.max_tests(t);
             }
-            if let Some(t) = max_tests
-                && params.chooser_tests() > t
-            {
-                bail!(
-                    "a deviating querier could test {} candidates ({} bins of {} roots, two per root); --max-tests is {t}: \
-                     lower --max-chooser or give --no-bucketing (then 2·M = {})",
-                    params.chooser_tests(),
-                    params.bins(),
-                    params.load(),
-                    2 * params.chooser_bound
-                );
-            }
-            let cfg = service_config(store, &channel, q_max, Protocol::ProsPsi, who)?;
+            let b = b.progress(move |peer| progress_hook(session_label(who, peer), false));
             runtime()?.block_on(crate::util::shutdown::serving(async {
-                let l = FramedListener::bind(&listen, &cfg.net)
-                    .await
-                    .with_context(|| format!("cannot listen on {listen}"))?;
+                let server = b.bind(&listen).await?;
+                announce(&server, who);
                 eprintln!(
                     "{who}: FNP, bounds ({}, {}), {} bins of {} roots (a querier tests at most {} candidates); listening on {}",
                     params.chooser_bound,
@@ -633,19 +603,13 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
                     params.bins(),
                     params.load(),
                     params.chooser_tests(),
-                    l.local_addr()?
+                    server.local_addr()?
                 );
-                let handler = move |mut c: tacit_net::FramedConn| {
-                    let sender = sender.clone();
-                    let hook = progress_hook(session_label(who, &c), false);
-                    async move {
-                        net::with_progress(hook, net::psi_serve(&mut c, sender, &mut SecureRng::from_os())).await
-                    }
-                };
-                let events = Arc::new(move |e: Event<()>| {
-                    report_event(who, e, |n, from, ()| eprintln!("{who}: session {n} from {from}: answered"))
-                });
-                service::serve(l, cfg, sessions, handler, events).await?;
+                server
+                    .serve(move |e: Event<()>| {
+                        report_event(who, e, |n, from, ()| eprintln!("{who}: session {n} from {from}: answered"))
+                    })
+                    .await?;
                 Ok::<_, anyhow::Error>(())
             }))?;
         }
@@ -662,21 +626,16 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             let params = fnp.params();
             let elements = read_set(&set, params.chooser_bound as usize, "--max-chooser")?;
             let who = "tacit pros psi query";
-            let (found, server_key) = runtime()?.block_on(async {
-                // The key is made while the connection opens: a wrong server is named
-                // within a round trip, not after the key generation.
-                let slots = params.root_slots();
-                let ((mut c, fp), (key, pool)) = tokio::try_join!(
-                    connect(store, &channel, &addr, Protocol::ProsPsi, who),
-                    blocking_key_and_pool(key_bits, slots)
-                )?;
-                let hook = progress_hook(who.to_string(), true);
-                let found = net::with_progress(hook, net::psi_query(&mut c, &params, key, &elements, pool, &mut rng))
-                    .await
-                    .with_context(|| format!("query to {addr}"))?;
-                Ok::<_, anyhow::Error>((found, fp))
-            })?;
-            let items: Vec<String> = found.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
+            let make = |st| tacit_pros::psi::query(st, params, &elements);
+            let b = small_keys.apply(client(store, &channel, &addr, who, make)?.key_bits(key_bits));
+            let hook = progress_hook(who.to_string(), true);
+            let out = runtime()?.block_on(b.progress(move |s| hook(s)).run(&addr))?;
+            let server_key = out.server_key.map(|fp| tacit_net::channel::hex(&fp));
+            let items: Vec<String> = out
+                .result
+                .iter()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect();
             if json {
                 println!(
                     "{}",
@@ -716,46 +675,30 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             let who = "tacit pros reconcile serve";
             let insecure = small_keys.check_serve(min_key_bits, who)?;
             let params = opts.params();
-            let elements = Arc::new(read_set(&set, MAX_ORDERED_SET as usize, "the most 3PR supports")?);
+            let elements = read_set(&set, MAX_ORDERED_SET as usize, "the most 3PR supports")?;
             let limits = limits(max_peer_set, max_comparisons)?;
-            let rp = super::channel::ring_pedersen(store, who, channel.ring_bits)?;
-            let probe = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS, rp.clone())?;
-            let cfg = service_config(
-                store,
-                &channel,
-                Hello::max_len(MAX_KEY_BITS),
-                Protocol::ProsReconcile,
-                who,
-            )?;
+            let make = |st| tacit_pros::reconcile::serve(st, params, &elements).limits(limits);
+            let b = server(store, &channel, who, make, min_key_bits, insecure, sessions)?
+                .progress(move |peer| progress_hook(session_label(who, peer), false));
             runtime()?.block_on(crate::util::shutdown::serving(async {
-                let l = FramedListener::bind(&listen, &cfg.net)
-                    .await
-                    .with_context(|| format!("cannot listen on {listen}"))?;
+                let server = b.bind(&listen).await?;
+                announce(&server, who);
                 eprintln!(
                     "{who}: 3PR {} / {}, {} elements (peers: up to {max_peer_set} elements, {max_comparisons} comparisons); listening on {}",
                     params.scheme,
                     params.variant,
-                    probe.set_len(),
-                    l.local_addr()?
+                    server.service().set_len(),
+                    server.local_addr()?
                 );
-                let handler = move |mut c: tacit_net::FramedConn| {
-                    let elements = elements.clone();
-                    let rp = rp.clone();
-                    let hook = progress_hook(session_label(who, &c), false);
-                    async move {
-                        let r = Responder::new(params, &elements, min_key_bits, MAX_KEY_BITS, rp)?.with_limits(limits);
-                        let r = if insecure { r.accept_insecure_small_keys() } else { r };
-                        net::with_progress(hook, net::reconcile_responder(&mut c, r, &mut SecureRng::from_os())).await
-                    }
-                };
-                let events = Arc::new(move |e: Event<Reconciled>| {
-                    report_event(who, e, |n, from, r| {
-                        if let Err(e) = print_reconciled(&r, json, Some(&format!("session {n} with {from}"))) {
-                            eprintln!("{who}: {e}");
-                        }
+                server
+                    .serve(move |e: Event<Reconciled>| {
+                        report_event(who, e, |n, from, r| {
+                            if let Err(e) = print_reconciled(&r, json, Some(&format!("session {n} with {from}"))) {
+                                eprintln!("{who}: {e}");
+                            }
+                        })
                     })
-                });
-                service::serve(l, cfg, sessions, handler, events).await?;
+                    .await?;
                 Ok::<_, anyhow::Error>(())
             }))?;
         }
@@ -776,24 +719,15 @@ pub fn run(cmd: ProsCommand, store: Option<&Path>) -> Result<()> {
             let params = opts.params();
             let elements = read_set(&set, MAX_ORDERED_SET as usize, "the most 3PR supports")?;
             let who = "tacit pros reconcile connect";
-            let (r, fp) = runtime()?.block_on(async {
-                let ((mut c, fp), (key, pool)) = tokio::try_join!(
-                    connect(store, &channel, &addr, Protocol::ProsReconcile, who),
-                    blocking_key_and_pool(key_bits, elements.len())
-                )?;
-                let hook = progress_hook(who.to_string(), true);
-                let run =
-                    net::reconcile_initiator_limited(&mut c, params, key, &elements, pool, max_peer_set, &mut rng);
-                let r = net::with_progress(hook, run)
-                    .await
-                    .with_context(|| format!("reconciliation with {addr}"))?;
-                Ok::<_, anyhow::Error>((r, fp))
-            })?;
-            let with = match fp {
-                Some(fp) => format!("{addr} (key {fp})"),
+            let make = |st| tacit_pros::reconcile::connect(st, params, &elements).max_peer_set(max_peer_set);
+            let b = small_keys.apply(client(store, &channel, &addr, who, make)?.key_bits(key_bits));
+            let hook = progress_hook(who.to_string(), true);
+            let out = runtime()?.block_on(b.progress(move |s| hook(s)).run(&addr))?;
+            let with = match out.server_key {
+                Some(fp) => format!("{addr} (key {})", tacit_net::channel::hex(&fp)),
                 None => format!("{addr} (plain TCP)"),
             };
-            print_reconciled(&r, json, Some(&with))?;
+            print_reconciled(&out.result, json, Some(&with))?;
         }
     }
     Ok(())

@@ -2,25 +2,22 @@
 //! by 3PR, over the project's channel (TLS 1.3 with pinned keys by default; see
 //! [`crate::pros::channel`]).
 
-use crate::pros::channel::{ConnectChannel, ServeChannel, client_label, connect, service_config};
-use crate::pros::cmd::{SchemeArg, SmallKeysArg, VariantArg, blocking_key_and_pool, limits, runtime};
+use crate::pros::channel::{ConnectChannel, ServeChannel, announce, client, client_label, server};
+use crate::pros::cmd::{SmallKeysArg, limits, progress_hook, runtime, session_label};
+use crate::schedule_args::{EngineArg, ScheduleArgs, SlotEncodingArg, weekday};
 use crate::util::sanitize;
 use anyhow::{Context, Result, bail};
-use chrono::{DateTime, Utc, Weekday};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::Subcommand;
 use std::path::Path;
-use std::path::PathBuf;
 use std::sync::Arc;
 use tacit_calendar::{
-    Calendar, Pref, Preferences, Slot, SlotSpec, free_slots, parse_hours, parse_span, parse_time, parse_zone,
-    rank_slots,
+    Calendar, Preferences, Slot, SlotSpec, free_slots, parse_hours, parse_span, parse_time, parse_zone, rank_slots,
 };
-use tacit_crypto::rng::SecureRng;
-use tacit_net::{FramedListener, Protocol};
-use tacit_pros::paillier::{DEFAULT_KEY_BITS, MAX_KEY_BITS};
-use tacit_pros::schedule::{self, Agreed, MAX_SLOTS, SlotEncoding, WINDOW_LEN, Window};
-use tacit_pros::service::{self, Event};
+use tacit_pros::paillier::DEFAULT_KEY_BITS;
+use tacit_pros::schedule::{self, Agreed, MAX_SLOTS, SlotEncoding, Window};
+use tacit_pros::service::Event;
 
 /// `tacit schedule`.
 #[derive(Debug, Subcommand)]
@@ -94,104 +91,11 @@ Example:
     },
 }
 
-/// `--encoding`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SlotEncodingArg {
-    /// Start and end hashed: any date, any duration.
-    Default,
-    /// The paper's 32-bit S‖D (45 days ahead, whole hours).
-    Paper,
-}
-
-/// Options both parties give.
-#[derive(Debug, Clone, Args)]
-pub struct ScheduleArgs {
-    /// Your calendar (.ics): VEVENTs and VFREEBUSY block time.
-    #[arg(long, value_name = "FILE.ics")]
-    pub calendar: PathBuf,
-    /// Window start: RFC 3339 time or a date (midnight in --tz). Must match the peer's.
-    #[arg(long)]
-    pub from: String,
-    /// Window end (exclusive). Must match the peer's.
-    #[arg(long)]
-    pub to: String,
-    /// Meeting length, e.g. 30m, 1h, 1h30m.
-    #[arg(long, default_value = "30m")]
-    pub duration: String,
-    /// Grid step between slot starts.
-    #[arg(long, default_value = "15m")]
-    pub step: String,
-    /// Your time zone (IANA), for working hours, preferences, dates and output
-    /// (default: $TZ, else UTC).
-    #[arg(long)]
-    pub tz: Option<String>,
-    /// Your working hours, e.g. 09:00-17:00 (default: any time).
-    #[arg(long, value_name = "HH:MM-HH:MM")]
-    pub hours: Option<String>,
-    /// Your working days, e.g. mon,tue,wed,thu,fri (default: every day).
-    #[arg(long, value_delimiter = ',')]
-    pub days: Vec<String>,
-    /// Preferences ranking your slots first: morning, afternoon, evening, a weekday.
-    #[arg(long, value_delimiter = ',')]
-    pub prefer: Vec<String>,
-    /// Slots to rank last: morning, afternoon, evening, a weekday.
-    #[arg(long, value_delimiter = ',')]
-    pub avoid: Vec<String>,
-    /// At most this many of your best slots take part (the worst case costs n² comparisons).
-    #[arg(long, default_value_t = 32)]
-    pub max_slots: usize,
-    /// Slot encoding (must match the peer's).
-    #[arg(long, value_enum, default_value = "default")]
-    pub encoding: SlotEncodingArg,
-    /// Preference composition.
-    #[arg(long, value_enum, default_value = "sor")]
-    pub scheme: SchemeArg,
-    /// 3PR variant.
-    #[arg(long, value_enum, default_value = "implicit")]
-    pub variant: VariantArg,
-    /// Write the agreed slot as an .ics invitation.
-    #[arg(long, value_name = "FILE.ics")]
-    pub out: Option<PathBuf>,
-    /// Title of the invitation.
-    #[arg(long, default_value = "Meeting (scheduled privately with tacit)")]
-    pub summary: String,
-    /// JSON output.
-    #[arg(long)]
-    pub json: bool,
-    /// Engine. pros (default): 3PR over Paillier; only the agreed slot is revealed,
-    /// and each party may offer a private subset of slots (hours, preferences,
-    /// --max-slots). gmw: the paper's GMW circuits (one AND layer for availability;
-    /// with --locations the least-travel slot); faster (56 to 2 604 AND gates and one
-    /// round for availability against n² Paillier comparisons) but both learn every
-    /// common free slot, and the window (--from, --to, --step, --duration, --hours,
-    /// --days, --tz) must match the peer's exactly.
-    #[arg(long, value_enum, default_value = "pros")]
-    pub engine: EngineArg,
-    #[command(flatten)]
-    pub gmw: Box<crate::mpc::schedule::GmwScheduleArgs>,
-}
-
-/// `--engine`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EngineArg {
-    /// Private reconciliation of ranked slots over Paillier (crates/pros).
-    Pros,
-    /// GMW circuits of paper 003 §6 (crates/mpc).
-    Gmw,
-}
-
 struct Prepared {
     window: Window,
     slots: Vec<Slot>,
     tz: Tz,
     free: usize,
-}
-
-pub(crate) fn weekday(s: &str) -> Result<Weekday> {
-    match s.parse::<Pref>()? {
-        Pref::Day(d) => Ok(d),
-        _ => bail!("{s:?} is not a weekday"),
-    }
 }
 
 fn prepare(o: &ScheduleArgs) -> Result<Prepared> {
@@ -337,43 +241,21 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
             let insecure_small_keys = small_keys.check_serve(min_key_bits, who)?;
             let p = Arc::new(prepare(&opts)?);
             let opts = Arc::new(opts);
-            let policy = schedule::Policy {
-                min_key_bits,
-                max_key_bits: MAX_KEY_BITS,
-                limits: limits(max_peer_slots.min(MAX_SLOTS as u32), max_comparisons)?,
-                ring_pedersen: super::channel::ring_pedersen(store, who, channel.ring_bits)?,
-                insecure_small_keys,
-            };
-            let cfg = service_config(store, &channel, WINDOW_LEN, Protocol::ProsSchedule, who)?;
+            let limits = limits(max_peer_slots.min(MAX_SLOTS as u32), max_comparisons)?;
+            let (scheme, variant) = (opts.scheme.get(), opts.variant.get());
+            let make = |st| schedule::Server::builder(st, p.window, scheme, variant, p.slots.clone()).limits(limits);
+            let b = server(store, &channel, who, make, min_key_bits, insecure_small_keys, sessions)?
+                .progress(move |peer| progress_hook(session_label(who, peer), false));
             runtime()?.block_on(crate::util::shutdown::serving(async {
-                let l = FramedListener::bind(&listen, &cfg.net)
-                    .await
-                    .with_context(|| format!("cannot listen on {listen}"))?;
+                let server = b.bind(&listen).await?;
+                announce(&server, who);
                 eprintln!(
                     "{who}: {} of {} free slots offered; listening on {}",
                     p.slots.len(),
                     p.free,
-                    l.local_addr()?
+                    server.local_addr()?
                 );
-                let (p2, o2) = (p.clone(), opts.clone());
-                let handler = move |mut c: tacit_net::FramedConn| {
-                    let (p, o, policy) = (p2.clone(), o2.clone(), policy.clone());
-                    let hook = crate::pros::cmd::progress_hook(crate::pros::cmd::session_label(who, &c), false);
-                    async move {
-                        let mut rng = SecureRng::from_os();
-                        let run = schedule::serve(
-                            &mut c,
-                            &p.window,
-                            o.scheme.get(),
-                            o.variant.get(),
-                            &p.slots,
-                            &policy,
-                            &mut rng,
-                        );
-                        tacit_pros::net::with_progress(hook, run).await
-                    }
-                };
-                let events = Arc::new(move |e: Event<Agreed>| match e {
+                let events = move |e: Event<Agreed>| match e {
                     Event::Done {
                         session,
                         peer,
@@ -394,8 +276,8 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
                         ),
                     },
                     Event::Busy { peer } => eprintln!("{who}: refused {peer}: the server is busy (--max-clients)"),
-                });
-                service::serve(l, cfg, sessions, handler, events).await?;
+                };
+                server.serve(events).await?;
                 Ok::<_, anyhow::Error>(())
             }))
         }
@@ -413,34 +295,17 @@ pub fn run(cmd: ScheduleCommand, store: Option<&Path>) -> Result<()> {
             small_keys.check_own(key_bits)?;
             let p = prepare(&opts)?;
             let who = "tacit schedule connect";
-            let a = runtime()?.block_on(async {
-                // The key is made while the connection opens (a wrong server is named
-                // at once).
-                let ((mut c, fp), (key, pool)) = tokio::try_join!(
-                    connect(store, &channel, &addr, Protocol::ProsSchedule, who),
-                    blocking_key_and_pool(key_bits, p.slots.len())
-                )?;
-                let mut rng = SecureRng::from_os();
-                let run = schedule::connect_limited(
-                    &mut c,
-                    &p.window,
-                    opts.scheme.get(),
-                    opts.variant.get(),
-                    key,
-                    &p.slots,
-                    pool,
-                    max_peer_slots,
-                    &mut rng,
-                );
-                let a = tacit_pros::net::with_progress(crate::pros::cmd::progress_hook(who.to_string(), true), run)
-                    .await
-                    .with_context(|| format!("scheduling with {addr}"))?;
-                if let Some(fp) = fp {
-                    eprintln!("{who}: scheduled with {addr} (key {fp})");
-                }
-                Ok::<_, anyhow::Error>(a)
-            })?;
-            report(&a, &p, &opts)
+            let (scheme, variant) = (opts.scheme.get(), opts.variant.get());
+            let make = |st| {
+                schedule::connect_to(st, p.window, scheme, variant, p.slots.clone()).max_peer_slots(max_peer_slots)
+            };
+            let b = small_keys.apply(client(store, &channel, &addr, who, make)?.key_bits(key_bits));
+            let hook = progress_hook(who.to_string(), true);
+            let out = runtime()?.block_on(b.progress(move |s| hook(s)).run(&addr))?;
+            if let Some(fp) = out.server_key {
+                eprintln!("{who}: scheduled with {addr} (key {})", tacit_net::channel::hex(&fp));
+            }
+            report(&out.result, &p, &opts)
         }
     }
 }
