@@ -5,8 +5,6 @@
 
 use anyhow::Result;
 use clap::Args;
-use rand_core::RngCore;
-use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{GroupId, P256, Ristretto255};
 
 /// Options of the demo.
@@ -30,11 +28,11 @@ pub fn run(a: DemoArgs) -> Result<()> {
         .build()?;
     match a.group {
         GroupId::Ristretto255 => {
-            rt.block_on(crate::psi::demo::psi_demo::<Ristretto255>(&a))?;
+            rt.block_on(crate::psi::demo::psi_demo::<Ristretto255>(a.contacts, a.seed))?;
             rt.block_on(crate::drop::demo::drop_demo::<Ristretto255>(a.contacts, a.seed))?;
         }
         GroupId::P256 => {
-            rt.block_on(crate::psi::demo::psi_demo::<P256>(&a))?;
+            rt.block_on(crate::psi::demo::psi_demo::<P256>(a.contacts, a.seed))?;
             rt.block_on(crate::drop::demo::drop_demo::<P256>(a.contacts, a.seed))?;
         }
     }
@@ -42,9 +40,4 @@ pub fn run(a: DemoArgs) -> Result<()> {
     rt.block_on(crate::pros::demo::schedule_demo())?;
     rt.block_on(crate::mpc::demo::gmw_demo())?;
     crate::pir::demo::hotspot_demo()
-}
-
-/// A random US-style phone number for generated address books.
-pub fn phone(rng: &mut SecureRng) -> String {
-    format!("1555{:07}", rng.next_u32() % 10_000_000)
 }

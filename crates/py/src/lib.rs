@@ -39,6 +39,20 @@ pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
     TacitError::new_err(e.to_string())
 }
 
+/// The longest `timeout=` a call accepts: a year (a finite but larger number of
+/// seconds overflowed `Duration` and panicked into Python).
+const MAX_TIMEOUT_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A `timeout=` argument as a duration: a positive number of seconds, at most a year.
+pub(crate) fn timeout_secs(timeout: f64) -> PyResult<std::time::Duration> {
+    if !(timeout > 0.0 && timeout <= MAX_TIMEOUT_SECS) {
+        return Err(PyValueError::new_err(
+            "timeout must be a positive number of seconds, at most a year (31536000)",
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(timeout))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();

@@ -75,6 +75,16 @@ fn read_circuit_file(py: Python<'_>, path: &Path) -> PyResult<Circuit> {
 /// of `0`/`1` (first character = first wire, as `tacit mpc run --input`), `bytes` (a
 /// big-endian integer: wire 0 is the low bit of the last byte, the convention of the
 /// Bristol AES and SHA-256 circuits) or a sequence of bits.
+/// The widest word a builder makes (an input or a constant): 2^24 bits.
+const MAX_WIDTH: usize = 1 << 24;
+
+fn check_width(what: &str, width: usize) -> PyResult<()> {
+    if width == 0 || width > MAX_WIDTH {
+        return Err(err(format!("{what} is 1 to {MAX_WIDTH} bits wide, not {width}")));
+    }
+    Ok(())
+}
+
 fn value_bits(v: &Bound<'_, PyAny>, width: usize, what: &str) -> PyResult<Vec<bool>> {
     let bits = if let Ok(s) = v.cast::<PyString>() {
         parse_bit_string(s.to_cow()?.trim()).map_err(|e| err(format!("{what}: {e}")))?
@@ -395,9 +405,7 @@ impl PyBuilder {
     /// Declares the next input value, `width` bits wide (inputs are numbered in
     /// declaration order).
     fn input(&mut self, width: usize) -> PyResult<PyWord> {
-        if width == 0 || width > 1 << 24 {
-            return Err(err(format!("an input is 1 to {} bits wide, not {width}", 1 << 24)));
-        }
+        check_width("an input", width)?;
         let w = self.b()?.input(width);
         Ok(self.word(w))
     }
@@ -405,6 +413,8 @@ impl PyBuilder {
     /// The constant `value` as a `width`-bit word (costs no gates).
     #[pyo3(name = "const")]
     fn constant(&self, value: &Bound<'_, PyAny>, width: usize) -> PyResult<PyWord> {
+        // before value_bits, which makes `width` bits (2^62 of them aborted the process)
+        check_width("a constant", width)?;
         let bits = value_bits(value, width, "the constant")?;
         Ok(self.word(bits.into_iter().map(Bit::Const).collect()))
     }
@@ -1172,11 +1182,7 @@ fn run(
             "token= and pool= are party a's (it talks to the token); party b gives trust_ca=",
         ));
     }
-    if let Some(t) = timeout
-        && !(t > 0.0 && t.is_finite())
-    {
-        return Err(PyValueError::new_err("timeout must be a positive number of seconds"));
-    }
+    let deadline = timeout.map(crate::timeout_secs).transpose()?;
     let pins = pins_of(pin.as_ref())?;
     if plain_tcp && !pins.is_empty() {
         return Err(err("pin and plain_tcp=True exclude each other"));
@@ -1244,7 +1250,6 @@ fn run(
         pool,
         host_identity,
     };
-    let deadline = timeout.map(Duration::from_secs_f64);
     let (report, peer) = match side {
         Side::Listen(l) => {
             let l = l.get();

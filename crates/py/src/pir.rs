@@ -629,9 +629,7 @@ fn authenticate(
     timeout: f64,
     proof: Option<PathBuf>,
 ) -> PyResult<PyAuthResult> {
-    if !(timeout > 0.0 && timeout.is_finite()) {
-        return Err(PyValueError::new_err("timeout must be a positive number of seconds"));
-    }
+    let deadline = crate::timeout_secs(timeout)?;
     if hint_cache.is_some() && no_hint_cache {
         return Err(PyValueError::new_err(
             "hint_cache and no_hint_cache=True exclude each other",
@@ -643,7 +641,7 @@ fn authenticate(
         hint_cache,
         default_hint_cache: !no_hint_cache,
         retries,
-        deadline: Duration::from_secs_f64(timeout),
+        deadline,
     };
     let rt = runtime()?;
     let r = block_on(py, &rt, client::authenticate(&identity_file, &opts))?.map_err(err)?;

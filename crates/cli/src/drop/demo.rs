@@ -2,8 +2,8 @@
 //! arrives over HTTPS with mutual TLS; a non-contact learns nothing new.
 
 use crate::util::now_unix as unix_now;
+use crate::util::phone;
 use anyhow::Result;
-use rand_core::RngCore;
 use std::sync::{Arc, Mutex};
 use tacit_crypto::PrimeGroup;
 use tacit_crypto::rng::SecureRng;
@@ -33,12 +33,6 @@ fn demo_device<G: PrimeGroup>(
         identity: Arc::new(e.finish(issued, &ca.public_key(), unix_now())?),
         book: Arc::new(AddressBook::new(book)),
     })
-}
-
-/// A random US-style phone number for the generated address books (as `tacit demo`'s
-/// other scenes make them).
-fn phone(rng: &mut SecureRng) -> String {
-    format!("1555{:07}", rng.next_u32() % 10_000_000)
 }
 
 fn ms_of(d: std::time::Duration) -> f64 {
