@@ -21,6 +21,8 @@
 
 use crate::service::{self, QueryError};
 use crate::{PsiParams, ReceiverPrecomputation, ServiceError, TLS_NAME};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
@@ -160,6 +162,20 @@ impl Client {
                 None => tacit_net::tls::any_key(),
             }),
         };
+        // "the key changed" only when the server presented a key and the check refused
+        // it: a bare TLS alert (a network attacker with no key) is a failed query, not
+        // the cue to forget the recorded key (review rev29c)
+        let refused_a_key = Arc::new(AtomicBool::new(false));
+        let check = check.map(|inner| -> CertificateCheck {
+            let refused = refused_a_key.clone();
+            Arc::new(move |cert: &[u8]| {
+                let verdict = inner(cert);
+                if verdict.is_err() {
+                    refused.store(true, Ordering::SeqCst);
+                }
+                verdict
+            })
+        });
         let client = match check {
             Some(c) => Some(tacit_net::tls::checked_server_client(c)?),
             None => None,
@@ -167,10 +183,12 @@ impl Client {
         let out = service::query(addr, &pre, client.map(|c| (c, TLS_NAME)), &self.net)
             .await
             .map_err(|e| match (&e, recorded) {
-                (QueryError::Net(tacit_net::Error::Tls(_)), Some(_)) => ServiceError::KeyChanged {
-                    addr: addr.to_string(),
-                    source: e,
-                },
+                (QueryError::Net(tacit_net::Error::Tls(_)), Some(_)) if refused_a_key.load(Ordering::SeqCst) => {
+                    ServiceError::KeyChanged {
+                        addr: addr.to_string(),
+                        source: e,
+                    }
+                }
                 _ => ServiceError::Query {
                     addr: addr.to_string(),
                     source: e,
