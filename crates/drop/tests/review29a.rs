@@ -1,7 +1,6 @@
 //! Review of issue 29 (rev29a): the PrivateDrop builders' defaults against what the
 //! CLI does before it calls them.
 
-use std::sync::Arc;
 use tacit_crypto::rng::SecureRng;
 use tacit_drop::service::receiver::Receiver;
 use tacit_drop::service::sender::Sender;

@@ -15,7 +15,9 @@ use tacit_net::{FramedListener, NetConfig, Protocol};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_channel_with_a_pinned_server_key_never_connects_in_the_clear() {
     // An impostor on plain TCP that speaks the greeting.
-    let listener = FramedListener::bind("127.0.0.1:0", &NetConfig::default()).await.unwrap();
+    let listener = FramedListener::bind("127.0.0.1:0", &NetConfig::default())
+        .await
+        .unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let impostor = Channel::insecure_plain_tcp("demo", "demo.invalid", Protocol::ProsReconcile);
     let acceptor = impostor.acceptor().unwrap();
