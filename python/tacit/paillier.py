@@ -92,6 +92,10 @@ def numbers_from_json(s, public_key=None):
         raise TacitError("python-paillier JSON: not phe's serialised numbers (%s)" % e) from None
     if g != n + 1:
         raise TacitError("python-paillier JSON: g must be n + 1")
+    # the bound EncryptedNumber.from_json applies to "e" (an exponent near 2**63 made
+    # later arithmetic overflow)
+    if any(abs(e) > 4096 for _, e in values):
+        raise TacitError('python-paillier JSON: an exponent is not a small integer (|e| <= 4096)')
     if public_key is None:
         public_key = PaillierPublicKey(n)
     elif public_key.n != n:

@@ -13,6 +13,9 @@
 //!   Multiple Row Selection. **Insecure**: a server recovers the queried row from the
 //!   query alone ([`ntru::attack`]); kept for reproducing the paper's tables.
 //!
+//! [`local`] runs a backend on a table file in one process (`tacit pir query`);
+//! [`tracedge::service`] serves TracEdge over the network (`tacit pir server serve`).
+//!
 //! ```
 //! use tacit_pir::{PirClient, PirServer, Selection, Table, TableShape};
 //! use tacit_pir::lwe::{LweClient, LweParams, LweServer};
@@ -37,6 +40,7 @@ mod error;
 #[cfg(feature = "gpu")]
 #[allow(unsafe_code)]
 pub mod gpu;
+pub mod local;
 pub mod lwe;
 pub mod ntru;
 pub mod stream;

@@ -13,7 +13,7 @@
 use crate::blocking::{block_on, runtime};
 use crate::err;
 use num_bigint::BigUint;
-use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
 use std::path::{Path, PathBuf};

@@ -530,9 +530,29 @@ fn new_encrypted_obf(
 
 #[pymethods]
 impl PyPublicKey {
+    /// Pickling (as phe's keys pickle): rebuilt from `n`.
+    fn __reduce__(slf: &Bound<'_, Self>) -> (Py<PyAny>, (BigInt,)) {
+        (
+            slf.get_type().into_any().unbind(),
+            (bigint_from_bn(slf.get().core.pk.n()),),
+        )
+    }
+
+    /// A key is immutable: a copy is the key itself.
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// A key is immutable: a deep copy is the key itself.
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+
     #[new]
-    fn py_new(n: BigInt) -> PyResult<Self> {
-        let pk = PublicKey::from_modulus(bn_from_bigint(&n)?).map_err(err)?;
+    fn py_new(py: Python<'_>, n: BigInt) -> PyResult<Self> {
+        let n = bn_from_bigint(&n)?;
+        // the key check trial-divides n by the primes below 2^24 (0.5 s at 3072 bits)
+        let pk = py.detach(move || PublicKey::from_modulus(n)).map_err(err)?;
         Self::from_pk(pk)
     }
 
@@ -679,9 +699,9 @@ impl PyPublicKey {
 
     /// Reads a public key from python-paillier's JSON (validated as a peer's key).
     #[staticmethod]
-    fn from_json(s: &str) -> PyResult<Self> {
+    fn from_json(py: Python<'_>, s: &str) -> PyResult<Self> {
         let v: serde_json::Value = serde_json::from_str(s).map_err(|e| err(format!("python-paillier JSON: {e}")))?;
-        Self::from_pk(tacit_pros::phe::read_public_key(&v).map_err(err)?)
+        Self::from_pk(py.detach(move || tacit_pros::phe::read_public_key(&v)).map_err(err)?)
     }
 }
 
@@ -690,8 +710,18 @@ fn encrypt_one(py: Python<'_>, core: &Arc<KeyCore>, m: Nat, r_value: Option<BigI
     match r_value {
         Some(r) => {
             let r = bn_from_bigint(&r)?;
-            let rn = core.mont.pow_secret(&r, core.pk.n()).map_err(err)?;
-            core.encrypt_with_rn(&m, &rn).map_err(map_pros)
+            let core = core.clone();
+            // every EncryptedNumber is a unit (decryption trusts that): an r that is
+            // not a unit modulo n (0, p, q, ...) would make one that is not
+            py.detach(move || -> PyResult<MNum> {
+                let r = bn::reduce(&r, core.pk.n()).map_err(err)?;
+                let gcd = bn::gcd(&r, core.pk.n()).map_err(err)?;
+                if bn::is_zero(&r) || !bn::is_one(&gcd) {
+                    return Err(PyValueError::new_err("r_value is not a unit modulo n"));
+                }
+                let rn = core.mont.pow_secret(&r, core.pk.n()).map_err(err)?;
+                core.encrypt_with_rn(&m, &rn).map_err(map_pros)
+            })
         }
         None => {
             let core = core.clone();
@@ -754,6 +784,27 @@ impl PyPrivateKey {
 
 #[pymethods]
 impl PyPrivateKey {
+    /// Pickling (as phe's keys pickle): rebuilt from the public key, `p` and `q` —
+    /// the pickle holds the secret primes.
+    fn __reduce__(slf: &Bound<'_, Self>) -> (Py<PyAny>, (Py<PyPublicKey>, BigInt, BigInt)) {
+        let me = slf.get();
+        let (p, q) = me.sk.primes();
+        (
+            slf.get_type().into_any().unbind(),
+            (me.public_key.clone_ref(slf.py()), bigint_from_bn(p), bigint_from_bn(q)),
+        )
+    }
+
+    /// A key is immutable: a copy is the key itself.
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// A key is immutable: a deep copy is the key itself.
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+
     #[new]
     fn py_new(py: Python<'_>, public_key: &PyPublicKey, p: BigInt, q: BigInt) -> PyResult<Self> {
         let (p, q) = (bn_from_bigint(&p)?, bn_from_bigint(&q)?);
@@ -895,6 +946,9 @@ impl PyPrivateKey {
 
 /// phe's `EncodedNumber`: a residue `encoding ∈ [0, n)` standing for the signed
 /// mantissa, and a base-16 `exponent`.
+/// The constructor arguments a pickled number is rebuilt from: key, value, exponent.
+type NumberArgs = (Py<PyPublicKey>, BigInt, i64);
+
 #[pyclass(module = "tacit.paillier", name = "EncodedNumber")]
 pub struct PyEncodedNumber {
     #[pyo3(get)]
@@ -906,6 +960,19 @@ pub struct PyEncodedNumber {
 
 #[pymethods]
 impl PyEncodedNumber {
+    /// Pickling: rebuilt from the public key, the encoding and the exponent.
+    fn __reduce__(slf: &Bound<'_, Self>) -> (Py<PyAny>, NumberArgs) {
+        let me = slf.borrow();
+        (
+            slf.get_type().into_any().unbind(),
+            (
+                me.public_key.clone_ref(slf.py()),
+                bigint_from_bn(&me.encoding),
+                me.exponent,
+            ),
+        )
+    }
+
     /// `EncodedNumber.BASE`.
     #[classattr]
     #[allow(non_snake_case)]
@@ -964,10 +1031,7 @@ impl PyEncodedNumber {
             )));
         }
         let core = &self.public_key.get().core;
-        let d = (self.exponent - new_exp) as u64;
-        if d > 1 << 16 {
-            return Err(PyValueError::new_err("the exponents are too far apart to align"));
-        }
+        let d = exponent_gap(self.exponent, new_exp)?;
         let mut f = BigNum::new().map_err(err)?;
         f.set_bit((4 * d) as i32).map_err(err)?;
         let f = bn::reduce(&f, core.pk.n()).map_err(err)?;
@@ -1031,6 +1095,21 @@ fn operand(other: &Bound<'_, PyAny>) -> PyResult<Operand> {
     Ok(Operand::Scalar)
 }
 
+/// `|a − b|`, the base-16 digits two exponents are apart, refused beyond 2¹⁶ (an
+/// exponent read from a file may be any i64: `a − b` overflowed and panicked).
+fn exponent_gap(a: i64, b: i64) -> PyResult<u64> {
+    match a.checked_sub(b) {
+        Some(d) if d.unsigned_abs() <= 1 << 16 => Ok(d.unsigned_abs()),
+        _ => Err(PyValueError::new_err("the exponents are too far apart to align")),
+    }
+}
+
+/// The exponent of a product, `a + b`, refused when it leaves i64.
+fn exponent_sum(a: i64, b: i64) -> PyResult<i64> {
+    a.checked_add(b)
+        .ok_or_else(|| PyOverflowError::new_err("the product's exponent is out of range"))
+}
+
 /// `a + b` for ciphertexts with exponents, aligned to the smaller exponent.
 fn add_aligned(core: &KeyCore, a: (&MNum, i64), b: (&MNum, i64)) -> tacit_pros::Result<(MNum, i64)> {
     let (ca, ea) = a;
@@ -1052,10 +1131,7 @@ impl PyEncryptedNumber {
     }
 
     fn check_exponent_gap(a: i64, b: i64) -> PyResult<()> {
-        if (a - b).unsigned_abs() > 1 << 16 {
-            return Err(PyValueError::new_err("the exponents are too far apart to align"));
-        }
-        Ok(())
+        exponent_gap(a, b).map(|_| ())
     }
 
     fn add_any(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyEncryptedNumber>> {
@@ -1104,7 +1180,7 @@ impl PyEncryptedNumber {
         };
         let c = self.c.clone();
         let out = py.detach(|| core.raw_mul(&c, &k)).map_err(err)?;
-        new_encrypted(py, &self.public_key, out, self.exponent + ek)
+        new_encrypted(py, &self.public_key, out, exponent_sum(self.exponent, ek)?)
     }
 
     fn negated(&self, py: Python<'_>) -> PyResult<Py<PyEncryptedNumber>> {
@@ -1116,6 +1192,19 @@ impl PyEncryptedNumber {
 
 #[pymethods]
 impl PyEncryptedNumber {
+    /// Pickling: rebuilt from the public key, the ciphertext and the exponent. The
+    /// number is re-randomised first if it is not (as `ciphertext(be_secure=True)`):
+    /// a pickle never holds a ciphertext whose randomness others know.
+    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(Py<PyAny>, NumberArgs)> {
+        let py = slf.py();
+        let mut me = slf.borrow_mut();
+        let c = me.ciphertext(py, true)?;
+        Ok((
+            slf.get_type().into_any().unbind(),
+            (me.public_key.clone_ref(py), c, me.exponent),
+        ))
+    }
+
     #[new]
     #[pyo3(signature = (public_key, ciphertext, exponent=0))]
     fn py_new(public_key: Py<PyPublicKey>, ciphertext: BigInt, exponent: i64) -> PyResult<Self> {
@@ -1160,11 +1249,8 @@ impl PyEncryptedNumber {
                 self.exponent
             )));
         }
-        Self::check_exponent_gap(self.exponent, new_exp)?;
-        let c = self
-            .core()
-            .scale(&self.c, (self.exponent - new_exp) as u64)
-            .map_err(err)?;
+        let d = exponent_gap(self.exponent, new_exp)?;
+        let c = self.core().scale(&self.c, d).map_err(err)?;
         new_encrypted(py, &self.public_key, c, new_exp)
     }
 
@@ -1315,7 +1401,14 @@ fn add_many(
                 }
                 (Rhs::Encrypted(c), e)
             }
-            Operand::Encoded(m, e, _) => (Rhs::Plain(m), e),
+            Operand::Encoded(m, e, k) => {
+                if !same_key(&core, &k.get().core) {
+                    return Err(PyValueError::new_err(
+                        "Attempted to add numbers encoded against different public keys!",
+                    ));
+                }
+                (Rhs::Plain(m), e)
+            }
             Operand::Scalar => {
                 let (m, e) = encode(&core, y, None, Some(x.exponent))?;
                 (Rhs::Plain(m), e)
@@ -1369,10 +1462,15 @@ fn mul_many(
         }
         let (m, e) = match operand(y)? {
             Operand::Encrypted(..) => return Err(PyNotImplementedError::new_err("Good luck with that...")),
-            Operand::Encoded(m, e, _) => (m, e),
+            Operand::Encoded(m, e, k) => {
+                if !same_key(&core, &k.get().core) {
+                    return Err(PyValueError::new_err("the encoding was made for another public key"));
+                }
+                (m, e)
+            }
             Operand::Scalar => encode(&core, y, None, None)?,
         };
-        jobs.push((x.c.clone(), m, x.exponent + e));
+        jobs.push((x.c.clone(), m, exponent_sum(x.exponent, e)?));
     }
     let out: Vec<MNum> = py
         .detach(|| {

@@ -17,7 +17,6 @@ use pyo3::types::{PyBytes, PyDict};
 use rand_core::RngCore;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
 use tacit_pir::lwe::{LweAnswer, LweClient, LweHint, LweHintUpdate, LweParams, LweQuery, LweQueryState, LweServer};
 use tacit_pir::tracedge::service::{ServiceError, client};

@@ -14,7 +14,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
 use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
 use tacit_psi::{
@@ -294,25 +293,21 @@ fn query(
         }
         (None, true) => None,
     };
-    if !(timeout > 0.0 && timeout.is_finite()) {
-        return Err(PyValueError::new_err("timeout must be a positive number of seconds"));
-    }
+    let timeout = crate::timeout_secs(timeout)?;
     let bytes = items_bytes(&items)?;
     let mut by_bytes = HashMap::with_capacity(items.len());
     for (b, o) in bytes.iter().zip(&items) {
         by_bytes.entry(b.clone()).or_insert_with(|| o.clone().unbind());
     }
     let mut net = tacit_net::NetConfig::default().with_max_frame_at_least(p.max_message_len());
-    net.connect_timeout = Duration::from_secs_f64(timeout);
-    net.read_timeout = Duration::from_secs_f64(timeout);
+    net.connect_timeout = timeout;
+    net.read_timeout = timeout;
     let address = address.to_string();
-    let found = py.detach(move || -> Result<Vec<Vec<u8>>, String> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+    let rt = crate::blocking::runtime()?;
+    // block_on: the GIL released, and Ctrl-C still interrupts a query that waits
+    let found: Result<Vec<Vec<u8>>, String> = crate::blocking::block_on(py, &rt, async move {
         let mut rng = SecureRng::from_os();
-        rt.block_on(async {
+        {
             let out = match p.group {
                 GroupId::Ristretto255 => {
                     let pre = ReceiverPrecomputation::<Ristretto255>::compute(&p, &bytes, &mut rng)
@@ -327,8 +322,8 @@ fn query(
             };
             out.map(|o| o.intersection.items().to_vec())
                 .map_err(|e| format!("query to {address}: {e}"))
-        })
-    });
+        }
+    })?;
     Ok(map_back(py, &by_bytes, found.map_err(err)?))
 }
 

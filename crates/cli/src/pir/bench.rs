@@ -15,8 +15,8 @@ use tacit_pir::lwe::{LweClient, LweParams, LweServer};
 use tacit_pir::ntru::{NtruClient, NtruKeys, NtruLayout, NtruParams, NtruServer};
 use tacit_pir::{PirClient, PirServer, Selection, Table, TableShape};
 
-use super::cmd::{NTRU_MAX_TRANSFORMED, NTRU_WARNING, ntru_transformed_bytes};
 use super::peers;
+use tacit_pir::local::{NTRU_MAX_TRANSFORMED, NTRU_WARNING, ntru_transformed_bytes};
 
 /// `tacit bench pir …`.
 #[derive(Debug, Subcommand)]

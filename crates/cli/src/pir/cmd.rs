@@ -1,17 +1,14 @@
 //! `tacit pir table gen` and `tacit pir query`: a quick check of the PIR backends on a
 //! user's own table before the TracEdge protocol runs over the network.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use rand_core::RngCore;
 use tacit_crypto::rng::SecureRng;
-use tacit_pir::lwe::{LweClient, LweParams};
-use tacit_pir::ntru::{NtruClient, NtruLayout, NtruServer};
-use tacit_pir::{PirClient, PirServer, Selection, Sizes, Table, TableShape};
+use tacit_pir::local::{self, LocalBackend, NTRU_MAX_TRANSFORMED, NTRU_WARNING};
+use tacit_pir::ntru::NtruLayout;
+use tacit_pir::{LweBackend, Table, TableShape};
 
 /// PIR backends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -25,9 +22,6 @@ pub enum Backend {
     /// lwe); without a GPU it stops with a one-line reason.
     LweGpu,
 }
-
-/// The warning printed whenever `ntru-paper` runs.
-pub const NTRU_WARNING: &str = "warning: ntru-paper is INSECURE: a server recovers the queried row from the query alone (see docs/pir.md); use it only to reproduce the paper";
 
 /// `tacit pir …`.
 #[derive(Debug, Subcommand)]
@@ -113,22 +107,9 @@ pub fn run(cmd: PirCommand) -> Result<()> {
 
 fn gen_table(a: &GenArgs) -> Result<()> {
     let shape = TableShape::new(a.rows, a.bytes)?;
-    let file = std::fs::File::create(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    let mut rng = SecureRng::from_os();
     let total = shape.table_bytes();
     let pb = crate::util::progress(total.div_ceil(1 << 20), "writing MiB");
-    let mut buf = vec![0u8; 1 << 20];
-    let mut left = total;
-    while left > 0 {
-        let n = left.min(buf.len() as u64) as usize;
-        rng.fill_bytes(&mut buf[..n]);
-        w.write_all(&buf[..n])
-            .with_context(|| format!("cannot write {}", a.out.display()))?;
-        left -= n as u64;
-        pb.inc(1);
-    }
-    w.flush().with_context(|| format!("cannot write {}", a.out.display()))?;
+    local::write_random_table(&a.out, shape, |written, _| pb.set_position(written.div_ceil(1 << 20)))?;
     pb.finish_and_clear();
     eprintln!(
         "wrote {} rows of {} bytes ({} bytes) to {}",
@@ -140,33 +121,12 @@ fn gen_table(a: &GenArgs) -> Result<()> {
     Ok(())
 }
 
-/// Reads a table file of `row_bytes`-byte rows.
+/// Reads a table file of `row_bytes`-byte rows within this machine's memory budget.
 pub fn read_table(path: &Path, row_bytes: u32) -> Result<Table> {
     if row_bytes == 0 {
         bail!("--bytes must be at least 1");
     }
-    let limit = (tacit_pir::MAX_ROWS * u64::from(row_bytes)).min(crate::util::memory_budget().unwrap_or(u64::MAX));
-    let data = crate::util::read_file(path, "the table", limit)?;
-    if data.is_empty() {
-        bail!("the table {} is empty", path.display());
-    }
-    if data.len() % row_bytes as usize != 0 {
-        bail!(
-            "the table {} has {} bytes, not a whole number of {}-byte rows",
-            path.display(),
-            data.len(),
-            row_bytes
-        );
-    }
-    Ok(Table::from_bytes(data, row_bytes)?)
-}
-
-/// The largest transformed table `ntru-paper` builds in memory (8 GiB).
-pub const NTRU_MAX_TRANSFORMED: u64 = 8 << 30;
-
-/// Bytes of the transformed `ntru-paper` table for a layout.
-pub fn ntru_transformed_bytes(layout: &NtruLayout) -> u64 {
-    layout.regions() as u64 * layout.columns() as u64 * 1024 * 8
+    Ok(local::read_table(path, row_bytes, crate::util::memory_budget())?)
 }
 
 #[derive(serde::Serialize)]
@@ -186,44 +146,15 @@ struct QueryOut {
     insecure: bool,
 }
 
-fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
-    let t = Instant::now();
-    let v = f();
-    (v, crate::util::millis(t.elapsed()))
-}
-
 fn query(a: &QueryArgs) -> Result<()> {
     let table = read_table(&a.table, a.bytes)?;
     table.shape().check_row(a.row)?;
-    let mut rng = SecureRng::from_os();
-    let sel = Selection::row(a.row);
-    let (row, sizes, setup_ms, query_ms, answer_ms, decode_ms): (Vec<u8>, Sizes, f64, f64, f64, f64) = match a.backend {
-        Backend::Lwe | Backend::LweGpu => {
-            let mut seed = [0u8; 16];
-            rng.fill_bytes(&mut seed);
-            let params = LweParams::new(table.shape(), seed)?;
-            let name = if a.backend == Backend::Lwe { "lwe" } else { "lwe-gpu" };
-            let backend = tacit_pir::LweBackend::from_names(name, &a.gpus)?;
-            let (server, setup_ms) = timed(|| tacit_pir::LweAnyServer::setup(&table, params, &backend));
-            let server = server?;
-            let client = LweClient::new(server.hint())?;
-            let (q, query_ms) = timed(|| client.query(&sel, &mut rng));
-            let (state, q) = q?;
-            let (ans, answer_ms) = timed(|| server.answer(&q));
-            let (d, decode_ms) = timed(|| client.decode(&state, &ans?));
-            (
-                d?.to_row_bytes(a.bytes),
-                server.sizes(),
-                setup_ms,
-                query_ms,
-                answer_ms,
-                decode_ms,
-            )
-        }
+    let backend = match a.backend {
+        Backend::Lwe => LocalBackend::Lwe(LweBackend::from_names("lwe", &a.gpus)?),
+        Backend::LweGpu => LocalBackend::Lwe(LweBackend::from_names("lwe-gpu", &a.gpus)?),
         Backend::NtruPaper => {
             eprintln!("{NTRU_WARNING}");
-            let layout = NtruLayout::square(table.shape());
-            let need = ntru_transformed_bytes(&layout);
+            let need = local::ntru_transformed_bytes(&NtruLayout::square(table.shape()));
             if need > NTRU_MAX_TRANSFORMED {
                 bail!(
                     "ntru-paper keeps the table in transformed form: {} GiB for this table, over the {} GiB limit; use --backend lwe",
@@ -231,23 +162,15 @@ fn query(a: &QueryArgs) -> Result<()> {
                     NTRU_MAX_TRANSFORMED >> 30
                 );
             }
-            let (server, setup_ms) = timed(|| NtruServer::setup(&table, layout));
-            let server = server?;
-            let client = NtruClient::new(layout, &mut rng);
-            let (q, query_ms) = timed(|| client.query(&sel, &mut rng));
-            let (state, q) = q?;
-            let (ans, answer_ms) = timed(|| server.answer(&q));
-            let (d, decode_ms) = timed(|| client.decode(&state, &ans?));
-            (
-                d?.to_row_bytes(a.bytes),
-                server.sizes(),
-                setup_ms,
-                query_ms,
-                answer_ms,
-                decode_ms,
-            )
+            LocalBackend::NtruPaper
         }
     };
+    let run = local::query(&table, a.row, &backend, &mut SecureRng::from_os())?;
+    let (row, sizes) = (run.row, run.sizes);
+    let setup_ms = crate::util::millis(run.timings.setup);
+    let query_ms = crate::util::millis(run.timings.query);
+    let answer_ms = crate::util::millis(run.timings.answer);
+    let decode_ms = crate::util::millis(run.timings.decode);
     if a.json {
         let out = QueryOut {
             row: hex::encode(&row),

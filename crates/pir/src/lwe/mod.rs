@@ -755,6 +755,14 @@ impl PirClient for LweClient {
     }
 
     fn decode(&self, state: &LweQueryState, answer: &LweAnswer) -> Result<Decoded> {
+        // a state made by another client (another table, or this one before an
+        // update) indexes a hint it was not made for: its slot may lie past ours
+        if state.table_id != self.id {
+            return Err(Error::WrongTable {
+                ours: hex8(&self.id),
+                theirs: hex8(&state.table_id),
+            });
+        }
         if answer.table_id != state.table_id {
             return Err(Error::WrongTable {
                 ours: hex8(&state.table_id),
