@@ -1,6 +1,15 @@
 //! The IBE root authority online (issue 10): key requests
-//! ([`crate::key_request`]) and the naming roots' revocation lists, over framed TCP
-//! (`tacit_net`). The async shell only; no cryptography of its own.
+//! ([`crate::key_request`]) and the naming roots' revocation lists, over TLS 1.3
+//! (`tacit_net`; the greeting, then the handshake, then the frames below). The async
+//! shell only; no cryptography of its own.
+//!
+//! TLS keeps a key request's name and blessing chain from a **passive** observer of
+//! the path. The root's TLS key is a fresh self-signed one each time it serves, and
+//! the clients here accept any key ([`tacit_net::tls::any_key`]): a member has
+//! nothing to pin it to (its blessing and the MPK name no TLS key), so an **active**
+//! attacker who answers in the root's place still reads the `KeyRequest` (the member's
+//! name and blessing chain); it cannot forge a grant, which is checked against the
+//! MPK, nor replay the request to the real root, which challenges every connection.
 //!
 //! The first frame of a connection says what the client wants:
 //!
@@ -43,6 +52,19 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const MAX_PER_ADDRESS: usize = 16;
 /// Longest a connection may take.
 pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
+/// The TLS server name of the root's self-signed certificate (keys are not named).
+pub const TLS_NAME: &str = "discovery-root.invalid";
+
+/// A client connection to the root at `addr`: the greeting, then TLS 1.3 accepting
+/// any server key (see the module docs for what that protects).
+async fn connect(addr: &str, net: &NetConfig) -> Result<FramedConn, Error> {
+    let client = tacit_net::tls::checked_server_client(tacit_net::tls::any_key()).map_err(tls_error)?;
+    Ok(FramedConn::connect_tls(addr, &net.speaking(Protocol::DiscoveryRoot), client, TLS_NAME).await?)
+}
+
+fn tls_error(e: tacit_net::tls::TlsConfigError) -> Error {
+    Error::Tls(e.to_string())
+}
 
 /// Errors of the networked exchanges.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +84,9 @@ pub enum Error {
     /// The service refused and said why.
     #[error("the IBE root refused: {0}")]
     Refused(String),
+    /// A TLS key or configuration could not be made.
+    #[error("the TLS configuration: {0}")]
+    Tls(String),
 }
 
 /// What one connection did (for the root's log).
@@ -164,6 +189,10 @@ pub async fn serve_with(
     limits: ServeLimits,
 ) -> Result<(), Error> {
     let events = state.events.clone();
+    // A fresh TLS key for this run (nothing pins it; see the module docs).
+    let tls = tacit_net::tls::SelfSigned::generate(TLS_NAME)
+        .and_then(|id| id.server_config())
+        .map_err(tls_error)?;
     let guard = Guard::new(limits).on_event(Arc::new(move |e| match e {
         ServeEvent::AcceptFailed { .. } | ServeEvent::Evicted { .. } | ServeEvent::Refused { .. } => {
             events(RootEvent::Refused(e.to_string()))
@@ -174,8 +203,9 @@ pub async fn serve_with(
         .speaking(Protocol::DiscoveryRoot)
         .serve(&guard, connections, |conn| {
             let state = state.clone();
+            let tls = tls.clone();
             async move {
-                let ev = match handle(conn, &state).await {
+                let ev = match async { handle(conn.accept_tls(tls).await?, &state).await }.await {
                     Ok(ev) => ev,
                     Err(e) => RootEvent::Refused(e.to_string()),
                 };
@@ -229,6 +259,8 @@ async fn handle(mut conn: FramedConn, state: &RootState) -> Result<RootEvent, Er
 
 /// Asks the IBE root at `addr` for the prefix key of `blessing`'s name, proving that
 /// `principal` holds it; the key is checked against `mpk` before it is returned.
+/// Over TLS 1.3 accepting any root key: hidden from a passive observer, not from an
+/// active attacker in the root's place (module docs).
 pub async fn fetch_prefix_key(
     addr: &str,
     principal: Arc<Principal>,
@@ -237,7 +269,7 @@ pub async fn fetch_prefix_key(
     net: &NetConfig,
 ) -> Result<PrefixKey, Error> {
     let mut rng = SecureRng::from_os();
-    let mut conn = FramedConn::connect(addr, &net.speaking(Protocol::DiscoveryRoot)).await?;
+    let mut conn = connect(addr, net).await?;
     let (req, hello) = Requester::start(principal, blessing, mpk)?;
     conn.send(&hello).await?;
     let challenge = conn.recv().await?;
@@ -250,7 +282,7 @@ pub async fn fetch_prefix_key(
 /// Fetches the revocation lists the root service at `addr` holds (unverified: apply
 /// them with `TrustedRoots::apply_revocations`).
 pub async fn fetch_revocations(addr: &str, net: &NetConfig) -> Result<Vec<SignedRevocationList>, Error> {
-    let mut conn = FramedConn::connect(addr, &net.speaking(Protocol::DiscoveryRoot)).await?;
+    let mut conn = connect(addr, net).await?;
     conn.send(&query()).await?;
     decode_lists(&conn.recv().await?)
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tacit_crypto::Ristretto255 as G;
 use tacit_drop::DropParams;
 use tacit_drop::protocol::{AddressBook, Peer};
+use tacit_drop::revocation::Revocations;
 use tacit_drop::service::ca::{self, Ca};
 use tacit_drop::service::receiver::Receiver;
 use tacit_drop::service::sender::{self, Sender};
@@ -23,7 +24,7 @@ async fn main() -> Result<()> {
     let key = authority.public_key();
     let server = Ca::builder(authority, dir.join("ca"))
         .confirm(|_, _| true) // a product checks by SMS or e-mail here
-        .sessions(Some(2))
+        .sessions(Some(3))
         .bind("127.0.0.1:0")
         .await?;
     let ca_addr = server.local_addr().to_string();
@@ -33,11 +34,14 @@ async fn main() -> Result<()> {
     let params = DropParams::default().with_bounds(4, 100);
     let alice = ca::enroll::<G>(&ca_addr, key, &params, &["alice@example.com".into()]).await?;
     let bob = ca::enroll::<G>(&ca_addr, key, &params, &["14155550100".into()]).await?;
+    // The CA's revocation list, in force on both (the builders refuse every peer without).
+    let revocations = Revocations::from_list(ca::fetch_revocations(&ca_addr, key).await?);
     ca_task.await.map_err(|e| io(&e))??;
     println!("the CA certified alice ({}) and bob ({})", alice.account, bob.account);
 
     // Bob receives from contacts only; his book holds Alice.
     let receiver = Receiver::builder(Arc::new(bob), Arc::new(AddressBook::new(&["alice@example.com"])), key)
+        .revocations(revocations.clone())
         .dir(dir.join("inbox"))
         .accept_contacts()
         .sessions(Some(1))
@@ -49,7 +53,9 @@ async fn main() -> Result<()> {
     // Alice's book holds Bob's number: the mutual-contact check, then the file.
     let note = dir.join("note.txt");
     std::fs::write(&note, "Lunch at noon? — Alice").map_err(|e| io(&e))?;
-    let alice = Sender::builder(Arc::new(alice), Arc::new(AddressBook::new(&["14155550100"])), key).build();
+    let alice = Sender::builder(Arc::new(alice), Arc::new(AddressBook::new(&["14155550100"])), key)
+        .revocations(revocations)
+        .build();
     let session = alice.authenticate(&addr).await?;
     if let Peer::Contact { identifier } = &session.outcome.receiver {
         println!(

@@ -69,6 +69,14 @@ pub enum Error {
          (`tacit id refresh`, or run with --stale-revocations warn)"
     )]
     RevocationListStale(String),
+    /// No revocation list is in force and the policy refuses peers without one (the
+    /// service builders' default: a product must bring the CA's list in force).
+    #[error(
+        "no revocation list is in force, so every peer is refused: bring the CA's list in force \
+         (`tacit id refresh`; a library caller passes `.revocations(..)` from \
+         `service::device::revocations_on_start`, or names `.insecure_no_revocations()`)"
+    )]
+    NoRevocationList,
     /// A capture or range given to the attack tool is unusable.
     #[error("{0}")]
     Attack(String),

@@ -23,6 +23,7 @@
 //! use std::sync::Arc;
 //! use tacit_crypto::Ristretto255 as G;
 //! use tacit_drop::protocol::{AddressBook, Peer};
+//! use tacit_drop::revocation::Revocations;
 //! use tacit_drop::service::{ca, receiver::Receiver, sender};
 //!
 //! let dir = std::env::temp_dir().join(format!("tacit-drop-doc-{}", std::process::id()));
@@ -30,7 +31,7 @@
 //! let key = authority.public_key();
 //! let server = ca::Ca::builder(authority, dir.join("ca"))
 //!     .confirm(|_account, _identifier| true) // the operator's ownership check
-//!     .sessions(Some(2))
+//!     .sessions(Some(3))
 //!     .bind("127.0.0.1:0")
 //!     .await?;
 //! let ca_addr = server.local_addr().to_string();
@@ -38,10 +39,14 @@
 //! let params = tacit_drop::DropParams::default().with_bounds(2, 10);
 //! let ann = ca::enroll::<G>(&ca_addr, key, &params, &["ann@example.com".into()]).await?;
 //! let bob = ca::enroll::<G>(&ca_addr, key, &params, &["bob@example.com".into()]).await?;
+//! // The CA's revocation list in force (a device keeps it in its store:
+//! // `service::device::revocations_on_start`); without one the builders refuse every peer.
+//! let revocations = Revocations::from_list(ca::fetch_revocations(&ca_addr, key).await?);
 //! ca_task.await.unwrap()?;
 //!
 //! let bob_book = Arc::new(AddressBook::new(&["ann@example.com"]));
 //! let receiver = Receiver::builder(Arc::new(bob), bob_book, key)
+//!     .revocations(revocations.clone())
 //!     .dir(dir.join("inbox"))
 //!     .accept_contacts()
 //!     .sessions(Some(1))
@@ -51,7 +56,7 @@
 //! let serving = tokio::spawn(receiver.serve());
 //!
 //! let ann_book = Arc::new(AddressBook::new(&["bob@example.com"]));
-//! let ann = sender::Sender::builder(Arc::new(ann), ann_book, key).build();
+//! let ann = sender::Sender::builder(Arc::new(ann), ann_book, key).revocations(revocations).build();
 //! let session = ann.authenticate(&addr).await?;
 //! assert_eq!(session.outcome.receiver, Peer::Contact { identifier: "bob@example.com".into() });
 //! assert_eq!(session.outcome.known_by_receiver, ["ann@example.com"]);

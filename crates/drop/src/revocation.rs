@@ -316,7 +316,9 @@ pub enum StalePolicy {
 
 /// The revocation list in force, shared between the tasks of a receiver or sender
 /// (clones share it, so a refresh reaches every connection at once). Without a list
-/// nothing is revoked.
+/// nothing is revoked under [`StalePolicy::Warn`], and every peer is refused under
+/// [`StalePolicy::Refuse`] ([`Revocations::required`], what the service builders
+/// start from).
 #[derive(Debug, Clone, Default)]
 pub struct Revocations(Arc<RwLock<Option<VerifiedRevocationList>>>, StalePolicy);
 
@@ -324,6 +326,19 @@ impl Revocations {
     /// No list: nothing is revoked (until [`Revocations::update`]).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// No list yet, and every peer refused until one is in force
+    /// ([`StalePolicy::Refuse`]; `Err(Error::NoRevocationList)`): the default of the
+    /// service builders, so a product that forgets the CA's list fails closed.
+    pub fn required() -> Self {
+        Self::new().with_stale_policy(StalePolicy::Refuse)
+    }
+
+    /// `list` in force, a list past its next update only warned about
+    /// ([`StalePolicy::Warn`], what the CLI does by default).
+    pub fn from_list(list: VerifiedRevocationList) -> Self {
+        Revocations(Arc::new(RwLock::new(Some(list))), StalePolicy::Warn)
     }
 
     /// The same list, with `policy` for a list past its next update
@@ -353,13 +368,17 @@ impl Revocations {
     }
 
     /// [`Revocations::check`], and under [`StalePolicy::Refuse`] also
+    /// `Err(Error::NoRevocationList)` when no list is in force and
     /// `Err(Error::RevocationListStale)` when the list is not current at `now`.
     pub fn check_at(&self, account: &AccountId, now: u64) -> Result<()> {
         self.check(account)?;
-        if self.1 == StalePolicy::Refuse
-            && let Some(why) = self.staleness(now)
-        {
-            return Err(Error::RevocationListStale(why));
+        if self.1 == StalePolicy::Refuse {
+            if self.current().is_none() {
+                return Err(Error::NoRevocationList);
+            }
+            if let Some(why) = self.staleness(now) {
+                return Err(Error::RevocationListStale(why));
+            }
         }
         Ok(())
     }
@@ -536,8 +555,8 @@ mod tests {
         let refuse = warn.clone().with_stale_policy(StalePolicy::Refuse);
         // No list at all.
         assert!(warn.check_at(&a[0], 100).is_ok());
-        let e = refuse.check_at(&a[0], 100).unwrap_err();
-        assert!(e.to_string().contains("is missing"), "{e}");
+        assert_eq!(refuse.check_at(&a[0], 100).unwrap_err(), Error::NoRevocationList);
+        assert!(Revocations::required().check_at(&a[0], 100).is_err());
         let list = ca.sign_revocation_list(RevocationList::new(4, 10, 200, [a[1]]).unwrap());
         refuse.update(list.verify(&pk).unwrap()).unwrap();
         // Current: both policies decide by the list; the clones share it.

@@ -55,6 +55,8 @@ async fn a_ca_two_enrolled_devices_and_a_file_through_the_builders() {
         .unwrap();
     let list = ca::fetch_revocations(&ca_addr, key).await.unwrap();
     assert!(list.list().accounts().is_empty());
+    // The CA's list in force on both devices (without it the builders refuse every peer).
+    let revocations = tacit_drop::revocation::Revocations::from_list(list);
     ca_task.await.unwrap().unwrap();
 
     // The device's store keeps what `tacit id` keeps.
@@ -71,6 +73,7 @@ async fn a_ca_two_enrolled_devices_and_a_file_through_the_builders() {
     let r2 = received.clone();
     let rx = Receiver::builder(Arc::new(bob), Arc::new(AddressBook::new(&["alice@example.com"])), key)
         .name("Bob's phone")
+        .revocations(revocations.clone())
         .dir(&inbox)
         .accept_contacts()
         .sessions(Some(1))
@@ -90,6 +93,7 @@ async fn a_ca_two_enrolled_devices_and_a_file_through_the_builders() {
     std::fs::write(&file, b"lunch at noon?").unwrap();
     let tx = Sender::builder(Arc::new(alice), Arc::new(AddressBook::new(&["bob@example.com"])), key)
         .name("Alice's laptop")
+        .revocations(revocations)
         .build();
     let offers = sender::offers(std::slice::from_ref(&file), &|_, _, _| {})
         .await
@@ -255,7 +259,13 @@ async fn the_library_receiver_keeps_its_protections_by_default() {
         .publish_revocations(None, &[alice.identity.account], now(), 3600)
         .unwrap();
     revocations.update(list.verify(&key).unwrap()).unwrap();
-    let tx = Sender::builder(alice.identity.clone(), alice.book.clone(), key).build();
-    assert!(tx.authenticate(&addr).await.is_err());
+    // (a sender that checks nothing itself: the receiver is the one refusing)
+    let tx = Sender::builder(alice.identity.clone(), alice.book.clone(), key)
+        .insecure_no_revocations()
+        .build();
+    match tx.authenticate(&addr).await {
+        Ok(_) => panic!("a revoked sender authenticated"),
+        Err(e) => assert!(!matches!(e, tacit_drop::Error::NoRevocationList), "{e}"),
+    }
     serving.await.unwrap().unwrap();
 }

@@ -100,6 +100,13 @@ pub enum Error {
     /// The peer completed TLS without a certificate.
     #[error("the peer presented no key")]
     NoPeerKey,
+    /// A channel without a TLS key of its own (plain TCP) that still pins keys or
+    /// holds a store: its fields say TLS and its identity says plain TCP.
+    #[error(
+        "this channel pins keys or records them in a store but has no TLS key of its own, so it would run \
+         over plain TCP; build it with Channel::tls (or Channel::insecure_plain_tcp for plain TCP)"
+    )]
+    PlainWithTrust,
     /// The server side of the handshake failed.
     #[error("TLS handshake with the peer (a peer that runs with --plain-tcp is refused)")]
     Handshake(#[source] crate::Error),
@@ -242,7 +249,9 @@ pub fn pinned_any(pins: Vec<[u8; 32]>) -> CertificateCheck {
 
 /// A store's TLS identity and how it checks peers, for one session between two
 /// parties: TLS 1.3 by default ([`Channel::tls`]), plain TCP only when asked for by
-/// name ([`Channel::insecure_plain_tcp`]).
+/// name ([`Channel::insecure_plain_tcp`]). A channel filled in by hand with no
+/// `identity` but pins or a store is refused by [`Channel::connect`] and
+/// [`Channel::acceptor`] ([`Error::PlainWithTrust`]) rather than run in the clear.
 pub struct Channel {
     /// This party's key (`None`: plain TCP).
     pub identity: Option<SelfSigned>,
@@ -348,8 +357,18 @@ impl Channel {
         Ok(Some(id.server_config_checking_clients(check)?))
     }
 
+    /// `Err(Error::PlainWithTrust)` for a plain channel that pins keys or holds a
+    /// store (only [`Channel::insecure_plain_tcp`] makes a consistent plain one).
+    fn consistent(&self) -> Result<()> {
+        if self.identity.is_none() && (!self.pins.is_empty() || self.store.is_some()) {
+            return Err(Error::PlainWithTrust);
+        }
+        Ok(())
+    }
+
     /// The server side of this channel (shareable between tasks).
     pub fn acceptor(&self) -> Result<Acceptor> {
+        self.consistent()?;
         Ok(Acceptor {
             server: self.server_config()?,
             pinned: !self.pins.is_empty(),
@@ -361,6 +380,7 @@ impl Channel {
     /// recorded on first use under `<prefix>/<addr>`; plain TCP for a plain channel.
     /// The greetings are exchanged and checked before this returns.
     pub async fn connect(&mut self, addr: &str, cfg: &NetConfig) -> Result<(FramedConn, PeerKey)> {
+        self.consistent()?;
         let cfg = &cfg.speaking(self.protocol);
         let Some(id) = &self.identity else {
             let conn = FramedConn::connect(addr, cfg).await.map_err(|source| Error::Connect {

@@ -10,6 +10,7 @@ use tacit_crypto::rng::SecureRng;
 use tacit_drop::DropParams;
 use tacit_drop::ca::{CertificateAuthority, DeviceEnrollment, DropIdentity, MemoryRegistry};
 use tacit_drop::protocol::{AddressBook, Peer};
+use tacit_drop::revocation::{DEFAULT_LIST_LIFETIME_SECS, Revocations};
 use tacit_drop::service::receiver::Receiver;
 use tacit_drop::service::sender::Sender;
 use tacit_drop::transport::{self, Event};
@@ -73,7 +74,11 @@ pub async fn drop_demo<G: PrimeGroup>(contacts: u32, seed: u64) -> Result<()> {
     std::fs::create_dir_all(&inbox)?;
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
     let log2 = log.clone();
+    // The CA's (empty) revocation list in force on every device.
+    let (list, _) = ca.publish_revocations(None, &[], unix_now(), DEFAULT_LIST_LIFETIME_SECS)?;
+    let revocations = Revocations::from_list(list.verify(&ca.public_key())?);
     let receiver = Receiver::builder(bob.identity.clone(), bob.book.clone(), ca.public_key())
+        .revocations(revocations.clone())
         .name("Bob's phone")
         .dir(&inbox)
         .accept_contacts()
@@ -107,6 +112,7 @@ pub async fn drop_demo<G: PrimeGroup>(contacts: u32, seed: u64) -> Result<()> {
     std::fs::write(&file, "Lunch at noon? — Alice")?;
     let sender = |d: &Device<G>, name: &str| {
         Sender::builder(d.identity.clone(), d.book.clone(), ca.public_key())
+            .revocations(revocations.clone())
             .name(name)
             .build()
     };

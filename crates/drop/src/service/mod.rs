@@ -17,7 +17,11 @@
 //! Every protection the CLI has is the builders' default (connection limits and
 //! deadlines, TLS pinned to the CA, revocation checks, rate limits, size and
 //! free-space checks, no-overwrite placement of received files); what weakens one is
-//! a builder method that names it.
+//! a builder method that names it. Revocation needs the CA's list, which only the
+//! product can bring: until `.revocations(..)` puts one in force (what
+//! [`device::revocations_on_start`] returns, as the CLI does), a receiver or sender
+//! refuses every peer ([`crate::Error::NoRevocationList`]);
+//! `.insecure_no_revocations()` names the opposite.
 
 pub mod ca;
 pub mod device;

@@ -25,7 +25,9 @@ impl Receiver {
     /// declined until [`ReceiverBuilder::accept`] says otherwise, files into the
     /// current folder, the limits of [`Limits::default`] (256 connections, 16 per
     /// address, 10 `StartPSI` per account and minute, files up to 4 GiB, 256 MiB kept
-    /// free), no revocation list (see [`ReceiverBuilder::revocations`]), the legacy
+    /// free), every sender refused until the CA's revocation list is in force
+    /// ([`ReceiverBuilder::revocations`]; [`ReceiverBuilder::insecure_no_revocations`]
+    /// names the opposite), the legacy
     /// AirDrop flow off, nothing recorded, served forever.
     pub fn builder<G: PrimeGroup>(
         identity: Arc<DropIdentity<G>>,
@@ -36,7 +38,7 @@ impl Receiver {
             identity,
             book,
             ca,
-            revocations: Revocations::new(),
+            revocations: Revocations::required(),
             mode: Discoverability::ContactsOnly,
             name: "tacit receiver".into(),
             dir: PathBuf::from("."),
@@ -75,6 +77,14 @@ impl<G: PrimeGroup> ReceiverBuilder<G> {
     /// handshake. See [`super::device::revocations_on_start`].
     pub fn revocations(mut self, r: Revocations) -> Self {
         self.revocations = r;
+        self
+    }
+
+    /// Checks no revocation list: a sender whose account the CA revoked (a stolen
+    /// phone) is still served. Without this or [`ReceiverBuilder::revocations`],
+    /// every sender is refused with [`crate::Error::NoRevocationList`].
+    pub fn insecure_no_revocations(mut self) -> Self {
+        self.revocations = Revocations::new();
         self
     }
 

@@ -46,6 +46,14 @@ impl<G: PrimeGroup> SenderBuilder<G> {
         self
     }
 
+    /// Checks no revocation list: a receiver whose account the CA revoked gets our
+    /// certified inputs and files. Without this or [`SenderBuilder::revocations`],
+    /// every receiver is refused with [`crate::Error::NoRevocationList`].
+    pub fn insecure_no_revocations(mut self) -> Self {
+        self.revocations = Revocations::new();
+        self
+    }
+
     /// The device name receivers see (unauthenticated).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -83,13 +91,15 @@ impl<G: PrimeGroup> SenderBuilder<G> {
 impl<G: PrimeGroup> Sender<G> {
     /// A sender with `identity` (enrolled with the CA whose key is `ca`) and the
     /// address book `book`. Defaults: device name "tacit sender", [`Limits::default`]
-    /// (an exchange ends within an hour, each answer within 15 s), no revocation list.
+    /// (an exchange ends within an hour, each answer within 15 s), every receiver
+    /// refused until the CA's revocation list is in force ([`SenderBuilder::revocations`];
+    /// [`SenderBuilder::insecure_no_revocations`] names the opposite).
     pub fn builder(identity: Arc<DropIdentity<G>>, book: Arc<AddressBook>, ca: CaPublicKey) -> SenderBuilder<G> {
         SenderBuilder {
             identity,
             book,
             ca,
-            revocations: Revocations::new(),
+            revocations: Revocations::required(),
             name: "tacit sender".into(),
             limits: Limits::default(),
             events: Arc::new(|_| {}),
