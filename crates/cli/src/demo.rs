@@ -30,11 +30,11 @@ pub fn run(a: DemoArgs) -> Result<()> {
         .build()?;
     match a.group {
         GroupId::Ristretto255 => {
-            rt.block_on(crate::psi::demo::psi_demo::<Ristretto255>(&a))?;
+            rt.block_on(crate::psi::demo::psi_demo::<Ristretto255>(a.contacts, a.seed))?;
             rt.block_on(crate::drop::demo::drop_demo::<Ristretto255>(a.contacts, a.seed))?;
         }
         GroupId::P256 => {
-            rt.block_on(crate::psi::demo::psi_demo::<P256>(&a))?;
+            rt.block_on(crate::psi::demo::psi_demo::<P256>(a.contacts, a.seed))?;
             rt.block_on(crate::drop::demo::drop_demo::<P256>(a.contacts, a.seed))?;
         }
     }

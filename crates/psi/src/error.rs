@@ -90,3 +90,85 @@ impl Error {
         }
     }
 }
+
+/// What can go wrong serving PSI with a [`crate::Server`] or querying with a
+/// [`crate::Client`]: the words are the ones `tacit psi serve | query` print.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The protocol failed (invalid parameters, a set over its bound, …).
+    #[error(transparent)]
+    Psi(#[from] Error),
+    /// The network failed.
+    #[error(transparent)]
+    Net(#[from] tacit_net::Error),
+    /// A TLS identity or configuration is unusable.
+    #[error(transparent)]
+    Tls(#[from] tacit_net::tls::TlsConfigError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] tacit_store::Error),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}")]
+    Listen {
+        /// The address asked for.
+        addr: String,
+        /// Why.
+        #[source]
+        source: tacit_net::Error,
+    },
+    /// The sender's set has more distinct elements than the sender bound `n`.
+    #[error(
+        "the set has {distinct} distinct elements; the limit is {max} (raise the sender bound n; the receiver must use the same value)"
+    )]
+    SetTooLarge {
+        /// Distinct elements in the set.
+        distinct: usize,
+        /// The bound `n`.
+        max: u32,
+    },
+    /// [`crate::ServerBuilder::address_book`] was given a store whose address book is
+    /// empty.
+    #[error("the address book in the store is empty")]
+    EmptyAddressBook,
+    /// A setting of a builder is not usable.
+    #[error("{0}")]
+    Config(String),
+    /// The lock file that lets one process at a time make a store's precomputation.
+    #[error("cannot {action} {}", path.display())]
+    Lock {
+        /// `open` or `lock`.
+        action: &'static str,
+        /// The lock file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The PSI key kept in the store does not decode.
+    #[error("stored PSI key is corrupt")]
+    CorruptStoredKey(#[source] Error),
+    /// The precomputation stopped without a result (it panicked).
+    #[error("the precomputation stopped without a result")]
+    Precomputation,
+    /// A query failed (the server refused, the response did not verify, the network
+    /// failed, …).
+    #[error("query to {addr}")]
+    Query {
+        /// The server's address.
+        addr: String,
+        /// Why.
+        #[source]
+        source: crate::service::QueryError,
+    },
+    /// Trust on first use: the server presented another key than the one recorded
+    /// for its address (the TLS handshake was refused). If the server changed its
+    /// key on purpose, forget the recorded one ([`tacit_store::Store::forget_peer`]
+    /// of [`crate::known_peer_name`]).
+    #[error("{source} — the key of {addr} differs from the one recorded on first use")]
+    KeyChanged {
+        /// The server's address.
+        addr: String,
+        /// The refused handshake.
+        source: crate::service::QueryError,
+    },
+}

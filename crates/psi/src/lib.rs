@@ -15,8 +15,40 @@
 //! Both sides pad to fixed bounds (`m` receiver elements, `n` sender elements) with
 //! dummies that are indistinguishable on the wire, so every message's size depends
 //! only on the bounds. The engines never touch a socket, a clock or a file: bytes
-//! in, bytes out, randomness passed in; [`service`] is the network shell (a
-//! concurrent sender service, plain or over TLS with session-bound proofs).
+//! in, bytes out, randomness passed in.
+//!
+//! # A server and a client (what `tacit psi serve | query` run)
+//!
+//! [`Server::builder`] and [`Client::builder`] (or [`query`]) are the network shell,
+//! async on tokio: TLS 1.3 with a pinned self-signed key by default, responses bound
+//! to the TLS session, concurrent sessions under limits and deadlines, the sender's
+//! precomputation made before serving (fresh per session, or per epoch and kept in a
+//! [`tacit_store::Store`]). See [`server`] and [`client`] for everything they do,
+//! and `docs/psi.md` ("Embedding tacit-psi").
+//!
+//! ```
+//! # fn main() -> Result<(), tacit_psi::ServiceError> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use tacit_psi::{Client, PsiParams, Security, Server};
+//!
+//! let params = PsiParams::new(Security::Malicious).with_bounds(4, 100);
+//! let book = ["alice@example.com", "15551230000", "bob@example.com"];
+//! let server = Server::builder().params(params).set(book).sessions(1).bind("127.0.0.1:0").await?;
+//! let (addr, pin) = (server.local_addr().to_string(), server.fingerprint().unwrap());
+//! let serving = tokio::spawn(server.serve());
+//!
+//! let mut client = Client::builder().params(params).pin(pin).build()?;
+//! let found = client.query(&addr, &["15559990000", "bob@example.com"]).await?;
+//! assert_eq!(found.strings(), ["bob@example.com"]);
+//! assert!(found.tls);
+//! serving.await.unwrap()?;
+//! # Ok(()) }) }
+//! ```
+//!
+//! # The engines (sans-I/O)
+//!
+//! The same exchange without the network: [`service`] and the builders only move
+//! these bytes.
 //!
 //! ```
 //! use tacit_crypto::{Ristretto255, rng::SecureRng};
@@ -40,19 +72,27 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod client;
 mod error;
 mod messages;
 mod params;
 mod receiver;
 mod sender;
+pub mod server;
 pub mod service;
 pub mod two_way;
 
-pub use error::Error;
+pub use client::{Client, ClientBuilder, QueryResult, known_peer_name, query};
+pub use error::{Error, ServiceError};
 pub use messages::{EncodingMemo, Request, Response};
 pub use params::{MAX_RECEIVER_BOUND, MAX_SENDER_BOUND, PsiParams, Security};
 pub use receiver::{CertifiedSlot, Intersection, Receiver, ReceiverAwaitingResponse, ReceiverPrecomputation};
 pub use sender::{Reuse, Sender, SenderKey, SenderPrecomputation};
+pub use server::{Server, ServerBuilder, ServerEvent};
+
+/// The TLS server name of a PSI server (its certificate is self-signed and pinned,
+/// not checked by name).
+pub const TLS_NAME: &str = "tacit-psi.invalid";
 
 /// Result alias of this crate.
 pub type Result<T> = core::result::Result<T, Error>;

@@ -1,17 +1,17 @@
 //! `tacit psi serve | query`: the PSI sender and receiver as two processes over TCP.
 
-use crate::util::channel::{Trust, client_config, parse_fingerprint, tls_identity};
+use crate::util::channel::{parse_fingerprint, tls_identity};
 use crate::util::{read_set, sanitize, store_path};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use tacit_crypto::rng::SecureRng;
-use tacit_crypto::{GroupId, P256, PrimeGroup, Ristretto255};
-use tacit_net::{FramedListener, NetConfig};
-use tacit_psi::service::{Event, QueryError, SenderPool, ServiceConfig, Supply};
-use tacit_psi::{PsiParams, ReceiverPrecomputation, Reuse, Security, Sender, SenderKey, SenderPrecomputation};
-use tacit_store::Store;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tacit_crypto::GroupId;
+use tacit_psi::service::Event;
+use tacit_psi::{
+    Client, PsiParams, QueryResult, Reuse, Security, Server, ServerBuilder, ServerEvent, ServiceError, TLS_NAME,
+};
 
 /// Protocol options shared by both roles (both sides must use the same values).
 #[derive(Debug, Clone, Args)]
@@ -180,18 +180,6 @@ Example:
     },
 }
 
-/// Options of `psi serve` past the set and the protocol.
-struct ServeOpts {
-    listen: String,
-    sessions: Option<u64>,
-    reuse: ReuseArg,
-    max_clients: usize,
-    max_per_address: usize,
-    net: NetConfig,
-    ahead: usize,
-    tls: Option<tacit_net::tls::SelfSigned>,
-}
-
 fn secs(what: &str, s: f64) -> Result<std::time::Duration> {
     anyhow::ensure!(
         s.is_finite() && s > 0.0 && s <= 86_400.0,
@@ -220,40 +208,47 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
             let params = proto.params()?;
             anyhow::ensure!(max_clients >= 1, "--max-clients must be at least 1");
             anyhow::ensure!(max_per_address >= 1, "--max-per-address must be at least 1");
-            let net = NetConfig::default()
-                .with_max_frame_at_least(params.max_message_len())
-                .with_deadline(secs("--deadline", deadline)?)
-                .with_read_timeout(secs("--timeout", timeout)?);
-            let needs_store = from_contacts || tls;
+            let mut builder = Server::builder()
+                .params(params)
+                .max_clients(max_clients)
+                .max_per_address(max_per_address)
+                .deadline(secs("--deadline", deadline)?)
+                .timeout(secs("--timeout", timeout)?)
+                .ahead(ahead)
+                .reuse(match reuse {
+                    ReuseArg::Fresh => Reuse::FreshPerSession,
+                    ReuseArg::Epoch => Reuse::WithinEpoch,
+                });
+            if let Some(n) = sessions {
+                builder = builder.sessions(n);
+            }
             let mut st = if from_contacts {
                 // only read: a missing store is an error, not a new empty one
-                Some(crate::util::open_store_existing(
-                    store,
-                    "tacit contacts import FILE.vcf",
-                )?)
-            } else if needs_store {
-                let path = store_path(store)?;
-                Some(crate::util::open_store(&path)?)
+                let st = crate::util::open_store_existing(store, "tacit contacts import FILE.vcf")?;
+                anyhow::ensure!(
+                    !st.address_book()?.is_empty(),
+                    "the address book in the store is empty; import contacts with `tacit contacts import FILE.vcf`"
+                );
+                Some(st)
+            } else if tls {
+                Some(crate::util::open_store(&store_path(store)?)?)
             } else {
                 None
             };
-            let elements = match (set, st.as_ref()) {
-                (Some(path), _) => read_set(&path, params.max_sender as usize, "--max-sender")?,
-                (None, Some(st)) => {
-                    let book = st.address_book()?;
-                    anyhow::ensure!(
-                        !book.is_empty(),
-                        "the address book in the store is empty; import contacts with `tacit contacts import FILE.vcf`"
-                    );
-                    book
-                }
+            let elements = match set {
+                Some(path) => Some(read_set(&path, params.max_sender as usize, "--max-sender")?),
+                None if from_contacts => None,
+                None => bail!("give --set FILE or --from-contacts"),
+            };
+            builder = match (tls, st.as_mut()) {
+                (true, Some(st)) => builder.tls(tls_identity(st, TLS_PURPOSE, TLS_NAME)?),
+                _ => builder.plain_tcp(),
+            };
+            builder = match (elements, st) {
+                (Some(elements), _) => builder.set(elements),
+                (None, Some(st)) => builder.address_book(st),
                 (None, None) => bail!("give --set FILE or --from-contacts"),
             };
-            let tls = match (tls, st.as_mut()) {
-                (true, Some(st)) => Some(server_identity(st)?),
-                _ => None,
-            };
-            let epoch_store = if from_contacts { st } else { None };
             let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
             anyhow::ensure!((1..=256).contains(&threads), "--threads must be 1..=256");
             let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
@@ -261,30 +256,12 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
                 .worker_threads(threads)
                 .enable_all()
                 .build()?;
-            let opts = ServeOpts {
+            rt.block_on(crate::util::shutdown::serving(serve(
+                builder,
                 listen,
-                sessions,
-                reuse,
                 max_clients,
                 max_per_address,
-                net,
-                ahead,
-                tls,
-            };
-            match params.group {
-                GroupId::Ristretto255 => rt.block_on(crate::util::shutdown::serving(serve::<Ristretto255>(
-                    params,
-                    elements,
-                    epoch_store,
-                    opts,
-                ))),
-                GroupId::P256 => rt.block_on(crate::util::shutdown::serving(serve::<P256>(
-                    params,
-                    elements,
-                    epoch_store,
-                    opts,
-                ))),
-            }
+            )))
         }
         PsiCommand::Query {
             set,
@@ -297,28 +274,31 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
         } => {
             let params = proto.params()?;
             let elements = read_set(&set, params.max_receiver as usize, "--max-receiver")?;
-            let net = NetConfig::default()
-                .with_max_frame_at_least(params.max_message_len())
-                .with_deadline(secs("--deadline", deadline)?);
-            let trust = match (pin, tofu) {
-                (Some(p), _) => Trust::Pinned(parse_fingerprint(&p)?),
-                (None, true) => Trust::FirstUse {
-                    store: crate::util::open_store(&store_path(store)?)?,
-                    name: known_name(&connect),
-                },
-                (None, false) => Trust::Plain,
+            let builder = Client::builder().params(params).deadline(secs("--deadline", deadline)?);
+            let builder = match (pin, tofu) {
+                (Some(p), _) => builder.pin(parse_fingerprint(&p)?),
+                (None, true) => builder.tofu(crate::util::open_store(&store_path(store)?)?),
+                (None, false) => builder.plain_tcp(),
             };
+            let mut client = builder.build()?;
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            match params.group {
-                GroupId::Ristretto255 => {
-                    rt.block_on(query::<Ristretto255>(params, elements, &connect, json, trust, net))
-                }
-                GroupId::P256 => rt.block_on(query::<P256>(params, elements, &connect, json, trust, net)),
+            let out = rt.block_on(client.query(&connect, &elements)).map_err(|e| match e {
+                e @ ServiceError::KeyChanged { .. } => anyhow::anyhow!(
+                    "{e}; if the server changed its key on purpose, run `tacit psi forget --connect {connect}`"
+                ),
+                e => e.into(),
+            })?;
+            if let Some(fp) = out.recorded_now {
+                eprintln!(
+                    "tacit psi query: recorded the key of {connect} on first use: {}",
+                    hex::encode(fp)
+                );
             }
+            print_found(&params, &out, json)
         }
         PsiCommand::Forget { connect } => {
             let mut st = crate::util::open_store_existing(store, "tacit psi query --tofu")?;
-            if st.forget_peer(&known_name(&connect))? {
+            if st.forget_peer(&tacit_psi::known_peer_name(&connect))? {
                 println!("forgot the key recorded for {connect}");
                 Ok(())
             } else {
@@ -328,174 +308,59 @@ pub fn run(cmd: PsiCommand, store: Option<&Path>) -> Result<()> {
     }
 }
 
-/// The store's name for the key of the PSI server at `addr`.
-fn known_name(addr: &str) -> String {
-    format!("psi/{addr}")
-}
-
+/// The store's purpose of the PSI server's TLS key.
 const TLS_PURPOSE: &str = "psi-tls-identity";
-/// The TLS server name of a PSI service (certificates are pinned, not named).
-const TLS_NAME: &str = "tacit-psi.invalid";
-
-/// This store's PSI server TLS identity, made and stored on first use.
-fn server_identity(st: &mut Store) -> Result<tacit_net::tls::SelfSigned> {
-    tls_identity(st, TLS_PURPOSE, TLS_NAME)
-}
 
 /// The precomputation's progress: a bar on a terminal, lines otherwise, from 2000
 /// elements on (issue 28, item 10).
-fn precompute_progress(n: usize, who: &str) -> crate::util::progress::Progress {
+pub fn precompute_progress(n: usize, who: &str) -> crate::util::progress::Progress {
     use crate::util::progress::{Progress, Unit};
     Progress::new(n as u64, "precomputing", who, Unit::Items, 2000)
 }
 
-/// Makes a key and precomputation for `epoch`, with a progress bar for large sets.
-pub fn make_sender<G: PrimeGroup>(
-    params: &PsiParams,
-    set: &[String],
-    epoch: u64,
-    reuse: Reuse,
-    rng: &mut SecureRng,
-    who: &str,
-) -> Result<Sender<G>> {
-    let key = SenderKey::<G>::generate(rng, epoch);
-    let pb = precompute_progress(set.len(), who);
-    let pre = SenderPrecomputation::compute_with_progress(params, &key, set, reuse, rng, &|k| pb.inc(k as u64))?;
-    pb.finish();
-    Ok(Sender::new(params, key, pre)?)
-}
-
-/// The key and precomputation for `--reuse epoch --from-contacts`: loaded from the
-/// store when one was made for the current address-book version, else made and stored.
-fn stored_epoch_sender<G: PrimeGroup>(
-    st: &mut Store,
-    params: &PsiParams,
-    set: &[String],
-    rng: &mut SecureRng,
-) -> Result<Sender<G>> {
-    // One process at a time makes (or loads) the key and precomputation: a second
-    // `psi serve --reuse epoch` on this store waits for the first and reuses what it
-    // stored (issue 28), instead of both computing and both storing.
-    let _lock = match st.path() {
-        Some(p) => Some(crate::util::store_lock(p, "psi-epoch", "its PSI precomputation")?),
-        None => None,
-    };
-    let purpose = format!("psi-sender/{}", G::ID.name());
-    let version = st.contacts_version()?;
-    let key = match st.current_key(&purpose)? {
-        Some(k) => SenderKey::<G>::from_bytes(&k.secret).context("stored PSI key is corrupt")?,
-        None => {
-            let k = SenderKey::<G>::generate(rng, 1);
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            st.put_key(&purpose, k.epoch(), &k.to_bytes(), now)?;
-            k
-        }
-    };
-    let kind = format!(
-        "psi-sender/{}/{}/m{}/n{}/l{}",
-        G::ID.name(),
-        params.security.name(),
-        params.max_receiver,
-        params.max_sender,
-        params.lambda
-    );
-    if let Some(blob) = st.get_precomputation(&kind, key.epoch(), version)?
-        && let Ok(pre) = SenderPrecomputation::<G>::from_bytes(&blob)
-        && let Ok(sender) = Sender::new(params, key.clone(), pre)
-    {
-        eprintln!(
-            "tacit psi serve: reusing the stored precomputation (key epoch {}, address book version {version})",
-            key.epoch()
-        );
-        return Ok(sender);
-    }
-    let pb = precompute_progress(set.len(), "tacit psi serve");
-    let pre =
-        SenderPrecomputation::compute_with_progress(params, &key, set, Reuse::WithinEpoch, rng, &|k| pb.inc(k as u64))?;
-    pb.finish();
-    st.put_precomputation(&kind, key.epoch(), version, &pre.to_bytes())?;
-    eprintln!(
-        "tacit psi serve: precomputed and stored (key epoch {}, address book version {version})",
-        key.epoch()
-    );
-    Ok(Sender::new(params, key, pre)?)
-}
-
-async fn serve<G: PrimeGroup>(params: PsiParams, set: Vec<String>, store: Option<Store>, o: ServeOpts) -> Result<()> {
-    let distinct: std::collections::HashSet<&String> = set.iter().collect();
-    if distinct.len() > params.max_sender as usize {
-        bail!(
-            "the set has {} distinct elements; the limit is {} (raise --max-sender; the receiver must use the same value)",
-            distinct.len(),
-            params.max_sender
-        );
-    }
-    let n_distinct = distinct.len();
-    let mut rng = SecureRng::from_os();
-    let listener = FramedListener::bind(o.listen.as_str(), &o.net)
-        .await
-        .with_context(|| format!("cannot listen on {}", o.listen))?;
-    // Issue 28, item 10: say what the wait before "ready" is for (the address is
-    // bound, so early clients queue; the first is answered once this is done).
-    eprintln!(
-        "tacit psi serve: precomputing the answer to {} elements ({n_distinct} real, the rest padding) before accepting sessions…",
-        params.max_sender
-    );
-    let started = std::time::Instant::now();
-    let supply = Arc::new(match (store, o.reuse) {
-        (Some(mut st), ReuseArg::Epoch) => {
-            Supply::Epoch(Arc::new(stored_epoch_sender::<G>(&mut st, &params, &set, &mut rng)?))
-        }
-        (None, ReuseArg::Epoch) => Supply::Epoch(Arc::new(make_sender::<G>(
-            &params,
-            &set,
-            1,
-            Reuse::WithinEpoch,
-            &mut rng,
-            "tacit psi serve",
-        )?)),
-        (_, ReuseArg::Fresh) => {
-            // The first one with a progress bar, the rest in the background.
-            let first = make_sender::<G>(&params, &set, 1, Reuse::FreshPerSession, &mut rng, "tacit psi serve")?;
-            let first = std::sync::Mutex::new(Some(first));
-            let epoch = std::sync::atomic::AtomicU64::new(1);
-            Supply::Fresh(SenderPool::start(o.ahead, move || {
-                if let Some(s) = first.lock().ok().and_then(|mut f| f.take()) {
-                    return Ok(s);
+/// Binds, precomputes and serves, printing what the server reports.
+async fn serve(builder: ServerBuilder, listen: String, max_clients: usize, max_per_address: usize) -> Result<()> {
+    // The bar of the first precomputation (the only one that reports progress).
+    let bar: Mutex<(Option<crate::util::progress::Progress>, u64)> = Mutex::new((None, 0));
+    let served = AtomicU64::new(0);
+    let events = move |e: ServerEvent| match e {
+        // Issue 28, item 10: say what the wait before "ready" is for (the address is
+        // bound, so early clients queue; the first is answered once this is done).
+        ServerEvent::Precomputing { elements, distinct } => eprintln!(
+            "tacit psi serve: precomputing the answer to {elements} elements ({distinct} real, the rest padding) before accepting sessions…"
+        ),
+        ServerEvent::WaitingForStore { store, pid } => eprintln!(
+            "tacit: the store {} is in use by PID {pid} (its PSI precomputation); waiting",
+            store.display()
+        ),
+        ServerEvent::Progress(p) => {
+            // Reports come from many threads: count only what is new.
+            if let Ok(mut guard) = bar.lock()
+                && p.done > guard.1
+            {
+                let (b, seen) = &mut *guard;
+                let b = b.get_or_insert_with(|| precompute_progress(p.total as usize, "tacit psi serve"));
+                b.inc(p.done - *seen);
+                if p.done >= p.total {
+                    b.finish();
                 }
-                let e = epoch.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                let mut rng = SecureRng::from_os();
-                let key = SenderKey::<G>::generate(&mut rng, e);
-                let pre = SenderPrecomputation::compute(&params, &key, &set, Reuse::FreshPerSession, &mut rng)?;
-                Sender::new(&params, key, pre)
-            }))
+                *seen = p.done;
+            }
         }
-    });
-    eprintln!(
-        "tacit psi serve: ready after {:.1} s: {params}; {n_distinct} elements padded to {}; listening on {}",
-        started.elapsed().as_secs_f64(),
-        params.max_sender,
-        listener.local_addr()?
-    );
-    let tls = match &o.tls {
-        Some(id) => {
-            let fp = hex::encode(id.fingerprint()?);
-            eprintln!("tacit psi serve: TLS 1.3; server key fingerprint {fp} (clients: --pin {fp}, or --tofu)");
-            Some(id.server_config()?)
-        }
-        None => {
-            eprintln!("tacit psi serve: plain TCP (no --tls): responses are not protected on the path");
-            None
-        }
-    };
-    let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let s2 = served.clone();
-    let events: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |e| match e {
-        Event::Answered { peer, bytes, elapsed } => {
-            let n = s2.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        ServerEvent::ReusedStored {
+            key_epoch,
+            contacts_version,
+        } => eprintln!(
+            "tacit psi serve: reusing the stored precomputation (key epoch {key_epoch}, address book version {contacts_version})"
+        ),
+        ServerEvent::Stored {
+            key_epoch,
+            contacts_version,
+        } => eprintln!(
+            "tacit psi serve: precomputed and stored (key epoch {key_epoch}, address book version {contacts_version})"
+        ),
+        ServerEvent::Session(Event::Answered { peer, bytes, elapsed }) => {
+            let n = served.fetch_add(1, Ordering::Relaxed) + 1;
             eprintln!(
                 "tacit psi serve: session {n} from {peer}: answered ({} B in, {} B out, {:.1} ms)",
                 bytes.0,
@@ -503,56 +368,41 @@ async fn serve<G: PrimeGroup>(params: PsiParams, set: Vec<String>, store: Option
                 elapsed.as_secs_f64() * 1e3
             );
         }
-        Event::Failed { peer, why } => eprintln!("tacit psi serve: session from {peer}: {}", sanitize(&why)),
-        Event::Busy { peer } => eprintln!(
-            "tacit psi serve: refused {peer}: {} sessions in progress, or {} from its address",
-            o.max_clients, o.max_per_address
+        ServerEvent::Session(Event::Failed { peer, why }) => {
+            eprintln!("tacit psi serve: session from {peer}: {}", sanitize(&why))
+        }
+        ServerEvent::Session(Event::Busy { peer }) => eprintln!(
+            "tacit psi serve: refused {peer}: {max_clients} sessions in progress, or {max_per_address} from its address"
         ),
-        Event::Admission(what) => eprintln!("tacit psi serve: {what}"),
-    });
-    let cfg = ServiceConfig {
-        max_clients: o.max_clients,
-        max_per_address: o.max_per_address,
-        net: o.net,
-        tls,
+        ServerEvent::Session(Event::Admission(what)) => eprintln!("tacit psi serve: {what}"),
     };
-    tacit_psi::service::serve(listener, supply, cfg, o.sessions, events).await?;
-    Ok(())
+    let server = builder.on_event(events).bind(listen.as_str()).await.map_err(|e| match e {
+        ServiceError::SetTooLarge { distinct, max } => anyhow::anyhow!(
+            "the set has {distinct} distinct elements; the limit is {max} (raise --max-sender; the receiver must use the same value)"
+        ),
+        e => e.into(),
+    })?;
+    let params = server.params();
+    eprintln!(
+        "tacit psi serve: ready after {:.1} s: {params}; {} elements padded to {}; listening on {}",
+        server.precompute_time().as_secs_f64(),
+        server.distinct(),
+        params.max_sender,
+        server.local_addr()
+    );
+    match server.fingerprint() {
+        Some(fp) => {
+            let fp = hex::encode(fp);
+            eprintln!("tacit psi serve: TLS 1.3; server key fingerprint {fp} (clients: --pin {fp}, or --tofu)");
+        }
+        None => eprintln!("tacit psi serve: plain TCP (no --tls): responses are not protected on the path"),
+    }
+    Ok(server.serve().await?)
 }
 
-async fn query<G: PrimeGroup>(
-    params: PsiParams,
-    set: Vec<String>,
-    connect: &str,
-    json: bool,
-    mut trust: Trust,
-    net: NetConfig,
-) -> Result<()> {
-    let mut rng = SecureRng::from_os();
-    let pre = ReceiverPrecomputation::<G>::compute(&params, &set, &mut rng)?;
-    let recorded = trust.recorded()?;
-    let client = client_config(&trust, None)?;
-    let out = tacit_psi::service::query(connect, &pre, client.map(|c| (c, TLS_NAME)), &net)
-        .await
-        .map_err(|e| match (&e, recorded) {
-            (QueryError::Net(tacit_net::Error::Tls(_)), Some(_)) => anyhow::anyhow!(
-                "{e} — the key of {connect} differs from the one recorded on first use; if the server changed \
-                 its key on purpose, run `tacit psi forget --connect {connect}`"
-            ),
-            _ => anyhow::Error::from(e).context(format!("query to {connect}")),
-        })?;
-    if let Some(fp) = trust.record(out.server_certificate.as_deref())? {
-        eprintln!(
-            "tacit psi query: recorded the key of {connect} on first use: {}",
-            hex::encode(fp)
-        );
-    }
-    let items: Vec<String> = out
-        .intersection
-        .items()
-        .iter()
-        .map(|b| String::from_utf8_lossy(b).into_owned())
-        .collect();
+/// Prints a query's result: JSON, or the common elements one per line.
+fn print_found(params: &PsiParams, out: &QueryResult, json: bool) -> Result<()> {
+    let items = out.strings();
     if json {
         let v = serde_json::json!({
             "intersection": items,
@@ -561,8 +411,8 @@ async fn query<G: PrimeGroup>(
             "max_receiver": params.max_receiver,
             "max_sender": params.max_sender,
             "lambda": params.lambda,
-            "request_bytes": out.bytes.0,
-            "response_bytes": out.bytes.1,
+            "request_bytes": out.request_bytes,
+            "response_bytes": out.response_bytes,
             "tls": out.tls,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);

@@ -1,10 +1,10 @@
 //! The PSI scene of `tacit demo`: Alice learns which of her identifiers are in Bob's
 //! address book, Bob learns nothing, and a cheating Bob is caught.
 
-use super::cmd::make_sender;
-use crate::demo::{DemoArgs, phone};
+use super::cmd::precompute_progress;
 use crate::util::ms;
 use anyhow::{Context, Result};
+use rand_core::RngCore;
 use std::time::Instant;
 use tacit_crypto::oprf::{KeyPair, Oprf};
 use tacit_crypto::rng::SecureRng;
@@ -12,12 +12,18 @@ use tacit_crypto::{PrimeGroup, SecretScalar};
 use tacit_net::{FramedConn, FramedListener, NetConfig};
 use tacit_psi::{PsiParams, Receiver, ReceiverPrecomputation, Response, Reuse, Security};
 
-/// Two local parties intersect privately over loopback TCP.
-pub async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
+/// A random US-style phone number for generated address books.
+fn phone(rng: &mut SecureRng) -> String {
+    format!("1555{:07}", rng.next_u32() % 10_000_000)
+}
+
+/// Two local parties intersect privately over loopback TCP: Bob's book holds
+/// `contacts` generated numbers (from `seed`).
+pub async fn psi_demo<G: PrimeGroup>(contacts: u32, seed: u64) -> Result<()> {
     let params = PsiParams::new(Security::Malicious).with_group(G::ID);
     let mut data_rng = SecureRng::from_seed({
         let mut s = [0u8; 32];
-        s[..8].copy_from_slice(&a.seed.to_le_bytes());
+        s[..8].copy_from_slice(&seed.to_le_bytes());
         s
     });
     // Alice's own identifiers; Bob's book holds two of them among random numbers.
@@ -27,9 +33,7 @@ pub async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
         phone(&mut data_rng),
         "a.work@example.com".into(),
     ];
-    let mut book: Vec<String> = (0..a.contacts.saturating_sub(2))
-        .map(|_| phone(&mut data_rng))
-        .collect();
+    let mut book: Vec<String> = (0..contacts.saturating_sub(2)).map(|_| phone(&mut data_rng)).collect();
     book.push(alice[2].clone());
     book.push(alice[1].clone());
     let expected = [alice[1].clone(), alice[2].clone()];
@@ -44,7 +48,11 @@ pub async fn psi_demo<G: PrimeGroup>(a: &DemoArgs) -> Result<()> {
     // Bob: the PSI sender, precomputes while idle.
     let mut rng = SecureRng::from_os();
     let t = Instant::now();
-    let bob = make_sender::<G>(&params, &book, 1, Reuse::FreshPerSession, &mut rng, "tacit psi demo")?;
+    let pb = precompute_progress(book.len(), "tacit psi demo");
+    let bob = tacit_psi::server::make_sender::<G>(&params, &book, 1, Reuse::FreshPerSession, &mut rng, &|p| {
+        pb.set_position(p.done)
+    })?;
+    pb.finish();
     let precompute = t.elapsed();
     let net = NetConfig::default().speaking(tacit_net::Protocol::Psi);
     let listener = FramedListener::bind("127.0.0.1:0", &net).await?;

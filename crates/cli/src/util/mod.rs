@@ -170,46 +170,6 @@ pub fn remove_blank_new_stores() {
     }
 }
 
-/// An advisory lock (`flock`) on `STORE.<name>.lock`, held until dropped, for work
-/// that one process at a time does on a store; the holder's process id is written in
-/// the file. Waiting for another process says so in one line, naming its PID and
-/// `what` it is doing.
-pub fn store_lock(store: &Path, name: &str, what: &str) -> Result<std::fs::File> {
-    use std::io::{Read, Seek, Write};
-    let mut p = store.as_os_str().to_owned();
-    p.push(format!(".{name}.lock"));
-    let p = PathBuf::from(p);
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&p)
-        .with_context(|| format!("cannot open {}", p.display()))?;
-    match f.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(e).with_context(|| format!("cannot lock {}", p.display()));
-        }
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut pid = String::new();
-            let _ = f.read_to_string(&mut pid);
-            let pid = pid.trim();
-            eprintln!(
-                "tacit: the store {} is in use by PID {} ({what}); waiting",
-                store.display(),
-                if pid.is_empty() { "?" } else { pid }
-            );
-            f.lock().with_context(|| format!("cannot lock {}", p.display()))?;
-        }
-    }
-    f.set_len(0)?;
-    f.rewind()?;
-    write!(f, "{}", std::process::id())?;
-    f.flush()?;
-    Ok(f)
-}
-
 /// Opens the store for a command that only reads it: never creates the store or its
 /// folders. A missing store is a one-line error naming `creator`, the command that
 /// creates it.

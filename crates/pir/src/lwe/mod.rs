@@ -11,11 +11,11 @@
 //! **LWE.** Dimension `n = 1024`, modulus `q = 2³²`, secret uniform in `Z_q^n`, error
 //! from the discrete Gaussian with `σ = 58` (129 bits classical core-SVP, [`security`];
 //! SimplePIR's `σ = 6.4` gives about 95); `Δ = q/p`. The public matrix
-//! `A ∈ Z_q^{ℓ×n}` is expanded from a seed ([`prg`]).
+//! `A ∈ Z_q^{ℓ×n}` is expanded from a seed (`prg`).
 //!
 //! * hint (once per table, identical for every client): `H = D·A ∈ Z_q^{m×n}`;
 //! * query for the weights `u ∈ Z_p^ℓ` (one 1 for one row): `qry = A·s + e + Δ·u`;
-//! * answer: `ans = D·qry ∈ Z_q^m` ([`kernel`], one pass over `D` per batch);
+//! * answer: `ans = D·qry ∈ Z_q^m` (`kernel`, one pass over `D` per batch);
 //! * decode slot `s`: for its `d` matrix rows, `ans_r − H_r·s = D_r·e + Δ·(D_r·u)`;
 //!   rounding to the nearest multiple of `Δ` gives `D_r·u mod p`, and adding
 //!   `(p/2)·Σu` undoes the centring.

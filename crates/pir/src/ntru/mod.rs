@@ -17,7 +17,7 @@
 //! `2t mod N` of `D(r_j)`. Encrypting `Σ w·x^t` over several regions at one offset
 //! selects the weighted sum of those rows (modulo `p = 3`).
 //!
-//! The server keeps every column polynomial in transformed form ([`ntt`]) and answers
+//! The server keeps every column polynomial in transformed form (`ntt`) and answers
 //! a batch of queries in one pass.
 //!
 //! **Why it is insecure** ([`attack`]): `r(1) = 0` for a fixed-weight blinding
