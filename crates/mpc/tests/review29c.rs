@@ -1,0 +1,126 @@
+//! Review of issue 29 (rev29c): the library builders against the protections the CLI
+//! had before the move (`git show 1a8523d:crates/cli/src/mpc/...`). Each test is a
+//! check the CLI made that a library user does not get by default.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tacit_mpc::apps::psi::{self, MAX_SET, PreparedSet, PsiParams, footprint};
+use tacit_mpc::apps::schedule::{self, Kind, ScheduleHello, ScheduleInput, Window};
+use tacit_mpc::Channel;
+use tacit_net::tls::{SelfSigned, pinned};
+use tacit_net::{NetConfig, Protocol};
+
+fn keys() -> (Channel, Channel) {
+    let (a, b) = (
+        SelfSigned::generate("a.invalid").unwrap(),
+        SelfSigned::generate("b.invalid").unwrap(),
+    );
+    (
+        Channel::tls(&a, pinned(b.fingerprint().unwrap())).unwrap(),
+        Channel::tls(&b, pinned(a.fingerprint().unwrap())).unwrap(),
+    )
+}
+
+fn mem_available() -> u64 {
+    let m = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kib: u64 = m
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .parse()
+        .unwrap();
+    kib * 1024
+}
+
+/// `tacit mpc psi serve` refused to start when the circuit of the largest query it
+/// admits does not fit the memory the process may use (`crate::util::memory_budget`,
+/// 1a8523d crates/cli/src/mpc/psi.rs:221-235), and reserved every query's circuit
+/// from that budget. The library's `apps::psi::Server` has no bound by default
+/// ("default: no bound"): a querier of `max_peer` elements makes it build a circuit
+/// larger than the machine, `max_sessions` of them at once.
+#[tokio::test]
+async fn a_default_gmw_psi_server_refuses_a_worst_case_query_larger_than_the_memory_available() {
+    let sigma = 256;
+    let mine: Vec<String> = (0..4096).map(|i| format!("contact-{i}")).collect();
+    let set = Arc::new(PreparedSet::new(&mine, sigma).unwrap());
+    let worst = footprint(&PsiParams {
+        sigma,
+        n_a: set.values.len(),
+        n_b: MAX_SET,
+    })
+    .unwrap();
+    let avail = mem_available();
+    assert!(worst > avail, "precondition: worst case {worst} B > available {avail} B");
+    let (ca, _) = keys();
+    let bound = psi::Server::builder(set)
+        .listen("127.0.0.1:0")
+        .max_peer(MAX_SET)
+        .channel(ca)
+        .semi_honest_peers()
+        .bind()
+        .await;
+    match bound {
+        Err(e) => assert!(e.to_string().contains("may use"), "{e}"),
+        Ok(s) => panic!(
+            "the default library server bound with a worst-case circuit of {} MiB per query (x4 sessions) on a machine with {} MiB available; the CLI refused this",
+            s.worst_case_bytes() >> 20,
+            avail >> 20
+        ),
+    }
+}
+
+fn window(n: usize) -> Window {
+    let starts: Vec<i64> = (0..n as i64).map(|j| 1_700_000_000 + 900 * j).collect();
+    Window {
+        days: vec![(1_700_000_000, 1_700_000_000 + 900 * n as i64 + 3600); n],
+        starts,
+        duration: 1800,
+    }
+}
+
+/// `tacit schedule serve --engine gmw` read the client's first message (the hello)
+/// under a 64 KiB frame limit (`service_config(store, ch, 1 << 16, ..)`, 1a8523d
+/// crates/cli/src/mpc/schedule.rs:331 and pros/channel.rs:163-167). The library's
+/// `apps::schedule::Server` reads it under `NetConfig::default()`'s 4 MiB: every
+/// admitted client (16 at once) makes the server buffer 64 times what the CLI did
+/// before the hello is even parsed.
+#[tokio::test]
+async fn the_library_schedule_server_bounds_the_hello_frame_as_the_cli_did() {
+    let (ca, cb) = keys();
+    let w = window(8);
+    let hello = ScheduleHello::new(Kind::Availability, &w);
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let r = results.clone();
+    let server = schedule::Server::builder(hello, ScheduleInput::Free(vec![true; 8]))
+        .listen("127.0.0.1:0")
+        .sessions(1)
+        .channel(ca)
+        .on_event(move |e| {
+            if let schedule::ServerEvent::Session { result, .. } = e {
+                r.lock().unwrap().push(result.map(|_| ()).map_err(|e| e.to_string()));
+            }
+        })
+        .bind()
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    let serving = tokio::spawn(server.serve());
+    let net = NetConfig {
+        max_frame: 8 << 20,
+        ..NetConfig::default()
+    };
+    let (mut conn, _) = cb.connect(&addr, &net, Protocol::MpcSchedule).await.unwrap();
+    // A 1 MiB "hello": 16 times the CLI's limit, under the library's.
+    let _ = conn.send(&vec![0u8; 1 << 20]).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), conn.recv()).await;
+    drop(conn);
+    tokio::time::timeout(Duration::from_secs(20), serving).await.unwrap().unwrap().unwrap();
+    let results = results.lock().unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let why = results[0].as_ref().unwrap_err();
+    assert!(
+        why.contains("announced a 1048576-byte message"),
+        "the server read a 1 MiB hello frame before refusing it (the CLI refused frames over 64 KiB unread): {why}"
+    );
+}
