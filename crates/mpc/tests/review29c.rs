@@ -124,3 +124,69 @@ async fn the_library_schedule_server_bounds_the_hello_frame_as_the_cli_did() {
         "the server read a 1 MiB hello frame before refusing it (the CLI refused frames over 64 KiB unread): {why}"
     );
 }
+
+/// `tacit schedule serve --engine gmw` admitted at most 4 sessions at once
+/// (`--max-clients` default 4, 1a8523d crates/cli/src/pros/channel.rs:69-71); the
+/// library's `apps::schedule::Server` admits 16 by default (a GMW session is CPU
+/// work: 4x the load the CLI let in). Five admitted clients that stay silent: the
+/// fifth must be refused, as the CLI did.
+#[tokio::test]
+async fn the_library_schedule_server_admits_no_more_sessions_than_the_cli_did() {
+    let (ca, cb) = keys();
+    let w = window(8);
+    let hello = ScheduleHello::new(Kind::Availability, &w);
+    let admissions = Arc::new(Mutex::new(Vec::new()));
+    let a = admissions.clone();
+    let server = schedule::Server::builder(hello, ScheduleInput::Free(vec![true; 8]))
+        .listen("127.0.0.1:0")
+        .channel(ca)
+        .on_event(move |e| {
+            if let schedule::ServerEvent::Admission(line) = e {
+                a.lock().unwrap().push(line);
+            }
+        })
+        .bind()
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    let serving = tokio::spawn(server.serve());
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        if let Ok((c, _)) = cb.connect(&addr, &NetConfig::default(), Protocol::MpcSchedule).await {
+            held.push(c);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    serving.abort();
+    let admissions = admissions.lock().unwrap();
+    assert!(
+        admissions.iter().any(|l| l.contains("refused")),
+        "5 sessions held at once by silent clients, none refused (the CLI's cap was 4): {admissions:?}"
+    );
+}
+
+/// `tacit mpc run` refused to start when `instances` copies of the circuit's triples
+/// and slots do not fit the memory the process may use (1a8523d
+/// crates/cli/src/mpc/cmd.rs:521-531; the CLI still checks before it calls the
+/// library). `Session::builder` does not: a library session of 2^31 AES instances
+/// is not refused before it connects, and would allocate on the peer's hello.
+#[tokio::test]
+async fn a_session_too_large_for_memory_is_refused_before_it_connects() {
+    let lc = Arc::new(tacit_mpc::circuit::LayeredCircuit::new(
+        tacit_mpc::circuit::bristol::parse(tacit_mpc::shipped::AES_128).unwrap(),
+    ));
+    let (_, cb) = keys();
+    // Nothing listens on port 1: a session that checked its size first says so.
+    let e = tacit_mpc::Session::builder(lc)
+        .instances(1 << 31)
+        .inputs(vec![vec![false; 128]])
+        .channel(cb)
+        .connect("127.0.0.1:1")
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("may use") || e.to_string().contains("memory"),
+        "2^31 instances of AES-128 were not refused for their size: {e}"
+    );
+}
