@@ -190,3 +190,41 @@ async fn a_session_too_large_for_memory_is_refused_before_it_connects() {
         "2^31 instances of AES-128 were not refused for their size: {e}"
     );
 }
+
+/// docs/mpc.md:114-119 "A listening session is not held up by strangers": the
+/// handshakes run side by side, at most `HANDSHAKES_AT_ONCE` (16), each within
+/// `HANDSHAKE_TIMEOUT` (5 s) — and a connection beyond the 16 is *closed*
+/// (`accept_one`: "16 handshakes in progress"). A stranger who opens 16 silent TCP
+/// connections (and renews them every 5 s) keeps every later connection out,
+/// the pinned peer's included: the peer is refused, not served.
+#[tokio::test]
+async fn sixteen_silent_strangers_do_not_keep_the_pinned_peer_out() {
+    use tacit_mpc::bits::{bits_from_u64, u64_from_bits};
+    use tacit_mpc::service::HANDSHAKES_AT_ONCE;
+    let lc = Arc::new(tacit_mpc::circuit::LayeredCircuit::new(
+        tacit_mpc::circuit::bristol::parse(tacit_mpc::shipped::ADDER64).unwrap(),
+    ));
+    let (ca, cb) = keys();
+    let a = tacit_mpc::Session::builder(lc.clone())
+        .inputs(vec![bits_from_u64(40, 64)])
+        .channel(ca)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = a.local_addr().to_string();
+    let session = tokio::spawn(a.run());
+    let mut silent = Vec::new();
+    for _ in 0..HANDSHAKES_AT_ONCE {
+        silent.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let b = tacit_mpc::Session::builder(lc)
+        .inputs(vec![bits_from_u64(2, 64)])
+        .channel(cb)
+        .connect(&addr);
+    let ob = tokio::time::timeout(Duration::from_secs(20), b).await.expect("b hung");
+    session.abort();
+    let ob = ob.unwrap_or_else(|e| panic!("the pinned peer was kept out by {HANDSHAKES_AT_ONCE} silent strangers: {e}"));
+    assert_eq!(u64_from_bits(&ob.outputs()[0]), 42);
+    drop(silent);
+}
