@@ -434,3 +434,27 @@ pub(crate) async fn accept_one(
         }
     }
 }
+
+/// Where a builder's memory bound comes from (default: what this process may use,
+/// [`tacit_net::memory::memory_budget`], read when the work is checked).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) enum MemoryBound {
+    /// What this process may use when checked.
+    #[default]
+    Available,
+    /// As many bytes.
+    Bytes(u64),
+    /// None.
+    Unbounded,
+}
+
+impl MemoryBound {
+    /// The bound in bytes, if any.
+    pub(crate) fn bytes(self) -> Option<u64> {
+        match self {
+            MemoryBound::Available => tacit_net::memory::memory_budget(),
+            MemoryBound::Bytes(b) => Some(b),
+            MemoryBound::Unbounded => None,
+        }
+    }
+}

@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tacit_mpc::Channel;
 use tacit_mpc::apps::psi::{self, MAX_SET, PreparedSet, PsiParams, footprint};
 use tacit_mpc::apps::schedule::{self, Kind, ScheduleHello, ScheduleInput, Window};
-use tacit_mpc::Channel;
 use tacit_net::tls::{SelfSigned, pinned};
 use tacit_net::{NetConfig, Protocol};
 
@@ -51,7 +51,10 @@ async fn a_default_gmw_psi_server_refuses_a_worst_case_query_larger_than_the_mem
     })
     .unwrap();
     let avail = mem_available();
-    assert!(worst > avail, "precondition: worst case {worst} B > available {avail} B");
+    assert!(
+        worst > avail,
+        "precondition: worst case {worst} B > available {avail} B"
+    );
     let (ca, _) = keys();
     let bound = psi::Server::builder(set)
         .listen("127.0.0.1:0")
@@ -115,7 +118,11 @@ async fn the_library_schedule_server_bounds_the_hello_frame_as_the_cli_did() {
     let _ = conn.send(&vec![0u8; 1 << 20]).await;
     let _ = tokio::time::timeout(Duration::from_secs(10), conn.recv()).await;
     drop(conn);
-    tokio::time::timeout(Duration::from_secs(20), serving).await.unwrap().unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(20), serving)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     let results = results.lock().unwrap();
     assert_eq!(results.len(), 1, "{results:?}");
     let why = results[0].as_ref().unwrap_err();
@@ -224,7 +231,8 @@ async fn sixteen_silent_strangers_do_not_keep_the_pinned_peer_out() {
         .connect(&addr);
     let ob = tokio::time::timeout(Duration::from_secs(20), b).await.expect("b hung");
     session.abort();
-    let ob = ob.unwrap_or_else(|e| panic!("the pinned peer was kept out by {HANDSHAKES_AT_ONCE} silent strangers: {e}"));
+    let ob =
+        ob.unwrap_or_else(|e| panic!("the pinned peer was kept out by {HANDSHAKES_AT_ONCE} silent strangers: {e}"));
     assert_eq!(u64_from_bits(&ob.outputs()[0]), 42);
     drop(silent);
 }
