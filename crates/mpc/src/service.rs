@@ -383,7 +383,12 @@ impl TripleSource for Source {
 /// within [`HANDSHAKE_TIMEOUT`]), and the first to complete with an admitted key is
 /// the peer. A connection that says nothing, or fails the handshake (a port scan, a
 /// key that is not pinned, a client of another protocol), does not make the peer
-/// wait behind it; each is reported as [`Event::Refused`].
+/// wait behind it; each is reported as [`Event::Refused`]. When all the handshake
+/// slots are taken a newcomer is not refused: it takes the slot of the oldest
+/// handshake of the address holding the most (as `tacit_net::guard` does for
+/// servers), so that silent connections from one address evict each other, and the
+/// peer's handshake is evicted only after [`HANDSHAKES_AT_ONCE`] newer connections
+/// from addresses holding at least as many slots as its own.
 pub(crate) async fn accept_one(
     l: &FramedListener,
     ch: &Channel,
@@ -394,6 +399,12 @@ pub(crate) async fn accept_one(
         return Err(Channel::unset_error());
     }
     let mut pending = tokio::task::JoinSet::new();
+    // The handshakes in progress: task → (address, arrival, its abort handle).
+    let mut slots: std::collections::HashMap<
+        tokio::task::Id,
+        (Option<std::net::IpAddr>, u64, tokio::task::AbortHandle),
+    > = std::collections::HashMap::new();
+    let mut arrivals = 0u64;
     loop {
         tokio::select! {
             conn = l.accept() => {
@@ -405,20 +416,37 @@ pub(crate) async fn accept_one(
                         continue;
                     }
                 };
-                let from = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                if pending.len() >= HANDSHAKES_AT_ONCE {
-                    events(Event::Refused { from, why: format!("{HANDSHAKES_AT_ONCE} handshakes in progress") });
-                    continue;
+                let addr = conn.peer_addr().ok();
+                let from = addr.map(|a| a.to_string()).unwrap_or_default();
+                if slots.len() >= HANDSHAKES_AT_ONCE
+                    && let Some(victim) = eviction_victim(&slots)
+                    && let Some((ip, _, handle)) = slots.remove(&victim)
+                {
+                    handle.abort();
+                    let who = ip.map(|i| i.to_string()).unwrap_or_default();
+                    events(Event::Refused {
+                        from: who,
+                        why: format!("{HANDSHAKES_AT_ONCE} handshakes in progress: the oldest of the busiest address closed for a newcomer"),
+                    });
                 }
                 let ch = ch.clone();
-                pending.spawn(async move {
+                let handle = pending.spawn(async move {
                     let r = tokio::time::timeout(HANDSHAKE_TIMEOUT, ch.accept(conn, protocol)).await;
                     (from, r)
                 });
+                arrivals += 1;
+                slots.insert(handle.id(), (addr.map(|a| a.ip()), arrivals, handle));
             }
-            Some(done) = pending.join_next(), if !pending.is_empty() => {
+            Some(done) = pending.join_next_with_id(), if !pending.is_empty() => {
                 // (Dropping `pending` on return aborts the other handshakes.)
-                let Ok((from, r)) = done else { continue };
+                let (id, (from, r)) = match done {
+                    Ok(d) => d,
+                    Err(e) => {
+                        slots.remove(&e.id());
+                        continue;
+                    }
+                };
+                slots.remove(&id);
                 match r {
                     Ok(Ok((conn, peer_key))) => {
                         events(Event::Connected { peer_key });
@@ -431,6 +459,47 @@ pub(crate) async fn accept_one(
                     }),
                 }
             }
+        }
+    }
+}
+
+/// The handshake to close for a newcomer when all slots are taken: the oldest of
+/// the address holding the most slots (ties: the oldest of all those addresses).
+fn eviction_victim(
+    slots: &std::collections::HashMap<tokio::task::Id, (Option<std::net::IpAddr>, u64, tokio::task::AbortHandle)>,
+) -> Option<tokio::task::Id> {
+    let mut count: std::collections::HashMap<Option<std::net::IpAddr>, usize> = std::collections::HashMap::new();
+    for (ip, _, _) in slots.values() {
+        *count.entry(*ip).or_default() += 1;
+    }
+    let most = count.values().copied().max()?;
+    slots
+        .iter()
+        .filter(|(_, (ip, _, _))| count.get(ip) == Some(&most))
+        .min_by_key(|(_, (_, seq, _))| *seq)
+        .map(|(id, _)| *id)
+}
+
+/// Where a builder's memory bound comes from (default: what this process may use,
+/// [`tacit_net::memory::memory_budget`], read when the work is checked).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) enum MemoryBound {
+    /// What this process may use when checked.
+    #[default]
+    Available,
+    /// As many bytes.
+    Bytes(u64),
+    /// None.
+    Unbounded,
+}
+
+impl MemoryBound {
+    /// The bound in bytes, if any.
+    pub(crate) fn bytes(self) -> Option<u64> {
+        match self {
+            MemoryBound::Available => tacit_net::memory::memory_budget(),
+            MemoryBound::Bytes(b) => Some(b),
+            MemoryBound::Unbounded => None,
         }
     }
 }

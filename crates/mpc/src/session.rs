@@ -20,7 +20,7 @@
 use crate::circuit::LayeredCircuit;
 use crate::driver::{RunReport, SessionConfig, TripleSource, run};
 use crate::gmw::{OutputTo, PartyInputs};
-use crate::service::{Channel, Event, Events, Source, Triples, accept_one, no_events};
+use crate::service::{Channel, Event, Events, MemoryBound, Source, Triples, accept_one, no_events};
 use crate::{Error, Party};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -46,6 +46,7 @@ impl Session {
             spin: crate::driver::DEFAULT_SPIN,
             outputs: OutputTo::Both,
             events: no_events(),
+            memory: MemoryBound::Available,
         }
     }
 }
@@ -76,6 +77,7 @@ pub struct SessionBuilder {
     spin: Duration,
     outputs: OutputTo,
     events: Events,
+    memory: MemoryBound,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -180,9 +182,34 @@ impl SessionBuilder {
         self
     }
 
+    /// The memory this session's triples and wires may take (bytes): `instances`
+    /// copies of the circuit that do not fit are refused before anything connects
+    /// or is allocated (default: what this process may use,
+    /// [`tacit_net::memory::memory_budget`], as `tacit mpc run`).
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.memory = MemoryBound::Bytes(bytes);
+        self
+    }
+
+    /// No memory bound on the session's size (a session larger than the machine
+    /// then runs out of memory instead of being refused).
+    pub fn no_memory_bound(mut self) -> Self {
+        self.memory = MemoryBound::Unbounded;
+        self
+    }
+
+    /// Bytes `instances` copies of the circuit take to run beyond the circuit
+    /// itself: the triples (3 bits per AND gate, twice while they are made) and at
+    /// most one word per wire (what the memory bound is checked against).
+    pub fn memory_needed(&self) -> u128 {
+        let s = self.lc.circuit().stats();
+        ((s.and_gates as u128 * 6).div_ceil(8) + s.wires as u128 / 8) * self.instances as u128
+    }
+
     /// Party a: binds `addr` (port 0 picks one) and returns the listener, to run the
     /// session on with [`Listening::run`].
     pub async fn bind(self, addr: &str) -> Result<Listening, Error> {
+        self.check()?;
         let l = FramedListener::bind(addr, &self.net)
             .await
             .map_err(|err| Error::Connect {
@@ -263,6 +290,17 @@ impl SessionBuilder {
             return Err(Error::Params(format!(
                 "{} instances is not a valid count",
                 self.instances
+            )));
+        }
+        let need = self.memory_needed();
+        if let Some(b) = self.memory.bytes()
+            && need > b as u128
+        {
+            return Err(Error::Params(format!(
+                "{} instances of this circuit need about {}; this process may use {}",
+                self.instances,
+                crate::apps::psi::human_bytes(u64::try_from(need).unwrap_or(u64::MAX)),
+                crate::apps::psi::human_bytes(b)
             )));
         }
         Ok(())

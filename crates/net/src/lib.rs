@@ -37,6 +37,7 @@ pub mod channel;
 pub mod greeting;
 pub mod guard;
 pub mod mdns;
+pub mod memory;
 pub mod records;
 pub mod tls;
 

@@ -33,7 +33,7 @@ use tacit_net::FramedConn;
 use tacit_wire::{Decode, Encode, ErrorMessage, Reader, Writer};
 
 mod service;
-pub use service::{BoundServer, Client, Server, ServerBuilder, ServerEvent};
+pub use service::{BoundServer, CLIENT_DEADLINE, Client, HELLO_MAX_FRAME, Server, ServerBuilder, ServerEvent};
 
 /// Earth radius of the projection (metres).
 pub const EARTH_RADIUS_M: f64 = 6_371_000.0;

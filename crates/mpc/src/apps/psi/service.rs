@@ -7,12 +7,15 @@
 //! querier reads the whole set, see the module above); it runs over TLS 1.3
 //! ([`Channel`]); at most [`ServerBuilder::max_sessions`] sessions at once, each
 //! within [`ServerBuilder::session_timeout`], a handshake within 5 s; a querier's
-//! set size is bounded by [`ServerBuilder::max_peer`], and with
-//! [`ServerBuilder::memory_budget`] the circuits of the sessions in progress share
-//! one budget, a query that does not fit refused before anything is built.
+//! set size is bounded by [`ServerBuilder::max_peer`]; the circuits of the sessions
+//! in progress share one memory budget (by default what this process may use when
+//! it binds, [`tacit_net::memory::memory_budget`]; [`ServerBuilder::memory_budget`]
+//! sets another, [`ServerBuilder::no_memory_bound`] none): the server refuses to
+//! bind when the largest query it admits does not fit, and a query that does not
+//! fit what is left is refused before anything is built.
 
 use super::{MAX_SET, MemoryBudget, PreparedSet, PsiParams, PsiReport, PsiResult, footprint, serve_reserving};
-use crate::service::{Channel, Event, Events, Triples, no_events};
+use crate::service::{Channel, Event, Events, MemoryBound, Triples, no_events};
 use crate::{Error, Party};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -56,7 +59,7 @@ impl Server {
             session_timeout: Duration::from_secs(300),
             channel: Channel::default(),
             triples: Triples::Ot,
-            budget: None,
+            budget: MemoryBound::Available,
             semi_honest: false,
             events: Arc::new(|_| {}),
         }
@@ -73,7 +76,7 @@ pub struct ServerBuilder {
     session_timeout: Duration,
     channel: Channel,
     triples: Triples,
-    budget: Option<u64>,
+    budget: MemoryBound,
     semi_honest: bool,
     events: Arc<dyn Fn(ServerEvent) + Send + Sync>,
 }
@@ -137,9 +140,18 @@ impl ServerBuilder {
 
     /// The memory the sessions' circuits may take together (bytes): the largest
     /// query admitted must fit it, and each query reserves its circuit from it until
-    /// its session ends (default: no bound).
+    /// its session ends (default: what this process may use when it binds,
+    /// [`tacit_net::memory::memory_budget`], as `tacit mpc psi serve`).
     pub fn memory_budget(mut self, bytes: u64) -> Self {
-        self.budget = Some(bytes);
+        self.budget = MemoryBound::Bytes(bytes);
+        self
+    }
+
+    /// No memory bound: queries up to [`ServerBuilder::max_peer`] are built whatever
+    /// memory is left, [`ServerBuilder::max_sessions`] of them at once (a querier can
+    /// then make the process run out of memory).
+    pub fn no_memory_bound(mut self) -> Self {
+        self.budget = MemoryBound::Unbounded;
         self
     }
 
@@ -173,7 +185,8 @@ impl ServerBuilder {
             n_b: self.max_peer,
         };
         let worst_bytes = footprint(&worst)?;
-        if let Some(b) = self.budget
+        let budget = self.budget.bytes();
+        if let Some(b) = budget
             && worst_bytes > b
         {
             return Err(Error::Params(format!(
@@ -201,6 +214,7 @@ impl ServerBuilder {
             listener: l,
             addr,
             worst_bytes,
+            budget,
         })
     }
 }
@@ -211,6 +225,7 @@ pub struct BoundServer {
     listener: FramedListener,
     addr: SocketAddr,
     worst_bytes: u64,
+    budget: Option<u64>,
 }
 
 impl std::fmt::Debug for BoundServer {
@@ -246,7 +261,7 @@ impl BoundServer {
         // One budget for all sessions: each query reserves its circuit from it
         // before anything is built, so queriers arriving at once cannot each pass
         // against the same free memory.
-        let budget = b.budget.map(MemoryBudget::new);
+        let budget = self.budget.map(MemoryBudget::new);
         let n = Arc::new(AtomicU64::new(0));
         let sessions = b.sessions;
         self.listener

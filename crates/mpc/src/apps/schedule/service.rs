@@ -21,6 +21,22 @@ use std::time::Duration;
 use tacit_crypto::rng::SecureRng;
 use tacit_net::{FramedConn, FramedListener, NetConfig, Protocol};
 
+/// The largest frame either side reads before the hellos agree (64 KiB, as the
+/// CLI): a hello is a few hundred bytes, and a peer must not make us buffer
+/// megabytes before it is parsed. The session raises the limit to what the
+/// circuit needs once the windows agree.
+pub const HELLO_MAX_FRAME: usize = 1 << 16;
+
+/// A [`Client`]'s default overall deadline (2 hours, as `tacit schedule connect`).
+pub const CLIENT_DEADLINE: Duration = Duration::from_secs(7200);
+
+fn hello_config() -> NetConfig {
+    NetConfig {
+        max_frame: HELLO_MAX_FRAME,
+        ..NetConfig::default()
+    }
+}
+
 /// What a scheduling [`Server`] reports.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -54,9 +70,9 @@ impl Server {
             input,
             listen: "127.0.0.1:7800".into(),
             sessions: None,
-            max_sessions: 16,
+            max_sessions: 4,
             deadline: Duration::from_secs(120),
-            net: NetConfig::default(),
+            net: hello_config(),
             channel: Channel::default(),
             triples: Triples::Ot,
             events: Arc::new(|_| {}),
@@ -102,7 +118,8 @@ impl ServerBuilder {
         self
     }
 
-    /// Sessions at once (default 16).
+    /// Sessions at once (default 4, as `tacit schedule serve --max-clients`; a GMW
+    /// session is CPU work).
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.max_sessions = n.max(1);
         self
@@ -116,6 +133,9 @@ impl ServerBuilder {
 
     /// Transport settings (the per-message timeout, the first frame's limit); the
     /// greeting is the scheduler's and the deadline [`ServerBuilder::deadline`].
+    /// Default: [`NetConfig::default`] with frames up to [`HELLO_MAX_FRAME`] until
+    /// the hellos agree (the session then raises the limit to what its circuit
+    /// needs).
     pub fn net_config(mut self, cfg: NetConfig) -> Self {
         self.net = cfg;
         self
@@ -245,7 +265,10 @@ impl Client {
             input,
             channel: Channel::default(),
             triples: Triples::Ot,
-            net: NetConfig::default(),
+            net: NetConfig {
+                deadline: Some(CLIENT_DEADLINE),
+                ..hello_config()
+            },
             events: no_events(),
         }
     }
@@ -262,7 +285,9 @@ impl Client {
         self
     }
 
-    /// Transport settings (timeouts, a deadline).
+    /// Transport settings (timeouts, a deadline). Default: [`NetConfig::default`]
+    /// with frames up to [`HELLO_MAX_FRAME`] until the hellos agree and an overall
+    /// deadline of [`CLIENT_DEADLINE`] (as `tacit schedule connect`).
     pub fn net_config(mut self, cfg: NetConfig) -> Self {
         self.net = cfg;
         self
