@@ -49,14 +49,12 @@ fn psi_query_without_tls_against_psi_serve_tls() {
              connect with TLS (--pin or --tofu, without --plain-tcp)"
         )
     );
-    // The server says why too.
+    // The server says why too (it may print it just after the client has reported).
+    let said = wait_logged(&log, "speaks plain TCP and this PSI server requires TLS");
     let _ = server.kill();
     let _ = server.wait();
     let log = log.lock().unwrap().join("\n");
-    assert!(
-        log.contains("speaks plain TCP and this PSI server requires TLS"),
-        "{log}"
-    );
+    assert!(said, "{log}");
 
     // And the reverse: `psi query --tofu` against a plain `psi serve`.
     let (mut server, addr) = spawn_listening(&[

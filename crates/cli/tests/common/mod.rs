@@ -74,6 +74,19 @@ pub fn examples() -> PathBuf {
 /// The standard-error lines a server printed after its address, collected as it runs.
 pub type Log = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 
+/// Waits (up to 10 s) until a line of `log` contains `needle`: a server may print why
+/// it closed a connection after the client has already reported the close.
+pub fn wait_logged(log: &Log, needle: &str) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        if log.lock().unwrap().iter().any(|l| l.contains(needle)) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
 fn start(args: &[&str], stdout: Stdio) -> (Child, String, Log) {
     let mut child = tacit()
         .args(args)
