@@ -256,8 +256,17 @@ async fn malformed_requests_over_tls_are_refused_with_a_reason() {
             other => panic!("not a refusal: {other:?}"),
         }
     }
-    let why = failures(&log);
-    assert_eq!(why.iter().filter(|w| w.starts_with("refused: ")).count(), 2, "{why:?}");
+    // the server reports a refusal just after sending it: wait (up to 10 s) for both
+    let refused = |why: &Vec<String>| why.iter().filter(|w| w.starts_with("refused: ")).count();
+    let mut why = failures(&log);
+    for _ in 0..500 {
+        if refused(&why) >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        why = failures(&log);
+    }
+    assert_eq!(refused(&why), 2, "{why:?}");
     let r = Client::builder()
         .params(params())
         .pin(pin)
